@@ -1,0 +1,221 @@
+"""Enumerations shared by every TS layer.
+
+The names and values match the documented public API of the reference framework so that a
+kernel written for it keeps working after changing one import line.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = [
+    "PipelineGroupMode",
+    "PipelineType",
+    "Role",
+    "ScheduleStage",
+    "SignalingThreads",
+    "TileSchedulerType",
+    "WorkAttr",
+]
+
+
+class Role(enum.Enum):
+    """Which side of a resource a schedule step acts on."""
+
+    PRODUCER = "producer"
+    CONSUMER = "consumer"
+
+
+class ScheduleStage(enum.Enum):
+    """The ten primitive operations a schedule step can perform on a resource."""
+
+    ConsumerAuxWork = "ConsumerAuxWork"
+    ConsumerTryWait = "ConsumerTryWait"
+    ConsumerWait = "ConsumerWait"
+    ConsumerWork = "ConsumerWork"
+    ConsumerRelease = "ConsumerRelease"
+    ProducerAuxWork = "ProducerAuxWork"
+    ProducerTryAcquire = "ProducerTryAcquire"
+    ProducerAcquire = "ProducerAcquire"
+    ProducerWork = "ProducerWork"
+    ProducerCommit = "ProducerCommit"
+
+    @property
+    def role(self) -> Role:
+        """The side of the resource this operation belongs to."""
+        return Role.PRODUCER if self.value.startswith("Producer") else Role.CONSUMER
+
+    @property
+    def is_work(self) -> bool:
+        """True for work calls (plain or auxiliary), False for pipeline operations."""
+        return self.value.endswith("Work")
+
+    @property
+    def is_aux_work(self) -> bool:
+        """True for the auxiliary work stages."""
+        return self.value.endswith("AuxWork")
+
+    @property
+    def is_pipeline_op(self) -> bool:
+        """True for acquire/commit/wait/release and their ``try_*`` probes."""
+        return not self.is_work
+
+    @property
+    def is_try(self) -> bool:
+        """True for the non-blocking probes ``try_acquire`` and ``try_wait``."""
+        return self in (ScheduleStage.ProducerTryAcquire, ScheduleStage.ConsumerTryWait)
+
+    @property
+    def op_name(self) -> str:
+        """The reserved proxy name of a pipeline operation (``acquire``, ``try_wait`` ...)."""
+        return _OP_NAMES.get(self, "")
+
+    @classmethod
+    def from_op_name(cls, name: str) -> ScheduleStage:
+        """Map a reserved pipeline name (``acquire``, ``wait`` ...) to its stage."""
+        for stage, op in _OP_NAMES.items():
+            if op == name:
+                return stage
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        return _SHORT_LABELS[self]
+
+
+_OP_NAMES: dict[ScheduleStage, str] = {
+    ScheduleStage.ProducerTryAcquire: "try_acquire",
+    ScheduleStage.ProducerAcquire: "acquire",
+    ScheduleStage.ProducerCommit: "commit",
+    ScheduleStage.ConsumerTryWait: "try_wait",
+    ScheduleStage.ConsumerWait: "wait",
+    ScheduleStage.ConsumerRelease: "release",
+}
+
+# Arrows show the direction of data relative to the resource: producers push into it (->),
+# consumers pull out of it (<-).
+_SHORT_LABELS: dict[ScheduleStage, str] = {
+    ScheduleStage.ConsumerAuxWork: "<-ConsAux",
+    ScheduleStage.ConsumerTryWait: "<-ConsTryWai",
+    ScheduleStage.ConsumerWait: "<-ConsWai",
+    ScheduleStage.ConsumerWork: "<-ConsWrk",
+    ScheduleStage.ConsumerRelease: "<-ConsRel",
+    ScheduleStage.ProducerAuxWork: "ProdAux->",
+    ScheduleStage.ProducerTryAcquire: "ProdTryAcq->",
+    ScheduleStage.ProducerAcquire: "ProdAcq->",
+    ScheduleStage.ProducerWork: "ProdWrk->",
+    ScheduleStage.ProducerCommit: "ProdCmt->",
+}
+
+RESERVED_OP_NAMES: frozenset[str] = frozenset(_OP_NAMES.values())
+"""Proxy names that are pipeline operations and therefore cannot name work methods."""
+
+
+class WorkAttr(enum.IntFlag):
+    """Verification-visible attributes of a work callback.
+
+    ``AUXILIARY`` marks helper work that moves no payload (descriptor setup, prefetch,
+    bookkeeping); the verifier lets it run outside a pipeline bracket.
+    """
+
+    NONE = 0
+    AUXILIARY = 1
+
+    @classmethod
+    def is_valid_combination(cls, value: WorkAttr) -> bool:
+        """Return True when ``value`` is a flag set the verifier understands."""
+        if not isinstance(value, (cls, int)) or isinstance(value, bool):
+            return False
+        return int(value) & ~int(cls.AUXILIARY) == 0
+
+    @classmethod
+    def validate(cls, value: WorkAttr, field_name: str) -> None:
+        """Raise :class:`ValueError` (or :class:`TypeError`) if ``value`` is not supported."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{field_name} must be a WorkAttr, got {type(value).__name__}")
+        if not cls.is_valid_combination(value):
+            raise ValueError(
+                f"{field_name}={int(value)} is not a supported WorkAttr combination; "
+                "use WorkAttr.NONE or WorkAttr.AUXILIARY"
+            )
+
+    def is_auxiliary(self) -> bool:
+        """Return True when auxiliary-work semantics are requested."""
+        return bool(self & WorkAttr.AUXILIARY)
+
+
+class PipelineType(enum.Enum):
+    """The barrier protocol of a pipeline, named ``<Producer><Consumer>``."""
+
+    AsyncAsync = "AsyncAsync"
+    TmaAsync = "TmaAsync"
+    TmaUmma = "TmaUmma"
+    UmmaAsync = "UmmaAsync"
+    AsyncUmma = "AsyncUmma"
+    UmmaUmma = "UmmaUmma"
+    ClcFetchAsync = "ClcFetchAsync"
+
+    @property
+    def needs_blackwell(self) -> bool:
+        """True for protocols that rely on UMMA/TMEM or CLC (sm_100a and later)."""
+        return "Umma" in self.value or self is PipelineType.ClcFetchAsync
+
+    @property
+    def producer_is_tma(self) -> bool:
+        """True when the producer completes the full barrier with TMA transaction bytes."""
+        return self.value.startswith("Tma")
+
+
+class SignalingThreads(enum.IntFlag):
+    """Which threads of a task execute its barrier operations."""
+
+    All = 1
+    CtaLeader = 2
+    TaskWarpLeader = 4
+
+    @classmethod
+    def is_valid_combination(cls, value: SignalingThreads) -> bool:
+        """``All`` alone, or any non-empty combination of the leader flags."""
+        if not isinstance(value, int) or isinstance(value, bool):
+            return False
+        v = int(value)
+        if v == int(cls.All):
+            return True
+        leaders = int(cls.CtaLeader) | int(cls.TaskWarpLeader)
+        return v != 0 and v & ~leaders == 0
+
+    @classmethod
+    def validate(cls, value: SignalingThreads, field_name: str) -> None:
+        """Raise :class:`ValueError` if ``value`` is not a legal combination."""
+        if not cls.is_valid_combination(value):
+            raise ValueError(
+                f"{field_name}={value!r} is not valid: use All, CtaLeader, TaskWarpLeader "
+                "or CtaLeader | TaskWarpLeader (All cannot be combined)"
+            )
+
+    def has_cta_leader(self) -> bool:
+        """True when the CTA leader thread signals."""
+        return bool(self & SignalingThreads.CtaLeader)
+
+    def has_task_warp_leader(self) -> bool:
+        """True when only the first warp of the task signals."""
+        return bool(self & SignalingThreads.TaskWarpLeader)
+
+    def __str__(self) -> str:
+        names = [m.name for m in SignalingThreads if m.name and self & m]
+        return "|".join(names) if names else "0"
+
+
+class TileSchedulerType(enum.Enum):
+    """Persistent work-tile scheduler flavour."""
+
+    StaticPersistent = "StaticPersistent"
+    ClcDynamicPersistent = "ClcDynamicPersistent"
+    AtomicDynamicPersistent = "AtomicDynamicPersistent"
+
+
+class PipelineGroupMode(enum.Enum):
+    """Topology of a pipeline group: N to 1 merge, 1 to N fork, or fused N to 1."""
+
+    Merge = "Merge"
+    Fork = "Fork"
+    FusedMerge = "FusedMerge"

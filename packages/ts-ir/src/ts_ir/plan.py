@@ -1,0 +1,280 @@
+"""The kernel plan: every fact about a kernel that verification and lowering need.
+
+A :class:`KernelPlan` is assembled from user declarations (by ``ts_trace.build_plan`` or by the
+runtime's ``TaskManager``) and consumed by ``ts_verify`` and ``ts_codegen``. It is plain frozen
+data: resources, their pipelines and SMEM needs, tasks with their traced schedules, and the
+resource dependency graph.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+
+from ts_ir.enums import PipelineType, Role, SignalingThreads, WorkAttr
+from ts_ir.schedule import UNKNOWN_LOCATION, Schedule, SourceLocation
+
+__all__ = [
+    "WARPGROUP_WARPS",
+    "WARP_SIZE",
+    "CooperativeGroupSpec",
+    "DependencyEdge",
+    "KernelPlan",
+    "PipelineSpec",
+    "ResourceSpec",
+    "SmemAllocationSpec",
+    "TaskSpec",
+    "WorkMethodSpec",
+]
+
+WARP_SIZE = 32
+"""Threads per warp."""
+
+WARPGROUP_WARPS = 4
+"""Warps per warpgroup (the granularity of ``setmaxnreg``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CooperativeGroupSpec:
+    """How many arrivals one side of a pipeline contributes per phase.
+
+    Attributes:
+        agent: ``"thread"`` (one arrival per thread) or ``"warp"`` (one per warp).
+        size: Number of arriving agents.
+    """
+
+    agent: str
+    size: int
+
+    def __post_init__(self) -> None:
+        if self.agent not in ("thread", "warp"):
+            raise ValueError(f"agent must be 'thread' or 'warp', got {self.agent!r}")
+        if self.size < 1:
+            raise ValueError(f"a cooperative group needs at least one member, got {self.size}")
+
+    def arrivals_for(self, num_warps: int) -> int:
+        """Arrivals a task of ``num_warps`` warps makes when every thread signals."""
+        return num_warps * (WARP_SIZE if self.agent == "thread" else 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineSpec:
+    """An mbarrier ring between a resource's producers and consumers.
+
+    Attributes:
+        type: The barrier protocol.
+        stages: Number of ring stages (full + empty barrier per stage).
+        bytes_per_stage: Transaction bytes the full barrier expects per stage (TMA producers).
+        producer_group: Arrivals that complete a full barrier.
+        consumer_group: Arrivals that complete an empty barrier.
+        producer_signaling: Which producer threads signal.
+        consumer_signaling: Which consumer threads signal.
+    """
+
+    type: PipelineType
+    stages: int
+    bytes_per_stage: int
+    producer_group: CooperativeGroupSpec
+    consumer_group: CooperativeGroupSpec
+    producer_signaling: SignalingThreads = SignalingThreads.All
+    consumer_signaling: SignalingThreads = SignalingThreads.All
+
+    def __post_init__(self) -> None:
+        if self.stages < 1:
+            raise ValueError(f"a pipeline needs at least one stage, got {self.stages}")
+        if self.bytes_per_stage < 0:
+            raise ValueError(f"bytes_per_stage must be >= 0, got {self.bytes_per_stage}")
+        SignalingThreads.validate(self.producer_signaling, "producer_signaling")
+        SignalingThreads.validate(self.consumer_signaling, "consumer_signaling")
+
+    @property
+    def barrier_bytes(self) -> int:
+        """SMEM bytes of the ring's mbarriers (a full and an empty 8-byte barrier per stage)."""
+        return self.stages * 16
+
+
+@dataclasses.dataclass(frozen=True)
+class SmemAllocationSpec:
+    """A named SMEM region a resource needs.
+
+    Attributes:
+        name: Unique name within the kernel (``resource.region`` by convention).
+        size_bytes: Size in bytes.
+        alignment: Byte alignment, a power of two.
+        dtype_name: Element type name ("" for raw bytes).
+        count: Element count.
+    """
+
+    name: str
+    size_bytes: int
+    alignment: int = 128
+    dtype_name: str = ""
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if self.size_bytes < 0:
+            raise ValueError(f"SMEM allocation {self.name!r}: size must be >= 0")
+        a = self.alignment
+        if a < 1 or a & (a - 1):
+            raise ValueError(f"SMEM allocation {self.name!r}: alignment {a} is not a power of 2")
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkMethodSpec:
+    """A named work method declared on a resource.
+
+    Attributes:
+        label: The method name.
+        role: Producer or consumer side.
+        attrs: Verification-visible attributes.
+        outputs: Task-local outputs (consumer work only), in return order.
+        inputs: Names of keyword parameters that can receive routed values.
+    """
+
+    label: str
+    role: Role
+    attrs: WorkAttr = WorkAttr.NONE
+    outputs: tuple[str, ...] = ()
+    inputs: tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceSpec:
+    """A resource of the kernel.
+
+    Attributes:
+        name: Unique name.
+        kind: The resource's class name (for rendering).
+        pipeline: Its pipeline, or None for resources without barriers.
+        smem: SMEM regions it needs.
+        work: Its named work methods.
+        is_work_queue: True for the persistent work queue.
+        is_barrier: True for pure barrier resources (no payload).
+        location: Where the resource class is defined.
+    """
+
+    name: str
+    kind: str = "MemoryResource"
+    pipeline: PipelineSpec | None = None
+    smem: tuple[SmemAllocationSpec, ...] = ()
+    work: tuple[WorkMethodSpec, ...] = ()
+    is_work_queue: bool = False
+    is_barrier: bool = False
+    location: SourceLocation = UNKNOWN_LOCATION
+
+    def work_method(self, label: str) -> WorkMethodSpec | None:
+        """The work method with the given label, or None."""
+        for w in self.work:
+            if w.label == label:
+                return w
+        return None
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """A task: a contiguous warp range running one schedule.
+
+    Attributes:
+        name: Unique task name.
+        warp_start: First warp of the range.
+        num_warps: Number of warps.
+        num_registers: ``setmaxnreg`` target per thread, or None to keep the default.
+        sources: Resources the task consumes from.
+        destinations: Resources the task produces into.
+        schedule: The traced schedule.
+        location: Where the task was declared.
+    """
+
+    name: str
+    warp_start: int
+    num_warps: int
+    num_registers: int | None
+    sources: tuple[str, ...]
+    destinations: tuple[str, ...]
+    schedule: Schedule
+    location: SourceLocation = UNKNOWN_LOCATION
+
+    @property
+    def warp_end(self) -> int:
+        """One past the last warp of the task."""
+        return self.warp_start + self.num_warps
+
+    @property
+    def warps(self) -> range:
+        """The task's warps."""
+        return range(self.warp_start, self.warp_end)
+
+    @property
+    def num_threads(self) -> int:
+        """Threads in the task."""
+        return self.num_warps * WARP_SIZE
+
+
+@dataclasses.dataclass(frozen=True)
+class DependencyEdge:
+    """``downstream`` is produced from data of ``upstream``."""
+
+    upstream: str
+    downstream: str
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelPlan:
+    """Everything about a kernel that verification and lowering need.
+
+    Attributes:
+        name: Kernel name.
+        resources: Every resource.
+        tasks: Every task.
+        dependencies: Edges of the resource dependency graph.
+        smem_alias_groups: Groups of SMEM allocation phases that share storage; each group is
+            a tuple of phases, each phase a tuple of allocation names.
+        smem_capacity: SMEM bytes available per CTA.
+        block_warps: Warps launched per CTA (None: the smallest block that holds every task).
+    """
+
+    name: str
+    resources: tuple[ResourceSpec, ...]
+    tasks: tuple[TaskSpec, ...]
+    dependencies: tuple[DependencyEdge, ...] = ()
+    smem_alias_groups: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    smem_capacity: int = 232448
+    block_warps: int | None = None
+
+    def resource(self, name: str) -> ResourceSpec:
+        """The resource with the given name."""
+        for r in self.resources:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+    def task(self, name: str) -> TaskSpec:
+        """The task with the given name."""
+        for t in self.tasks:
+            if t.name == name:
+                return t
+        raise KeyError(name)
+
+    def producers_of(self, resource: str) -> tuple[TaskSpec, ...]:
+        """Tasks that list ``resource`` as a destination."""
+        return tuple(t for t in self.tasks if resource in t.destinations)
+
+    def consumers_of(self, resource: str) -> tuple[TaskSpec, ...]:
+        """Tasks that list ``resource`` as a source."""
+        return tuple(t for t in self.tasks if resource in t.sources)
+
+    def upstreams_of(self, resource: str) -> tuple[str, ...]:
+        """Resources that ``resource`` is produced from."""
+        return tuple(e.upstream for e in self.dependencies if e.downstream == resource)
+
+    @property
+    def num_warps(self) -> int:
+        """Warps per CTA: ``block_warps`` or the end of the last task's range."""
+        if self.block_warps is not None:
+            return self.block_warps
+        return max((t.warp_end for t in self.tasks), default=0)
+
+    def iter_smem(self) -> Iterator[SmemAllocationSpec]:
+        """Every SMEM allocation of every resource."""
+        for r in self.resources:
+            yield from r.smem

@@ -1,0 +1,1 @@
+"""Private implementation of ts-trace; nothing here is public API."""

@@ -1,0 +1,252 @@
+"""Assemble a :class:`ts_ir.KernelPlan` from tasks, resources and the dependency graph.
+
+This is what the runtime's ``TaskManager`` does before lowering, minus everything that needs
+the CuTe DSL: a kernel can be planned, verified and drawn on a laptop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ts_ir import (
+    UNKNOWN_LOCATION,
+    CooperativeGroupSpec,
+    DependencyEdge,
+    KernelPlan,
+    PipelineSpec,
+    PipelineType,
+    ResourceSpec,
+    Schedule,
+    SignalingThreads,
+    SmemAllocationSpec,
+    SourceLocation,
+    TaskSpec,
+    WorkMethodSpec,
+)
+from ts_trace._internal.source import definition_location, user_location
+from ts_trace.errors import PlanError
+from ts_trace.resources import MemoryResource, resource_name
+
+__all__ = ["TaskDeclaration", "build_plan", "pipeline_spec_of", "resource_spec_of"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskDeclaration:
+    """A task as the kernel author declares it, before it becomes a :class:`ts_ir.TaskSpec`.
+
+    Attributes:
+        src_resources: Resources the task consumes from.
+        dst_resources: Resources the task produces into.
+        warp_idx: First warp of the task.
+        num_warps: Number of warps.
+        schedule: The traced schedule.
+        num_registers: ``setmaxnreg`` target, or None.
+        name: Task name ("" means: the schedule's name).
+        location: Where the declaration was written (filled in automatically).
+    """
+
+    src_resources: Sequence[MemoryResource]
+    dst_resources: Sequence[MemoryResource]
+    warp_idx: int
+    num_warps: int
+    schedule: Schedule
+    num_registers: int | None = None
+    name: str = ""
+    location: SourceLocation = dataclasses.field(default_factory=user_location)
+
+
+def _group(group: object, side: str, resource: str) -> CooperativeGroupSpec:
+    if isinstance(group, CooperativeGroupSpec):
+        return group
+    size = getattr(group, "size", None)
+    agent = str(getattr(group, "agent", "thread")).lower()
+    if not isinstance(size, int):
+        raise PlanError(
+            "TS-T020",
+            f"the {side} group of `{resource}`'s pipeline has no integer size ({group!r})",
+            resource=resource,
+            fix="build the group as cutlass.pipeline.CooperativeGroup(Agent.Thread, n)",
+        )
+    return CooperativeGroupSpec("warp" if "warp" in agent else "thread", size)
+
+
+def pipeline_spec_of(resource: MemoryResource) -> PipelineSpec | None:
+    """The resource's pipeline as IR, from a :class:`ts_ir.PipelineSpec` or a PipelineConfig.
+
+    A PipelineConfig is read by its documented fields (``pipeline_type``, ``num_stages``,
+    ``num_bytes``, ``producer_group``, ``consumer_group`` and the signaling fields), so this
+    layer needs no CuTe DSL.
+    """
+    cfg = resource.pipeline_config
+    name = resource_name(resource)
+    if cfg is None or isinstance(cfg, PipelineSpec):
+        return cfg
+    try:
+        ptype = cfg.pipeline_type
+        ptype = ptype if isinstance(ptype, PipelineType) else PipelineType(str(ptype))
+        return PipelineSpec(
+            type=ptype,
+            stages=int(cfg.num_stages),
+            bytes_per_stage=int(cfg.num_bytes),
+            producer_group=_group(cfg.producer_group, "producer", name),
+            consumer_group=_group(cfg.consumer_group, "consumer", name),
+            producer_signaling=getattr(cfg, "producer_signaling_threads", SignalingThreads.All),
+            consumer_signaling=getattr(cfg, "consumer_signaling_threads", SignalingThreads.All),
+        )
+    except (AttributeError, ValueError, TypeError) as err:
+        raise PlanError(
+            "TS-T020",
+            f"the pipeline_config of `{name}` cannot be read: {err}",
+            resource=name,
+            fix="build it with a PipelineConfig factory or as a ts_ir.PipelineSpec",
+        ) from None
+
+
+def _smem_specs(resource: MemoryResource) -> tuple[SmemAllocationSpec, ...]:
+    specs = []
+    for alloc in resource.get_smem_requirements():
+        if isinstance(alloc, SmemAllocationSpec):
+            specs.append(alloc)
+            continue
+        dtype = getattr(alloc, "dtype", None)
+        count = int(getattr(alloc, "count", 1))
+        size = int(getattr(alloc, "size_bytes", 0))
+        if size == 0 and dtype is not None and hasattr(dtype, "width"):
+            size = count * int(dtype.width) // 8
+        dtype_name = "" if dtype is None else getattr(dtype, "__name__", str(dtype))
+        specs.append(
+            SmemAllocationSpec(
+                alloc.name, size, int(getattr(alloc, "alignment", 128)), dtype_name, count
+            )
+        )
+    return tuple(specs)
+
+
+def resource_spec_of(resource: MemoryResource) -> ResourceSpec:
+    """The IR description of a resource."""
+    cls = type(resource)
+    work = tuple(
+        WorkMethodSpec(m.label, m.role, m.attrs, m.outputs, m.info.parameters)
+        for m in cls.work_methods().values()
+    )
+    return ResourceSpec(
+        name=resource_name(resource),
+        kind=cls.__name__,
+        pipeline=pipeline_spec_of(resource),
+        smem=_smem_specs(resource),
+        work=work,
+        is_work_queue=cls.is_work_queue,
+        is_barrier=bool(resource.is_barrier),
+        location=definition_location(cls),
+    )
+
+
+def _collect_resources(
+    tasks: Sequence[TaskDeclaration], graph: Mapping[MemoryResource, Sequence[MemoryResource]]
+) -> dict[str, MemoryResource]:
+    found: dict[str, MemoryResource] = {}
+
+    def add(res: object, where: str, loc: SourceLocation) -> None:
+        if not isinstance(res, MemoryResource):
+            raise PlanError("TS-T020", f"{where} lists {res!r}, which is not a MemoryResource",
+                            location=loc)
+        name = resource_name(res)
+        if found.setdefault(name, res) is not res:
+            raise PlanError(
+                "TS-T020",
+                f"two different resources are named `{name}` ({where})",
+                resource=name,
+                location=loc,
+                fix="give every resource a unique name=...",
+            )
+
+    for t in tasks:
+        for res in (*t.src_resources, *t.dst_resources):
+            add(res, f"task `{t.name or t.schedule.name}`", t.location)
+    for down, ups in graph.items():
+        for res in (down, *ups):
+            add(res, "the dependency graph", UNKNOWN_LOCATION)
+    return found
+
+
+def build_plan(
+    tasks: Sequence[TaskDeclaration],
+    resource_dependency_graph: Mapping[MemoryResource, Sequence[MemoryResource]],
+    *,
+    name: str = "kernel",
+    extra_resources: Iterable[MemoryResource] = (),
+    smem_alias_groups: Sequence[Sequence[Sequence[str]]] = (),
+    smem_capacity: int = 232448,
+    block_warps: int | None = None,
+) -> KernelPlan:
+    """Assemble the kernel plan.
+
+    Args:
+        tasks: The task declarations.
+        resource_dependency_graph: ``{downstream: [upstreams...]}``.
+        name: Kernel name.
+        extra_resources: Resources used by no task (kept in the plan for drawing).
+        smem_alias_groups: SMEM alias groups (phases of allocation names).
+        smem_capacity: SMEM bytes per CTA.
+        block_warps: Warps launched per CTA, when fixed by the caller.
+
+    Raises:
+        PlanError: Duplicate task or resource names, a schedule that uses a resource the task
+            does not list, or a dependency graph entry that is not a resource.
+    """
+    resources = _collect_resources(tasks, resource_dependency_graph)
+    for res in extra_resources:
+        resources.setdefault(resource_name(res), res)
+    task_specs: list[TaskSpec] = []
+    seen: set[str] = set()
+    for t in tasks:
+        tname = t.name or t.schedule.name
+        if tname in seen:
+            raise PlanError(
+                "TS-T020", f"two tasks are named `{tname}`", location=t.location,
+                fix="pass a unique name=... to every task",
+            )
+        seen.add(tname)
+        listed = {resource_name(r) for r in (*t.src_resources, *t.dst_resources)}
+        for step in t.schedule.steps():
+            if step.resource not in listed:
+                raise PlanError(
+                    "TS-T020",
+                    f"task `{tname}` runs {step.describe()} but does not list `{step.resource}` "
+                    "among its src_resources or dst_resources",
+                    schedule=t.schedule.name,
+                    resource=step.resource,
+                    step=step.describe(),
+                    location=step.location,
+                    fix=f"add {step.resource} to the task's src_resources (if it reads it) or "
+                    "dst_resources (if it writes it)",
+                )
+        task_specs.append(
+            TaskSpec(
+                name=tname,
+                warp_start=t.warp_idx,
+                num_warps=t.num_warps,
+                num_registers=t.num_registers,
+                sources=tuple(resource_name(r) for r in t.src_resources),
+                destinations=tuple(resource_name(r) for r in t.dst_resources),
+                schedule=t.schedule,
+                location=t.location,
+            )
+        )
+    edges = tuple(
+        DependencyEdge(resource_name(up), resource_name(down))
+        for down, ups in resource_dependency_graph.items()
+        for up in ups
+    )
+    return KernelPlan(
+        name=name,
+        resources=tuple(resource_spec_of(r) for r in resources.values()),
+        tasks=tuple(task_specs),
+        dependencies=edges,
+        smem_alias_groups=tuple(tuple(tuple(p) for p in g) for g in smem_alias_groups),
+        smem_capacity=smem_capacity,
+        block_warps=block_warps,
+    )
+

@@ -1,0 +1,180 @@
+"""``MemoryResource``: the declaration side of a TS resource.
+
+A resource is a named piece of memory (global tensor, SMEM stage buffer, accumulator, work
+queue) with named producer and consumer work methods and, optionally, a pipeline. This module
+holds only what tracing and planning need; the pipeline objects and runtime state live in the
+code generator.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+from ts_ir import RESERVED_OP_NAMES, Role, SourceLocation, WorkAttr
+from ts_trace._internal.source import definition_location
+from ts_trace.errors import ResourceDeclarationError
+from ts_trace.task_local import TaskLocalVariable, bind_task_local_variables, is_task_local_field
+from ts_trace.work import WorkInfo, get_work_info
+
+__all__ = ["RESERVED_WORK_NAMES", "MemoryResource", "WorkMethod", "resource_name"]
+
+RESERVED_WORK_NAMES: frozenset[str] = RESERVED_OP_NAMES | frozenset(
+    {"producer_work", "consumer_work", "producer_aux_work", "consumer_aux_work"}
+)
+"""Names a work method cannot have: pipeline operations and the default work hooks."""
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkMethod:
+    """A named work method of a resource class, with its outputs resolved to slot names.
+
+    Attributes:
+        label: The method name.
+        info: What the decorator recorded.
+        outputs: Names of the task-local fields the method writes, in return order.
+        location: Where the method is defined.
+    """
+
+    label: str
+    info: WorkInfo
+    outputs: tuple[str, ...]
+    location: SourceLocation
+
+    @property
+    def role(self) -> Role:
+        """Producer or consumer side."""
+        return self.info.role
+
+    @property
+    def attrs(self) -> WorkAttr:
+        """Verification-visible attributes."""
+        return self.info.attrs
+
+
+def _resolve_output(
+    cls_name: str, label: str, spec: object, namespace: Mapping[str, Any], inherited: set[str]
+) -> str:
+    if isinstance(spec, str):
+        return spec
+    assert isinstance(spec, dataclasses.Field)
+    if spec.name:
+        return spec.name
+    for attr, value in namespace.items():
+        if value is spec:
+            return attr
+    raise ResourceDeclarationError(
+        "TS-T019",
+        f"{cls_name}.{label}: returns= names a field that is not declared on {cls_name}",
+        resource=cls_name,
+        fix="declare the slot on the class as `x: TaskLocalVariable = "
+        "TaskLocalVariable.uninitialized()` and pass returns=x"
+        + (f" (known slots: {', '.join(sorted(inherited))})" if inherited else ""),
+    )
+
+
+class _ResourceMeta(type):
+    """Collects work methods at class creation and keeps resource identity hashing.
+
+    Resources are dictionary keys in the dependency graph, so every subclass gets identity
+    ``__eq__``/``__hash__`` injected before ``@dataclass`` runs (which would otherwise make
+    them unhashable).
+    """
+
+    def __new__(
+        mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> _ResourceMeta:
+        namespace.setdefault("__eq__", object.__eq__)
+        namespace.setdefault("__hash__", object.__hash__)
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        registry: dict[str, WorkMethod] = {}
+        for base in reversed(cls.__mro__[1:]):
+            registry.update(getattr(base, "_ts_work_registry", {}))
+        inherited = {k for b in cls.__mro__[1:] for k in getattr(b, "__dataclass_fields__", {})}
+        for attr, value in namespace.items():
+            info = get_work_info(value)
+            if info is None:
+                registry.pop(attr, None)
+                continue
+            location = definition_location(info.function)
+            if attr in RESERVED_WORK_NAMES:
+                raise ResourceDeclarationError(
+                    "TS-T001",
+                    f"{name}.{attr} uses a reserved name as a work method",
+                    resource=name,
+                    location=location,
+                    fix=f"rename {attr}; {', '.join(sorted(RESERVED_WORK_NAMES))} are "
+                    "pipeline operations or default hooks",
+                )
+            outputs = tuple(
+                _resolve_output(name, attr, spec, namespace, inherited) for spec in info.returns
+            )
+            if outputs and info.role is Role.PRODUCER:
+                raise ResourceDeclarationError(
+                    "TS-T019", f"producer work {name}.{attr} cannot declare outputs",
+                    resource=name, location=location,
+                )
+            registry[attr] = WorkMethod(attr, info, outputs, location)
+        cls._ts_work_registry = MappingProxyType(registry)  # type: ignore[attr-defined]
+        return cls
+
+    def __getattr__(cls, attr: str) -> Any:
+        # Task-local fields have no class attribute (no default); return the Field so that
+        # `returns=MyResource.slot` works after the class body too.
+        for klass in cls.__mro__:
+            fields = getattr(klass, "__dataclass_fields__", None) or {}
+            if attr in fields and is_task_local_field(fields[attr]):
+                return fields[attr]
+        raise AttributeError(f"type object {cls.__name__!r} has no attribute {attr!r}")
+
+
+@dataclasses.dataclass(kw_only=True)
+class MemoryResource(metaclass=_ResourceMeta):
+    """Base class of every TS resource.
+
+    Subclass it (usually as a ``@dataclasses.dataclass(kw_only=True)``), add fields for the
+    tensors or buffers the resource wraps, and decorate methods with ``@producer_work`` /
+    ``@consumer_work``. Instances hash and compare by identity.
+
+    Attributes:
+        name: Unique name within the kernel ("" means: the class name).
+        is_barrier: True for pure barrier resources that carry no payload.
+        pipeline_config: The resource's pipeline (a ``PipelineConfig`` of the runtime, or a
+            :class:`ts_ir.PipelineSpec`), or None for a resource without barriers.
+    """
+
+    name: str = ""
+    is_barrier: bool = False
+    pipeline_config: Any = None
+
+    is_work_queue: ClassVar[bool] = False
+    """True on work-queue resources (usable in ``work_tile_loop``)."""
+
+    _ts_work_registry: ClassVar[Mapping[str, WorkMethod]] = MappingProxyType({})
+
+    @classmethod
+    def work_methods(cls) -> Mapping[str, WorkMethod]:
+        """The named work methods of this class, by label."""
+        return cls._ts_work_registry
+
+    @classmethod
+    def suggest_work(cls, label: str) -> str | None:
+        """The closest known work label to ``label``, for did-you-mean hints."""
+        match = difflib.get_close_matches(label, list(cls._ts_work_registry), n=1)
+        return match[0] if match else None
+
+    def task_local_variables(self) -> dict[str, TaskLocalVariable]:
+        """Bind and return this resource's task-local variables by field name."""
+        return bind_task_local_variables(self)
+
+    def get_smem_requirements(self) -> list[Any]:
+        """SMEM regions this resource needs (objects with name, size_bytes, alignment...)."""
+        return []
+
+
+def resource_name(resource: MemoryResource) -> str:
+    """The resource's name, or its class name when the name is empty."""
+    return resource.name or type(resource).__name__

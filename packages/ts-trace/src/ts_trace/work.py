@@ -1,0 +1,162 @@
+"""The ``@producer_work`` and ``@consumer_work`` decorators.
+
+They mark resource methods as named work. They stack outside ``@cute.jit`` and on plain Python
+methods alike: the decorated method stays callable exactly as before and only gains a
+:class:`WorkInfo` record that the resource class collects into its work registry.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+from ts_ir import Role, WorkAttr
+
+__all__ = ["WorkInfo", "consumer_work", "get_work_info", "producer_work"]
+
+ReturnSpec = Union[str, "dataclasses.Field[Any]"]
+
+_ATTR = "__ts_work__"
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkInfo:
+    """What a work decorator recorded about one method.
+
+    Attributes:
+        role: Producer (writes into the resource) or consumer (reads out of it).
+        attrs: Verification-visible attributes.
+        returns: Declared outputs as given (slot names or dataclass fields), in order.
+        parameters: Keyword parameters of the method after ``self`` and ``stage_info``.
+        accepts_any_keyword: True when the method takes ``**kwargs``.
+        function: The decorated callable (for example the ``@cute.jit`` object).
+    """
+
+    role: Role
+    attrs: WorkAttr
+    returns: tuple[ReturnSpec, ...]
+    parameters: tuple[str, ...]
+    accepts_any_keyword: bool
+    function: Callable[..., Any]
+
+
+def get_work_info(obj: object) -> WorkInfo | None:
+    """The :class:`WorkInfo` of a decorated method, or None."""
+    info = getattr(obj, _ATTR, None)
+    return info if isinstance(info, WorkInfo) else None
+
+
+def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return (), True
+    params = list(sig.parameters.values())
+    # Drop self and stage_info: TS supplies both.
+    rest = params[2:] if len(params) >= 2 else []
+    names = tuple(
+        p.name for p in rest if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    )
+    any_kw = any(p.kind is p.VAR_KEYWORD for p in params)
+    return names, any_kw
+
+
+def _normalize_returns(
+    returns: ReturnSpec | Sequence[ReturnSpec] | None,
+) -> tuple[ReturnSpec, ...]:
+    if returns is None:
+        return ()
+    items = tuple(returns) if isinstance(returns, (tuple, list)) else (returns,)
+    for item in items:
+        if not isinstance(item, (str, dataclasses.Field)):
+            raise TypeError(
+                "returns= takes task-local slot names or fields declared with "
+                f"TaskLocalVariable.uninitialized(), got {item!r}"
+            )
+    return items
+
+
+def _decorate(
+    method: Callable[..., Any], role: Role, attrs: WorkAttr, returns: tuple[ReturnSpec, ...]
+) -> Callable[..., Any]:
+    WorkAttr.validate(attrs, "work_attrs")
+    if not callable(method):
+        raise TypeError(f"@{role.value}_work decorates a method, got {method!r}")
+    params, any_kw = _parameters(method)
+
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return method(*args, **kwargs)
+
+    info = WorkInfo(role, WorkAttr(attrs), returns, params, any_kw, method)
+    setattr(wrapper, _ATTR, info)
+    return wrapper
+
+
+def consumer_work(
+    method: Callable[..., Any] | None = None,
+    *,
+    work_attrs: WorkAttr = WorkAttr.NONE,
+    returns: str
+    | dataclasses.Field[Any]
+    | tuple[str | dataclasses.Field[Any], ...]
+    | list[str | dataclasses.Field[Any]]
+    | None = None,
+) -> Callable[..., Any]:
+    """Register a method as named consumer work: it reads data out of its resource.
+
+    The method's Python name is its label. In a schedule, calling it on the resource returns
+    data-flow tokens for the declared outputs, which later work calls take as keyword
+    arguments.
+
+    Args:
+        method: The method (bare decorator form); omitted in the factory form.
+        work_attrs: Verification-visible attributes; ``WorkAttr.AUXILIARY`` for helper work
+            that moves no payload.
+        returns: Task-local output slot(s) written by the call, as slot names or the fields
+            declared with ``TaskLocalVariable.uninitialized()``, in return order.
+
+    Returns:
+        The decorated method, or a decorator in the factory form.
+
+    Example:
+        >>> from ts_trace import MemoryResource, consumer_work
+        >>> class Gmem(MemoryResource):
+        ...     @consumer_work
+        ...     def load(self, stage_info):
+        ...         return 0
+    """
+    outs = _normalize_returns(returns)
+
+    def deco(m: Callable[..., Any]) -> Callable[..., Any]:
+        return _decorate(m, Role.CONSUMER, work_attrs, outs)
+
+    return deco if method is None else deco(method)
+
+
+def producer_work(
+    method: Callable[..., Any] | None = None,
+    *,
+    work_attrs: WorkAttr = WorkAttr.NONE,
+) -> Callable[..., Any]:
+    """Register a method as named producer work: it writes data into its resource.
+
+    Producer work has no outputs. Data-flow tokens from earlier consumer work arrive as keyword
+    arguments named after the method's parameters.
+
+    Args:
+        method: The method (bare decorator form); omitted in the factory form.
+        work_attrs: Verification-visible attributes; ``WorkAttr.AUXILIARY`` for helper work
+            that moves no payload.
+
+    Returns:
+        The decorated method, or a decorator in the factory form.
+    """
+
+    def deco(m: Callable[..., Any]) -> Callable[..., Any]:
+        return _decorate(m, Role.PRODUCER, work_attrs, ())
+
+    return deco if method is None else deco(method)
