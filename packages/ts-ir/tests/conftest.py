@@ -100,9 +100,7 @@ def consumer_schedule() -> Schedule:
                                 constants=(("scale", 1.5),),
                             ),
                             Step(7, "ab", S.ConsumerRelease, "release"),
-                            ConditionalBlock(
-                                LAST_ITER, (Step(8, "acc", S.ProducerWork, "store"),)
-                            ),
+                            ConditionalBlock(LAST_ITER, (Step(8, "acc", S.ProducerWork, "store"),)),
                         ),
                     ),
                 ),

@@ -108,7 +108,7 @@ def test_signaling_legal(value: SignalingThreads) -> None:
 )
 def test_signaling_illegal(value: Any) -> None:
     assert not ST.is_valid_combination(value)
-    with pytest.raises(ValueError, match="producer_signaling=.*All cannot be combined"):
+    with pytest.raises(ValueError, match=r"producer_signaling=.*All cannot be combined"):
         ST.validate(value, "producer_signaling")
 
 

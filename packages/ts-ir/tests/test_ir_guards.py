@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import pytest
@@ -78,7 +79,7 @@ def test_guard_fires_opaque() -> None:
     negated = OpaqueCondition("has_work", negated=True)
     assert not guard_fires(cond, 0, 1)
     assert guard_fires(negated, 0, 1)
-    assignment = {"has_work": True}
+    assignment: dict[Hashable, bool] = {"has_work": True}
     assert guard_fires(cond, 0, 1, opaque_assignment=assignment)
     assert not guard_fires(negated, 0, 1, opaque_assignment=assignment)
     assert not guard_fires(cond, 0, 1, opaque_assignment={"other": True})
@@ -105,5 +106,7 @@ def test_is_iteration_predicate() -> None:
 
 def test_opaque_describe() -> None:
     cond = OpaqueCondition("k", True, "sched", "fetch", "valid")
-    assert cond.describe() == "not k <- sched.fetch[valid]"
+    assert cond.describe() == "not sched.fetch[valid]"
+    assert OpaqueCondition("k", False, "sched", "fetch").describe() == "sched.fetch"
     assert OpaqueCondition(7).describe() == "7"
+    assert OpaqueCondition(7, negated=True).describe() == "not 7"

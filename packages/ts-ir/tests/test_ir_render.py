@@ -137,7 +137,7 @@ def test_mermaid(sample_plan: KernelPlan) -> None:
 
 
 def test_mermaid_sanitizes_and_keeps_ids_unique(sample_plan: KernelPlan) -> None:
-    resources = (ResourceSpec('a.b "x"'), ResourceSpec("a-b \"x\""), ResourceSpec("9 lives"))
+    resources = (ResourceSpec('a.b "x"'), ResourceSpec('a-b "x"'), ResourceSpec("9 lives"))
     task = TaskSpec(
         "my task!", 0, 1, None, ('a.b "x"',), ("9 lives", "ghost"), sample_plan.tasks[0].schedule
     )

@@ -31,9 +31,10 @@ def _kind(node: Node) -> str:
 
 
 def test_iter_nodes_order_and_parents(consumer_schedule: Schedule) -> None:
-    walked = [(_kind(n), [type(p).__name__ for p in parents]) for n, parents in iter_nodes(
-        consumer_schedule.body
-    )]
+    walked = [
+        (_kind(n), [type(p).__name__ for p in parents])
+        for n, parents in iter_nodes(consumer_schedule.body)
+    ]
     loops = ["WorkTileLoop", "DomainLoop"]
     assert walked == [
         ("WorkTileLoop", []),

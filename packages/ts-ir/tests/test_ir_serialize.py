@@ -61,14 +61,14 @@ idents = st.from_regex(r"[a-z_][a-z0-9_.]{0,7}", fullmatch=True)
 opt_names = st.none() | names
 small_ints = st.integers(-(2**40), 2**40)
 locations = st.just(UNKNOWN_LOCATION) | st.builds(
-    SourceLocation, file=names, line=st.integers(0, 10**6), text=st.text(max_size=20), function=st.text(max_size=8)
+    SourceLocation,
+    file=names,
+    line=st.integers(0, 10**6),
+    text=st.text(max_size=20),
+    function=st.text(max_size=8),
 )
 scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False)
-    | st.text(max_size=10)
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10)
 )
 work_attrs = st.sampled_from([WorkAttr.NONE, WorkAttr.AUXILIARY])
 routes = st.builds(Route, argument=idents, source_step=st.integers(0, 1000), output=idents)
@@ -116,7 +116,9 @@ def _containers(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
             body=body,
             location=locations,
         ),
-        st.builds(WorkTileLoop, work_queue=idents, skip_if=opt_names, body=body, location=locations),
+        st.builds(
+            WorkTileLoop, work_queue=idents, skip_if=opt_names, body=body, location=locations
+        ),
         st.builds(ConditionalBlock, guard=guards, body=body, location=locations),
     )
 
@@ -409,9 +411,7 @@ STEP = r"\$\.data\.body\[0\]\.body\[0\]\.body\[1\]"
         ("location", {"file": "f"}, STEP + r"\.location\.line: missing"),
     ],
 )
-def test_bad_step_fields(
-    producer_schedule: Schedule, field: str, value: Any, message: str
-) -> None:
+def test_bad_step_fields(producer_schedule: Schedule, field: str, value: Any, message: str) -> None:
     top = _envelope(producer_schedule)
     _step_path(top)[field] = value
     with pytest.raises(IRFormatError, match=message):

@@ -37,16 +37,20 @@ def user_location() -> SourceLocation:
 
 
 def definition_location(obj: object) -> SourceLocation:
-    """Where a function or class is defined (best effort)."""
-    code = getattr(obj, "__code__", None)
-    if code is not None:
-        text = linecache.getline(code.co_filename, code.co_firstlineno).strip()
-        name = getattr(obj, "__qualname__", code.co_name)
-        return SourceLocation(code.co_filename, code.co_firstlineno, text, name)
+    """Where a function or class is defined: its ``def`` / ``class`` line (best effort)."""
+    target = inspect.unwrap(obj) if callable(obj) else obj  # type: ignore[arg-type]
     try:
-        filename = inspect.getsourcefile(obj)  # type: ignore[arg-type]
-        lines, first = inspect.getsourcelines(obj)  # type: ignore[arg-type]
+        filename = inspect.getsourcefile(target)  # type: ignore[arg-type]
+        lines, first = inspect.getsourcelines(target)  # type: ignore[arg-type]
     except (OSError, TypeError):
         return UNKNOWN_LOCATION
-    text = lines[0].strip() if lines else ""
-    return SourceLocation(filename or "<unknown>", first, text, getattr(obj, "__qualname__", ""))
+    # Skip decorator lines so the location names the definition itself.
+    offset = next(
+        (i for i, text in enumerate(lines) if text.lstrip().startswith(_DEF_PREFIXES)), 0
+    )
+    text = lines[offset].strip() if lines else ""
+    name = getattr(target, "__qualname__", "")
+    return SourceLocation(filename or "<unknown>", first + offset, text, name)
+
+
+_DEF_PREFIXES = ("def ", "async def ", "class ")
