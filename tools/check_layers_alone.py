@@ -363,10 +363,8 @@ def main(argv: list[str] | None = None) -> int:
     failed = [o for o in outcomes if not o.ok]
     for res in failed:
         print(f"\n---- {res.layer} on Python {res.python}: {res.detail} ----\n{res.log}")
-    print(
-        f"\n{len(outcomes) - len(failed)} passed, {len(failed)} failed "
-        f"({len(targets)} distributions x {len(versions)} Pythons)"
-    )
+    print(f"\n{len(targets)} distributions x {len(versions)} Pythons")
+    print(f"alone: {len(outcomes) - len(failed)} passed, {len(failed)} failed")
     return 1 if failed else 0
 
 

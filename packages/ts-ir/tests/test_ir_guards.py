@@ -110,3 +110,19 @@ def test_opaque_describe() -> None:
     assert OpaqueCondition("k", False, "sched", "fetch").describe() == "sched.fetch"
     assert OpaqueCondition(7).describe() == "7"
     assert OpaqueCondition(7, negated=True).describe() == "not 7"
+
+
+def test_guard_classifiers() -> None:
+    from ts_ir import (
+        FIRST_ITER,
+        SKIPPABLE,
+        Every,
+        OpaqueCondition,
+        is_loop_guard,
+        is_skippable_guard,
+    )
+
+    assert is_skippable_guard(SKIPPABLE)
+    assert not is_skippable_guard(FIRST_ITER)
+    assert is_loop_guard(Every(2)) and is_loop_guard(OpaqueCondition("k"))
+    assert not is_loop_guard(SKIPPABLE)

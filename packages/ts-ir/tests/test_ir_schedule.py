@@ -114,7 +114,7 @@ def test_static_trip_count_dynamic_bounds() -> None:
     )
 
 
-def _strip_locations(body: tuple[Node, ...], line: int) -> tuple[Node, ...]:
+def _relocate(body: tuple[Node, ...], line: int) -> tuple[Node, ...]:
     """Give every node a different location (keeps structure identical)."""
     out: list[Node] = []
     for i, node in enumerate(body):
@@ -122,7 +122,7 @@ def _strip_locations(body: tuple[Node, ...], line: int) -> tuple[Node, ...]:
         if isinstance(node, Step):
             out.append(dataclasses.replace(node, location=loc))
         else:
-            inner = _strip_locations(node.body, line * 10 + i)
+            inner = _relocate(node.body, line * 10 + i)
             out.append(dataclasses.replace(node, body=inner, location=loc))
     return tuple(out)
 
@@ -134,7 +134,7 @@ def test_fingerprint_stable_and_ignores_locations(consumer_schedule: Schedule) -
     assert consumer_schedule.fingerprint() == fp
     relocated = dataclasses.replace(
         consumer_schedule,
-        body=_strip_locations(consumer_schedule.body, 1),
+        body=_relocate(consumer_schedule.body, 1),
         location=SourceLocation("other.py", 99),
     )
     assert relocated != consumer_schedule

@@ -682,7 +682,7 @@ def from_json(text: str) -> Schedule | KernelPlan:
     if "ir_version" not in d:
         raise IRFormatError("$.ir_version: missing; this does not look like TS IR JSON")
     version = d["ir_version"]
-    if version != IR_VERSION or isinstance(version, bool):
+    if version != IR_VERSION or type(version) is not int:
         raise IRFormatError(
             f"$.ir_version: the data is IR version {version!r} but this ts-ir reads IR version "
             f"{IR_VERSION}; regenerate it with a matching ts-ir"

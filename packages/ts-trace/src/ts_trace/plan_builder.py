@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from ts_ir import (
     UNKNOWN_LOCATION,
@@ -95,6 +94,8 @@ def pipeline_spec_of(resource: MemoryResource) -> PipelineSpec | None:
             producer_signaling=getattr(cfg, "producer_signaling_threads", SignalingThreads.All),
             consumer_signaling=getattr(cfg, "consumer_signaling_threads", SignalingThreads.All),
         )
+    except PlanError:
+        raise
     except (AttributeError, ValueError, TypeError) as err:
         raise PlanError(
             "TS-T020",

@@ -120,7 +120,12 @@ def _check_token(
     builder: ScheduleBuilder, token: DataFlowToken, use: str, location: SourceLocation
 ) -> str:
     """Validate a token at a use site and return its output name."""
-    common = {"schedule": builder.name, "resource": token.resource, "location": location}
+    common = {
+        "schedule": builder.name,
+        "resource": token.resource,
+        "step": use,
+        "location": location,
+    }
     if token.builder_id != builder.uid:
         raise ScheduleError(
             "TS-T005",

@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Union
 
 from ts_ir import Role, WorkAttr
+from ts_trace.task_local import TaskLocalVariable
 
 __all__ = ["WorkInfo", "consumer_work", "get_work_info", "producer_work"]
 
@@ -64,19 +65,19 @@ def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
     return names, any_kw
 
 
-def _normalize_returns(
-    returns: ReturnSpec | Sequence[ReturnSpec] | None,
-) -> tuple[ReturnSpec, ...]:
+def _normalize_returns(returns: object) -> tuple[ReturnSpec, ...]:
     if returns is None:
         return ()
-    items = tuple(returns) if isinstance(returns, (tuple, list)) else (returns,)
-    for item in items:
+    raw = tuple(returns) if isinstance(returns, (tuple, list)) else (returns,)
+    items: list[ReturnSpec] = []
+    for item in raw:
         if not isinstance(item, (str, dataclasses.Field)):
             raise TypeError(
                 "returns= takes task-local slot names or fields declared with "
                 f"TaskLocalVariable.uninitialized(), got {item!r}"
             )
-    return items
+        items.append(item)
+    return tuple(items)
 
 
 def _decorate(
@@ -100,10 +101,13 @@ def consumer_work(
     method: Callable[..., Any] | None = None,
     *,
     work_attrs: WorkAttr = WorkAttr.NONE,
+    # TaskLocalVariable: how a type checker sees a slot declared in the class body as
+    # `x: TaskLocalVariable = TaskLocalVariable.uninitialized()` (at run time it is the Field).
     returns: str
     | dataclasses.Field[Any]
-    | tuple[str | dataclasses.Field[Any], ...]
-    | list[str | dataclasses.Field[Any]]
+    | TaskLocalVariable
+    | tuple[str | dataclasses.Field[Any] | TaskLocalVariable, ...]
+    | list[str | dataclasses.Field[Any] | TaskLocalVariable]
     | None = None,
 ) -> Callable[..., Any]:
     """Register a method as named consumer work: it reads data out of its resource.

@@ -1,0 +1,54 @@
+"""The README's main job: every bundled example traces and prints as a table and as JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ts_ir import from_json
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(p.stem for p in (ROOT / "examples" / "schedules").glob("*.py"))
+
+
+def run_demo(*args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "demo.py"), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout
+
+
+def test_examples_exist() -> None:
+    assert {"grid_stride_copy", "tma_copy", "ws_gemm", "varlen_copy"} <= set(EXAMPLES)
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_demo_prints_table_and_round_trippable_json(example: str) -> None:
+    out = run_demo(example)
+    header, _, rest = out.partition("\n")
+    assert header.startswith(f"=== {example} ")
+    table, _, json_text = rest.partition("\n\n")
+    assert " | " in table or "domain_loop" in table
+    data = json.loads(json_text)
+    assert data["kind"] == "kernel_plan"
+    plan = from_json(json_text)
+    assert plan.name == example
+    for task in plan.tasks:
+        assert task.name in table
+
+
+def test_demo_rejects_unknown_example() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "demo.py"), "nope"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0
+    assert "unknown example" in proc.stderr

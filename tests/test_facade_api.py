@@ -1,0 +1,144 @@
+"""The facade exports exactly the documented names with exactly the documented signatures."""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+from typing import Any
+
+import pytest
+
+import task_scheduling
+
+DOCUMENTED_NAMES = {
+    "consumer_work",
+    "domain_loop",
+    "Every",
+    "IterationPredicate",
+    "OpaqueCondition",
+    "pipeline",
+    "producer_work",
+    "schedule",
+    "when_false",
+    "when_true",
+    "WorkAttr",
+    "work_tile_loop",
+}
+
+# The documented signatures, written as `inspect` renders them after normalising module
+# prefixes (see `render`).
+DOCUMENTED_SIGNATURES: dict[str, str] = {
+    "consumer_work": "(method: Callable[..., Any] | None = None, *, "
+    "work_attrs: WorkAttr = WorkAttr.NONE, returns: str | Field | tuple[str | Field, ...] | "
+    "list[str | Field] | None = None) -> Callable[..., Any]",
+    "producer_work": "(method: Callable[..., Any] | None = None, *, "
+    "work_attrs: WorkAttr = WorkAttr.NONE) -> Callable[..., Any]",
+    "domain_loop": "(*bounds: object | Callable[..., object], unroll: int | None = None) "
+    "-> Iterator[DomainLoopProxy]",
+    "work_tile_loop": "(wq: object, *, skip_if: Callable[..., Boolean] | None = None) "
+    "-> Iterator[WorkTileLoopProxy]",
+    "schedule": "(fn: Callable[..., None]) -> Callable[..., Schedule]",
+    "when_true": "(cond: object, *, key: Hashable | None = None) -> Iterator[None]",
+    "when_false": "(cond: object, *, key: Hashable | None = None) -> Iterator[None]",
+    "Every": "(period: int, start: int = 0) -> None",
+    "OpaqueCondition": "(key: Hashable, negated: bool = False, resource: object | None = None, "
+    "method_label: str | None = None, result_name: str | None = None) -> None",
+    "IterationPredicate.fires": "(self, iter_idx: int, num_iters: int) -> bool",
+    "Every.fires": "(self, iter_idx: int, num_iters: int) -> bool",
+    "WorkAttr.is_valid_combination": "(value: WorkAttr) -> bool",
+    "WorkAttr.validate": "(value: WorkAttr, field_name: str) -> None",
+    "WorkAttr.is_auxiliary": "(self) -> bool",
+}
+
+
+def _annotation(text: Any) -> str:
+    text = text if isinstance(text, str) else inspect.formatannotation(text)
+    text = re.sub(r"\b(?:[a-z_]+\.)+(?=[A-Z])", "", text)  # drop module prefixes
+    return text.replace("Field[Any]", "Field")
+
+
+def _default(value: Any) -> str:
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    return repr(value)
+
+
+def render(obj: Any) -> str:
+    """The signature of ``obj`` in the documented notation."""
+    sig = inspect.signature(obj)
+    parts: list[str] = []
+    star_done = False
+    for p in sig.parameters.values():
+        if p.kind is p.KEYWORD_ONLY and not star_done:
+            parts.append("*")
+            star_done = True
+        if p.kind is p.VAR_POSITIONAL:
+            star_done = True
+        text = ("*" if p.kind is p.VAR_POSITIONAL else "") + p.name
+        if p.annotation is not p.empty:
+            text += f": {_annotation(p.annotation)}"
+        if p.default is not p.empty:
+            text += f" = {_default(p.default)}"
+        parts.append(text)
+    out = f"({', '.join(parts)})"
+    if sig.return_annotation is not sig.empty:
+        out += f" -> {_annotation(sig.return_annotation)}"
+    return out
+
+
+def test_top_level_names_are_exactly_the_documented_ones() -> None:
+    assert set(task_scheduling.__all__) == DOCUMENTED_NAMES
+    for name in DOCUMENTED_NAMES:
+        assert hasattr(task_scheduling, name), name
+
+
+@pytest.mark.parametrize("dotted", sorted(DOCUMENTED_SIGNATURES))
+def test_signature_matches_documentation(dotted: str) -> None:
+    obj: Any = task_scheduling
+    for part in dotted.split("."):
+        obj = getattr(obj, part)
+    assert render(obj) == DOCUMENTED_SIGNATURES[dotted]
+
+
+def test_pipeline_is_the_ts_submodule() -> None:
+    assert inspect.ismodule(task_scheduling.pipeline)
+    assert task_scheduling.pipeline.__name__ == "task_scheduling.pipeline"
+
+
+@pytest.mark.parametrize("module", ["enums", "resources", "schedule_builder", "plan"])
+def test_documented_submodules_are_package_attributes(module: str) -> None:
+    assert inspect.ismodule(getattr(task_scheduling, module))
+
+
+def test_facade_reexports_the_layer_objects() -> None:
+    import ts_ir
+    import ts_trace
+    from task_scheduling import enums, resources, schedule_builder
+
+    assert task_scheduling.schedule is ts_trace.schedule
+    assert task_scheduling.Every is ts_ir.Every
+    assert resources.MemoryResource is ts_trace.MemoryResource
+    assert schedule_builder.Schedule is ts_ir.Schedule
+    assert enums.ScheduleStage is ts_ir.ScheduleStage
+    for mod in (enums, resources, schedule_builder, task_scheduling.pipeline):
+        for name in mod.__all__:
+            assert getattr(mod, name).__module__.split(".")[0] in {"ts_ir", "ts_trace", "typing", "types"}, (
+                mod.__name__,
+                name,
+            )
+
+
+def test_every_validation_matches_documentation() -> None:
+    from task_scheduling import Every
+
+    assert Every(3, start=1).fires(4, 10)
+    assert not Every(3, start=1).fires(0, 10)
+    with pytest.raises(ValueError):
+        Every(0)
+    with pytest.raises(ValueError):
+        Every(1, start=-1)
+    with pytest.raises(TypeError):
+        Every(1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        Every(2**31)
