@@ -123,7 +123,12 @@ def test_facade_reexports_the_layer_objects() -> None:
     assert enums.ScheduleStage is ts_ir.ScheduleStage
     for mod in (enums, resources, schedule_builder, task_scheduling.pipeline):
         for name in mod.__all__:
-            assert getattr(mod, name).__module__.split(".")[0] in {"ts_ir", "ts_trace", "typing", "types"}, (
+            assert getattr(mod, name).__module__.split(".")[0] in {
+                "ts_ir",
+                "ts_trace",
+                "typing",
+                "types",
+            }, (
                 mod.__name__,
                 name,
             )

@@ -6,14 +6,15 @@ For each layer (a distribution under ``packages/``) this script
 2. for each Python 3.10-3.13 creates a fresh virtualenv and installs into it only the layer's
    wheel with its ``test`` extra and the wheels of the in-repo layers it declares (transitively);
    third-party dependencies come from the package index,
-3. asserts that the layer is imported from that virtualenv (not from the checkout), that no other
-   in-repo package is importable, and, for the layers that must run without a GPU stack, that
-   ``cutlass``, ``cuda`` and ``torch`` are not importable,
+3. asserts that the layer is imported from that virtualenv (not from the checkout), that every
+   one of its modules imports, that no other in-repo package is importable, and, for the layers
+   that must run without a GPU stack, that ``cutlass``, ``cuda`` and ``torch`` are not
+   importable,
 4. runs a copy of the layer's ``tests/`` folder, outside the repository, against the installed
    wheel.
 
-The umbrella distribution (the repository root, ``task_scheduling``) gets steps 1-3 plus an import
-of every module of the facade.
+The umbrella distribution (the repository root, ``task_scheduling``) gets steps 1-3; its tests
+(the root ``tests/``) need the checkout and run in the hatch ``all`` env instead.
 
 It prints one line per (layer, Python) and exits non-zero if any of them failed::
 
@@ -161,10 +162,15 @@ def read_requires(wheel: Path) -> frozenset[str]:
     return frozenset(names)
 
 
-def build_wheels(uv: list[str], names: list[str], dist_dir: Path) -> dict[str, Dist]:
-    """Build the wheel of every named distribution into ``dist_dir``."""
+def build_wheels(uv: list[str], targets: list[str], dist_dir: Path) -> dict[str, Dist]:
+    """Build the wheels of ``targets`` and of the in-repo distributions they depend on."""
+    known = set(discover_layers()) | {UMBRELLA}
     dists: dict[str, Dist] = {}
-    for name in names:
+    todo = list(targets)
+    while todo:
+        name = todo.pop(0)
+        if name in dists:
+            continue
         source = ROOT if name == UMBRELLA else PACKAGES / name
         before = set(dist_dir.glob("*.whl"))
         out = ["--out-dir", str(dist_dir)]
@@ -177,6 +183,7 @@ def build_wheels(uv: list[str], names: list[str], dist_dir: Path) -> dict[str, D
         if len(new) != 1:
             raise CheckError(f"building {name} produced {len(new)} wheels, expected 1")
         dists[name] = Dist(name, source, new[0], read_requires(new[0]))
+        todo.extend(sorted(r for r in dists[name].requires if r in known))
     return dists
 
 
@@ -198,7 +205,7 @@ _PROBE = textwrap.dedent(
     import importlib, importlib.util, pkgutil, sys
     import os.path
     venv, layer = os.path.realpath(sys.argv[1]), sys.argv[2]
-    others, forbidden, walk = sys.argv[3].split(","), sys.argv[4].split(","), sys.argv[5] == "1"
+    others, forbidden = sys.argv[3].split(","), sys.argv[4].split(",")
     problems = []
     mod = importlib.import_module(layer)
     if not os.path.realpath(str(mod.__file__)).startswith(venv + os.sep):
@@ -209,9 +216,8 @@ _PROBE = textwrap.dedent(
     for name in filter(None, forbidden):
         if importlib.util.find_spec(name) is not None:
             problems.append(f"{name} is importable: {layer} must not pull in the GPU stack")
-    if walk:
-        for info in pkgutil.walk_packages(mod.__path__, layer + "."):
-            importlib.import_module(info.name)
+    for info in pkgutil.walk_packages(mod.__path__, layer + "."):
+        importlib.import_module(info.name)
     if problems:
         sys.exit("\\n".join(problems))
     """
@@ -224,9 +230,14 @@ def check_one(
     version: str,
     python: str,
     dists: dict[str, Dist],
+    in_repo: list[str],
     work: Path,
 ) -> Outcome:
-    """Install ``layer`` alone into a fresh virtualenv on ``python`` and test it there."""
+    """Install ``layer`` alone into a fresh virtualenv on ``python`` and test it there.
+
+    ``in_repo`` names every distribution of the repository: none but ``layer`` and its in-repo
+    dependencies may be importable.
+    """
     start = time.monotonic()
     tag = f"{layer}-py{version}"
     venv = work / "venvs" / tag
@@ -242,7 +253,7 @@ def check_one(
             f"installing {', '.join(wanted)}",
             cwd=work,
         )
-        others = sorted(import_name(d) for d in dists if d not in wanted)
+        others = sorted(import_name(d) for d in in_repo if d not in wanted)
         # The GPU stack must be absent where every installed in-repo distribution is GPU-free.
         gpu_free = all(d in GPU_FREE_LAYERS or d == UMBRELLA for d in wanted)
         forbidden = GPU_STACK if gpu_free else ()
@@ -255,7 +266,6 @@ def check_one(
                 import_name(layer),
                 ",".join(others),
                 ",".join(forbidden),
-                "0" if has_tests else "1",
             ],
             "the isolation check",
             cwd=work,
@@ -264,7 +274,8 @@ def check_one(
             detail = "installs alone, every module imports"
         else:
             tests = work / "tests" / tag
-            shutil.copytree(dists[layer].source / "tests", tests)
+            caches = shutil.ignore_patterns("__pycache__", ".*_cache", ".hypothesis")
+            shutil.copytree(dists[layer].source / "tests", tests, ignore=caches)
             out = run(
                 [
                     str(venv_python),
@@ -315,8 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"no such layer under packages/: {', '.join(unknown)}")
     targets = layers + ([] if args.no_umbrella else [UMBRELLA])
-    # Every in-repo distribution is built, so that the isolation check knows all import names.
-    everything = [*discover_layers(), UMBRELLA]
+    in_repo = [*discover_layers(), UMBRELLA]
 
     versions = args.python or list(PYTHONS)
     pythons = {v: find_python(v) for v in versions}
@@ -333,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
         dist_dir.mkdir()
         t0 = time.monotonic()
         try:
-            dists = build_wheels(uv, everything, dist_dir)
+            dists = build_wheels(uv, targets, dist_dir)
         except CheckError as err:
             print(f"FAIL  building wheels: {err}\n{err.log}", file=sys.stderr)
             return 1
@@ -345,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(layer, v) for layer in targets for v in versions]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = [
-                pool.submit(check_one, uv, layer, v, str(pythons[v]), dists, work)
+                pool.submit(check_one, uv, layer, v, str(pythons[v]), dists, in_repo, work)
                 for layer, v in jobs
             ]
             for future in concurrent.futures.as_completed(futures):

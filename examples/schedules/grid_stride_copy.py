@@ -13,6 +13,7 @@ from typing import Any
 from ts_ir import KernelPlan
 from ts_trace import (
     MemoryResource,
+    ResourceProxy,
     TaskDeclaration,
     TaskLocalVariable,
     build_plan,
@@ -50,7 +51,7 @@ class Destination(MemoryResource):
 
 
 @schedule
-def copy_schedule(src: Source, dst: Destination) -> None:
+def copy_schedule(src: ResourceProxy, dst: ResourceProxy) -> None:
     """Read one element per iteration and write it out."""
     with domain_loop(0, 1 << 20, 132 * 256, unroll=4):
         value = src.load()

@@ -13,6 +13,7 @@ from typing import Any
 from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType, SmemAllocationSpec
 from ts_trace import (
     MemoryResource,
+    ResourceProxy,
     TaskDeclaration,
     TaskLocalVariable,
     build_plan,
@@ -71,7 +72,7 @@ class GlobalOut(MemoryResource):
 
 
 @schedule
-def load_schedule(src: GlobalIn, smem: StageBuffer) -> None:
+def load_schedule(src: ResourceProxy, smem: ResourceProxy) -> None:
     """Fill one stage per tile."""
     with domain_loop(64):
         coord = src.tile_coord()
@@ -81,7 +82,7 @@ def load_schedule(src: GlobalIn, smem: StageBuffer) -> None:
 
 
 @schedule
-def store_schedule(smem: StageBuffer, dst: GlobalOut) -> None:
+def store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
     """Drain one stage per tile."""
     with domain_loop(64):
         smem.wait()

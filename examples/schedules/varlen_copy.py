@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
 from ts_trace import (
     MemoryResource,
+    ResourceProxy,
     TaskDeclaration,
     TaskLocalVariable,
     build_plan,
@@ -96,7 +97,7 @@ class SegmentOut(MemoryResource):
 
 
 @schedule
-def loader(wq: SegmentQueue, src: SegmentIn, stage: Staging) -> None:
+def loader(wq: ResourceProxy, src: ResourceProxy, stage: ResourceProxy) -> None:
     """Per segment: copy its blocks into the ring."""
     with work_tile_loop(wq, skip_if=SegmentQueue.beyond_last_segment) as tiles:
         wq.next_segment()
@@ -108,7 +109,7 @@ def loader(wq: SegmentQueue, src: SegmentIn, stage: Staging) -> None:
 
 
 @schedule
-def writer(wq: SegmentQueue, stage: Staging, dst: SegmentOut) -> None:
+def writer(wq: ResourceProxy, stage: ResourceProxy, dst: ResourceProxy) -> None:
     """Per segment: drain its blocks, then flush the tail segment."""
     with work_tile_loop(wq, skip_if=SegmentQueue.beyond_last_segment) as tiles:
         _, is_tail = wq.next_segment()
@@ -128,8 +129,11 @@ def kernel() -> KernelPlan:
     stage = Staging(
         name="staging",
         pipeline_config=PipelineSpec(
-            PipelineType.AsyncAsync, 2, 0,
-            CooperativeGroupSpec("thread", 128), CooperativeGroupSpec("thread", 128),
+            PipelineType.AsyncAsync,
+            2,
+            0,
+            CooperativeGroupSpec("thread", 128),
+            CooperativeGroupSpec("thread", 128),
         ),
     )
     tasks = [

@@ -24,6 +24,7 @@ from ts_ir import (
 )
 from ts_trace import (
     MemoryResource,
+    ResourceProxy,
     TaskDeclaration,
     TaskLocalVariable,
     build_plan,
@@ -123,7 +124,7 @@ class Output(MemoryResource):
 
 
 @schedule
-def load_schedule(wq: TileQueue, ab: Operands, smem: OperandStages) -> None:
+def load_schedule(wq: ResourceProxy, ab: ResourceProxy, smem: ResourceProxy) -> None:
     """Per tile, per K block: fill one A/B stage."""
     with work_tile_loop(wq):
         tile = wq.next_tile()
@@ -135,7 +136,7 @@ def load_schedule(wq: TileQueue, ab: Operands, smem: OperandStages) -> None:
 
 
 @schedule
-def mma_schedule(wq: TileQueue, smem: OperandStages, acc: Accumulator) -> None:
+def mma_schedule(wq: ResourceProxy, smem: ResourceProxy, acc: ResourceProxy) -> None:
     """Per tile: accumulate over K, then hand the accumulator over."""
     with work_tile_loop(wq):
         wq.next_tile()
@@ -150,7 +151,7 @@ def mma_schedule(wq: TileQueue, smem: OperandStages, acc: Accumulator) -> None:
 
 
 @schedule
-def epilogue_schedule(wq: TileQueue, acc: Accumulator, out: Output) -> None:
+def epilogue_schedule(wq: ResourceProxy, acc: ResourceProxy, out: ResourceProxy) -> None:
     """Per tile: wait for the accumulator and store it."""
     with work_tile_loop(wq):
         tile = wq.next_tile()
@@ -167,15 +168,21 @@ def kernel() -> KernelPlan:
     smem = OperandStages(
         name="ab_smem",
         pipeline_config=PipelineSpec(
-            PipelineType.TmaAsync, STAGES, AB_BYTES,
-            CooperativeGroupSpec("thread", 1), CooperativeGroupSpec("thread", 128),
+            PipelineType.TmaAsync,
+            STAGES,
+            AB_BYTES,
+            CooperativeGroupSpec("thread", 1),
+            CooperativeGroupSpec("thread", 128),
         ),
     )
     acc = Accumulator(
         name="accumulator",
         pipeline_config=PipelineSpec(
-            PipelineType.AsyncAsync, 1, 0,
-            CooperativeGroupSpec("thread", 128), CooperativeGroupSpec("thread", 128),
+            PipelineType.AsyncAsync,
+            1,
+            0,
+            CooperativeGroupSpec("thread", 128),
+            CooperativeGroupSpec("thread", 128),
         ),
     )
     tasks = [
@@ -186,6 +193,8 @@ def kernel() -> KernelPlan:
         ),
     ]
     graph: dict[MemoryResource, list[MemoryResource]] = {
-        smem: [ab, wq], acc: [smem], out: [acc, wq]
+        smem: [ab, wq],
+        acc: [smem],
+        out: [acc, wq],
     }
     return build_plan(tasks, graph, name="ws_gemm")

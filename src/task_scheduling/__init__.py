@@ -5,8 +5,12 @@ layout (``enums``, ``resources``, ``schedule_builder``, ``pipeline``, ``plan``).
 re-exports: the code lives in the ``ts_*`` layer packages.
 """
 
-from task_scheduling import enums, pipeline, plan, resources, schedule_builder
-from task_scheduling.__about__ import __version__
+from task_scheduling import enums as enums
+from task_scheduling import pipeline
+from task_scheduling import plan as plan
+from task_scheduling import resources as resources
+from task_scheduling import schedule_builder as schedule_builder
+from task_scheduling.__about__ import __version__ as __version__
 from task_scheduling.enums import Every, IterationPredicate, OpaqueCondition, WorkAttr
 from task_scheduling.resources import consumer_work, producer_work
 from task_scheduling.schedule_builder import (
@@ -31,4 +35,3 @@ __all__ = [
     "when_true",
     "work_tile_loop",
 ]
-

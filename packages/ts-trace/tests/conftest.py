@@ -10,7 +10,7 @@ import pytest
 # Test helper modules sit next to this file; importlib import mode does not add it to the path.
 sys.path.insert(0, str(Path(__file__).parent))
 
-from trace_testkit import Buf, Queue, Src, pipeline  # noqa: E402
+from trace_testkit import Buf, Queue, Src, pipeline
 
 
 @pytest.fixture

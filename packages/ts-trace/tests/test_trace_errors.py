@@ -147,7 +147,7 @@ def test_token_without_output(src: Src, buf: Buf) -> None:
 def test_single_token_cannot_be_unpacked(src: Src) -> None:
     @schedule
     def sched(s: Any) -> None:
-        a, b = s.load()  # T006b
+        _a, _b = s.load()  # T006b
 
     with pytest.raises(ScheduleError) as err:
         sched(src)
@@ -203,9 +203,8 @@ def test_iteration_predicate_outside_domain_loop(src: Src) -> None:
 def test_loop_predicate_of_an_outer_loop(src: Src) -> None:
     @schedule
     def sched(s: Any) -> None:
-        with domain_loop(4) as outer, domain_loop(2):
-            with outer.first_iter():  # T008b
-                s.load()
+        with domain_loop(4) as outer, domain_loop(2), outer.first_iter():  # T008b
+            s.load()
 
     with pytest.raises(ScheduleError) as err:
         sched(src)
@@ -227,9 +226,8 @@ def test_nested_conditions(src: Src) -> None:
     @schedule
     def sched(s: Any) -> None:
         _, flag = s.load_with_flag()
-        with domain_loop(4) as k, when_true(flag):
-            with k.every(2):  # T010
-                s.load()
+        with domain_loop(4) as k, when_true(flag), k.every(2):  # T010
+            s.load()
 
     with pytest.raises(ScheduleError) as err:
         sched(src)

@@ -79,4 +79,3 @@ def pipeline(stages: int = 2) -> PipelineSpec:
     """A small AsyncAsync pipeline description."""
     group = CooperativeGroupSpec("thread", 128)
     return PipelineSpec(PipelineType.AsyncAsync, stages, 0, group, group)
-

@@ -83,6 +83,7 @@ class Every(IterationPredicate):
         return (iter_idx - self.start) % self.period == 0
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return f"every({self.period}, start={self.start})"
 
 
@@ -95,6 +96,7 @@ class FirstIteration(IterationPredicate):
         return num_iters > 0 and iter_idx == 0
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return "first_iter"
 
 
@@ -107,6 +109,7 @@ class LastIteration(IterationPredicate):
         return num_iters > 0 and iter_idx == num_iters - 1
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return "last_iter"
 
 
@@ -122,6 +125,7 @@ class Skippable(BlockGuard):
     """Guard of a ``skippable()`` region: omitted for work tiles the ``skip_if`` rejects."""
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return "skippable"
 
 
@@ -148,6 +152,7 @@ class OpaqueCondition(BlockGuard):
     result_name: str | None = None
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         prefix = "not " if self.negated else ""
         if self.method_label is None:
             return f"{prefix}{self.key}"

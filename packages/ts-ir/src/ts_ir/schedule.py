@@ -128,6 +128,7 @@ class ConstBound:
     value: int
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return str(self.value)
 
 
@@ -142,6 +143,7 @@ class RuntimeBound:
     name: str
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return f"<{self.name}>"
 
 
@@ -156,6 +158,7 @@ class DynamicBound:
     getter: str
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return f"{self.getter}(tile)"
 
 
@@ -198,6 +201,7 @@ class DomainLoop:
         return len(range(self.start.value, self.end.value, self.step.value))
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         bounds = ", ".join(b.describe() for b in (self.start, self.end, self.step))
         unroll = "" if self.unroll is None else f", unroll={self.unroll}"
         return f"domain_loop({bounds}{unroll})"
@@ -220,6 +224,7 @@ class WorkTileLoop:
     location: SourceLocation = UNKNOWN_LOCATION
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         skip = f", skip_if={self.skip_if}" if self.skip_if else ""
         return f"work_tile_loop({self.work_queue}{skip})"
 
@@ -244,6 +249,7 @@ class ConditionalBlock:
         return isinstance(self.guard, OpaqueCondition) and self.guard.negated
 
     def describe(self) -> str:
+        """A short rendering for tables and messages."""
         return f"when({self.guard.describe()})"
 
 

@@ -46,45 +46,103 @@ TRACE_ERROR_CATALOG: dict[str, CatalogEntry] = _entries(
         "rename the method; acquire, try_acquire, commit, wait, try_wait and release are "
         "pipeline operations",
     ),
-    ("TS-T002", "unknown work method", "call a method decorated with @producer_work or "
-     "@consumer_work on this resource"),
-    ("TS-T003", "data-flow token used after it went stale", "use the token returned by the "
-     "latest call that writes this output"),
-    ("TS-T004", "data-flow token used outside the block that produced it", "produce the value "
-     "in the enclosing block, or move the use inside the block"),
-    ("TS-T005", "data-flow token from another schedule", "tokens only flow within the "
-     "schedule function that produced them"),
-    ("TS-T006", "value is not a routable data-flow token", "declare the output with "
-     "@consumer_work(returns=...) and pass the token by keyword"),
-    ("TS-T007", "work_tile_loop misplaced", "open exactly one work_tile_loop, at the top "
-     "level of the schedule"),
-    ("TS-T008", "iteration predicate outside a domain loop", "put the block inside "
-     "`with domain_loop(...)`"),
-    ("TS-T009", "when_false on an iteration predicate", "use when_true with the complementary "
-     "predicate; when_false takes work-call outputs only"),
-    ("TS-T010", "nested condition blocks", "use sibling blocks; only skippable() may contain "
-     "a condition block"),
-    ("TS-T011", "skippable() without skip_if", "pass skip_if=... to work_tile_loop, and call "
-     "skippable() inside that loop"),
-    ("TS-T012", "bad domain_loop bounds", "give 1 to 3 range-style bounds with a non-zero "
-     "step"),
-    ("TS-T013", "callable bound is not a class-accessed method", "pass MyTask.get_domain "
-     "(the function on the class, taking self and the work-tile coordinate)"),
-    ("TS-T014", "condition is not a work-call output", "pass a token returned by a "
-     "@consumer_work call, or an iteration predicate such as Every(2)"),
-    ("TS-T015", "schedule construct used outside @schedule", "call it inside a function "
-     "decorated with @schedule"),
-    ("TS-T016", "schedule argument is not a resource", "pass MemoryResource instances to the "
-     "schedule function"),
-    ("TS-T017", "bad work-call arguments", "work calls take keyword arguments only; TS "
-     "supplies stage_info"),
-    ("TS-T018", "bad task-local variable", "declare `x: TaskLocalVariable = "
-     "TaskLocalVariable.uninitialized()` and assign TaskLocalVariable(dtype=..., "
-     "default=...) in __post_init__"),
-    ("TS-T019", "bad work declaration", "decorate methods as @consumer_work(returns=...) "
-     "with task-local outputs of the same resource"),
-    ("TS-T020", "bad kernel declaration", "give tasks and resources unique names and list "
-     "every resource a schedule uses among the task's sources or destinations"),
+    (
+        "TS-T002",
+        "unknown work method",
+        "call a method decorated with @producer_work or @consumer_work on this resource",
+    ),
+    (
+        "TS-T003",
+        "data-flow token used after it went stale",
+        "use the token returned by the latest call that writes this output",
+    ),
+    (
+        "TS-T004",
+        "data-flow token used outside the block that produced it",
+        "produce the value in the enclosing block, or move the use inside the block",
+    ),
+    (
+        "TS-T005",
+        "data-flow token from another schedule",
+        "tokens only flow within the schedule function that produced them",
+    ),
+    (
+        "TS-T006",
+        "value is not a routable data-flow token",
+        "declare the output with @consumer_work(returns=...) and pass the token by keyword",
+    ),
+    (
+        "TS-T007",
+        "work_tile_loop misplaced",
+        "open exactly one work_tile_loop, at the top level of the schedule",
+    ),
+    (
+        "TS-T008",
+        "iteration predicate outside a domain loop",
+        "put the block inside `with domain_loop(...)`",
+    ),
+    (
+        "TS-T009",
+        "when_false on an iteration predicate",
+        "use when_true with the complementary predicate; when_false takes work-call outputs only",
+    ),
+    (
+        "TS-T010",
+        "nested condition blocks",
+        "use sibling blocks; only skippable() may contain a condition block",
+    ),
+    (
+        "TS-T011",
+        "skippable() without skip_if",
+        "pass skip_if=... to work_tile_loop, and call skippable() inside that loop",
+    ),
+    ("TS-T012", "bad domain_loop bounds", "give 1 to 3 range-style bounds with a non-zero step"),
+    (
+        "TS-T013",
+        "callable bound is not a class-accessed method",
+        "pass MyTask.get_domain "
+        "(the function on the class, taking self and the work-tile coordinate)",
+    ),
+    (
+        "TS-T014",
+        "condition is not a work-call output",
+        "pass a token returned by a "
+        "@consumer_work call, or an iteration predicate such as Every(2)",
+    ),
+    (
+        "TS-T015",
+        "schedule construct used outside @schedule",
+        "call it inside a function decorated with @schedule",
+    ),
+    (
+        "TS-T016",
+        "schedule argument is not a resource",
+        "pass MemoryResource instances to the schedule function",
+    ),
+    (
+        "TS-T017",
+        "bad work-call arguments",
+        "work calls take keyword arguments only; TS supplies stage_info",
+    ),
+    (
+        "TS-T018",
+        "bad task-local variable",
+        "declare `x: TaskLocalVariable = "
+        "TaskLocalVariable.uninitialized()` and assign TaskLocalVariable(dtype=..., "
+        "default=...) in __post_init__",
+    ),
+    (
+        "TS-T019",
+        "bad work declaration",
+        "decorate methods as @consumer_work(returns=...) "
+        "with task-local outputs of the same resource",
+    ),
+    (
+        "TS-T020",
+        "bad kernel declaration",
+        "give tasks and resources unique names and list "
+        "every resource a schedule uses among the task's sources or destinations",
+    ),
 )
 
 

@@ -26,7 +26,7 @@ from ts_ir import (
 )
 from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import PlanError
-from ts_trace.resources import MemoryResource, resource_name
+from ts_trace.resources import MemoryResource, effective_outputs, resource_name
 
 __all__ = ["TaskDeclaration", "build_plan", "pipeline_spec_of", "resource_spec_of"]
 
@@ -129,7 +129,7 @@ def resource_spec_of(resource: MemoryResource) -> ResourceSpec:
     """The IR description of a resource."""
     cls = type(resource)
     work = tuple(
-        WorkMethodSpec(m.label, m.role, m.attrs, m.outputs, m.info.parameters)
+        WorkMethodSpec(m.label, m.role, m.attrs, effective_outputs(resource, m), m.info.parameters)
         for m in cls.work_methods().values()
     )
     return ResourceSpec(
@@ -145,14 +145,17 @@ def resource_spec_of(resource: MemoryResource) -> ResourceSpec:
 
 
 def _collect_resources(
-    tasks: Sequence[TaskDeclaration], graph: Mapping[MemoryResource, Sequence[MemoryResource]]
+    tasks: Sequence[TaskDeclaration],
+    graph: Mapping[MemoryResource, Sequence[MemoryResource]],
+    extra: Iterable[MemoryResource],
 ) -> dict[str, MemoryResource]:
     found: dict[str, MemoryResource] = {}
 
     def add(res: object, where: str, loc: SourceLocation) -> None:
         if not isinstance(res, MemoryResource):
-            raise PlanError("TS-T020", f"{where} lists {res!r}, which is not a MemoryResource",
-                            location=loc)
+            raise PlanError(
+                "TS-T020", f"{where} lists {res!r}, which is not a MemoryResource", location=loc
+            )
         name = resource_name(res)
         if found.setdefault(name, res) is not res:
             raise PlanError(
@@ -169,6 +172,8 @@ def _collect_resources(
     for down, ups in graph.items():
         for res in (down, *ups):
             add(res, "the dependency graph", UNKNOWN_LOCATION)
+    for res in extra:
+        add(res, "extra_resources", UNKNOWN_LOCATION)
     return found
 
 
@@ -195,18 +200,19 @@ def build_plan(
 
     Raises:
         PlanError: Duplicate task or resource names, a schedule that uses a resource the task
-            does not list, or a dependency graph entry that is not a resource.
+            does not list, or a dependency graph or extra_resources entry that is not a
+            resource.
     """
-    resources = _collect_resources(tasks, resource_dependency_graph)
-    for res in extra_resources:
-        resources.setdefault(resource_name(res), res)
+    resources = _collect_resources(tasks, resource_dependency_graph, extra_resources)
     task_specs: list[TaskSpec] = []
     seen: set[str] = set()
     for t in tasks:
         tname = t.name or t.schedule.name
         if tname in seen:
             raise PlanError(
-                "TS-T020", f"two tasks are named `{tname}`", location=t.location,
+                "TS-T020",
+                f"two tasks are named `{tname}`",
+                location=t.location,
                 fix="pass a unique name=... to every task",
             )
         seen.add(tname)
@@ -250,4 +256,3 @@ def build_plan(
         smem_capacity=smem_capacity,
         block_warps=block_warps,
     )
-

@@ -20,7 +20,13 @@ from ts_trace.errors import ResourceDeclarationError
 from ts_trace.task_local import TaskLocalVariable, bind_task_local_variables, is_task_local_field
 from ts_trace.work import WorkInfo, get_work_info
 
-__all__ = ["RESERVED_WORK_NAMES", "MemoryResource", "WorkMethod", "resource_name"]
+__all__ = [
+    "RESERVED_WORK_NAMES",
+    "MemoryResource",
+    "WorkMethod",
+    "effective_outputs",
+    "resource_name",
+]
 
 RESERVED_WORK_NAMES: frozenset[str] = RESERVED_OP_NAMES | frozenset(
     {"producer_work", "consumer_work", "producer_aux_work", "consumer_aux_work"}
@@ -92,7 +98,14 @@ class _ResourceMeta(type):
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         registry: dict[str, WorkMethod] = {}
         for base in reversed(cls.__mro__[1:]):
-            registry.update(getattr(base, "_ts_work_registry", {}))
+            # Follow the MRO attribute by attribute: a plain override in a base removes the
+            # work that the base's own bases declared under that name.
+            own = base.__dict__.get("_ts_work_registry", {})
+            for attr in vars(base):
+                if attr in own:
+                    registry[attr] = own[attr]
+                else:
+                    registry.pop(attr, None)
         inherited = {k for b in cls.__mro__[1:] for k in getattr(b, "__dataclass_fields__", {})}
         for attr, value in namespace.items():
             info = get_work_info(value)
@@ -114,8 +127,10 @@ class _ResourceMeta(type):
             )
             if outputs and info.role is Role.PRODUCER:
                 raise ResourceDeclarationError(
-                    "TS-T019", f"producer work {name}.{attr} cannot declare outputs",
-                    resource=name, location=location,
+                    "TS-T019",
+                    f"producer work {name}.{attr} cannot declare outputs",
+                    resource=name,
+                    location=location,
                 )
             registry[attr] = WorkMethod(attr, info, outputs, location)
         cls._ts_work_registry = MappingProxyType(registry)  # type: ignore[attr-defined]
@@ -178,3 +193,15 @@ class MemoryResource(metaclass=_ResourceMeta):
 def resource_name(resource: MemoryResource) -> str:
     """The resource's name, or its class name when the name is empty."""
     return resource.name or type(resource).__name__
+
+
+def effective_outputs(resource: MemoryResource, method: WorkMethod) -> tuple[str, ...]:
+    """The task-local outputs a call of ``method`` on ``resource`` writes.
+
+    The declared ``returns=``; a consumer without it, on a resource with exactly one task-local
+    variable, writes that variable.
+    """
+    if method.outputs or method.role is not Role.CONSUMER:
+        return method.outputs
+    slots = resource.task_local_variables()
+    return (next(iter(slots)),) if len(slots) == 1 else ()

@@ -40,8 +40,8 @@ from ts_ir import (
     WorkTileLoop,
 )
 from ts_trace._internal.builder import (
-    Scope,
     ScheduleBuilder,
+    Scope,
     activated,
     active_builder,
     condition_node,
@@ -49,7 +49,7 @@ from ts_trace._internal.builder import (
 )
 from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import ScheduleError, TraceError
-from ts_trace.resources import MemoryResource, WorkMethod, resource_name
+from ts_trace.resources import MemoryResource, WorkMethod, effective_outputs, resource_name
 
 __all__ = [
     "Boolean",
@@ -120,7 +120,7 @@ def _check_token(
     builder: ScheduleBuilder, token: DataFlowToken, use: str, location: SourceLocation
 ) -> str:
     """Validate a token at a use site and return its output name."""
-    common = {
+    common: dict[str, Any] = {
         "schedule": builder.name,
         "resource": token.resource,
         "step": use,
@@ -136,8 +136,7 @@ def _check_token(
     if token.output is None:
         raise ScheduleError(
             "TS-T006",
-            f"{use} uses the result of {token.resource}.{token.label}, which declares no "
-            "output",
+            f"{use} uses the result of {token.resource}.{token.label}, which declares no output",
             **common,
             fix=f"declare it: @consumer_work(returns=...) on {token.label}",
         )
@@ -194,7 +193,7 @@ class _WorkCall:
         builder, name = proxy._ts_builder, proxy._ts_name
         location = user_location()
         use = f"{name}.{method.label}(...)"
-        common = {"schedule": builder.name, "resource": name, "location": location}
+        common: dict[str, Any] = {"schedule": builder.name, "resource": name, "location": location}
         if args:
             raise ScheduleError(
                 "TS-T017",
@@ -225,8 +224,7 @@ class _WorkCall:
             ):
                 raise ScheduleError(
                     "TS-T006",
-                    f"{use}: `{arg}` holds several tokens; route each output to its own "
-                    "parameter",
+                    f"{use}: `{arg}` holds several tokens; route each output to its own parameter",
                     step=use,
                     **common,
                 )
@@ -275,10 +273,7 @@ class _WorkCall:
                     resource=self._proxy._ts_name,
                     location=method.location,
                 )
-        if not method.outputs and method.role is Role.CONSUMER and len(slots) == 1:
-            # A resource with a single task-local slot writes it implicitly.
-            return (next(iter(slots)),)
-        return method.outputs
+        return effective_outputs(resource, method)
 
 
 class ResourceProxy:
@@ -366,8 +361,7 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
             if names.get(rname, value) is not value:
                 raise ScheduleError(
                     "TS-T016",
-                    f"two different resources passed to `{fn.__name__}` are both named "
-                    f"`{rname}`",
+                    f"two different resources passed to `{fn.__name__}` are both named `{rname}`",
                     schedule=fn.__name__,
                     resource=rname,
                     location=call_site,
@@ -390,8 +384,8 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
 
 
 def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocation) -> Bound:
-    common = {"schedule": builder.name, "location": loc}
-    if isinstance(value, bool) or isinstance(value, DataFlowToken):
+    common: dict[str, Any] = {"schedule": builder.name, "location": loc}
+    if isinstance(value, (bool, DataFlowToken)):
         raise ScheduleError(
             "TS-T012",
             f"domain_loop {what} bound is {value!r}; bounds are ints, runtime integers or a "
@@ -488,7 +482,9 @@ def domain_loop(
             schedule=builder.name,
             location=loc,
         )
-    if unroll is not None and (isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1):
+    if unroll is not None and (
+        isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1
+    ):
         raise ScheduleError(
             "TS-T012",
             f"domain_loop unroll={unroll!r} must be an int >= 1 or None",
@@ -497,7 +493,7 @@ def domain_loop(
         )
     raw = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
     names = ("start", "end", "step")
-    start, end, step = (_bound(v, n, builder, loc) for v, n in zip(raw, names))
+    start, end, step = (_bound(v, n, builder, loc) for v, n in zip(raw, names, strict=True))
     if isinstance(step, ConstBound) and step.value == 0:
         raise ScheduleError(
             "TS-T012", "domain_loop step must not be 0", schedule=builder.name, location=loc
@@ -529,8 +525,9 @@ class WorkTileLoopProxy:
                 if self._scope not in builder.scopes
                 else "in a work_tile_loop without skip_if"
             )
-            raise ScheduleError("TS-T011", f"skippable() was used {why}",
-                                schedule=builder.name, location=loc)
+            raise ScheduleError(
+                "TS-T011", f"skippable() was used {why}", schedule=builder.name, location=loc
+            )
         with _condition(builder, SKIPPABLE, loc):
             yield
 
@@ -553,7 +550,7 @@ def work_tile_loop(
     """
     loc = user_location()
     builder = active_builder("work_tile_loop()", loc)
-    common = {"schedule": builder.name, "location": loc}
+    common: dict[str, Any] = {"schedule": builder.name, "location": loc}
     if not isinstance(wq, ResourceProxy) or not type(wq._ts_resource).is_work_queue:
         raise ScheduleError(
             "TS-T007",
@@ -568,7 +565,10 @@ def work_tile_loop(
         )
     if skip_if is not None and not callable(skip_if):
         raise ScheduleError(
-            "TS-T007", f"skip_if={skip_if!r} is not callable", resource=wq._ts_name, **common,
+            "TS-T007",
+            f"skip_if={skip_if!r} is not callable",
+            resource=wq._ts_name,
+            **common,
             fix="pass a function (work_queue, work_tile) -> Boolean",
         )
     skip_name = None if skip_if is None else getattr(skip_if, "__qualname__", repr(skip_if))

@@ -130,7 +130,7 @@ def bind_task_local_variables(resource: object) -> dict[str, TaskLocalVariable]:
     """
     found: dict[str, TaskLocalVariable] = {}
     rname = getattr(resource, "name", "") or type(resource).__name__
-    fields = dataclasses.fields(resource) if dataclasses.is_dataclass(resource) else ()  # type: ignore[arg-type]
+    fields = dataclasses.fields(resource) if dataclasses.is_dataclass(resource) else ()
     for f in fields:
         if not is_task_local_field(f):
             continue

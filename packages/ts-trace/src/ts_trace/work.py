@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from ts_ir import Role, WorkAttr
 from ts_trace.task_local import TaskLocalVariable
@@ -58,9 +58,7 @@ def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
     params = list(sig.parameters.values())
     # Drop self and stage_info: TS supplies both.
     rest = params[2:] if len(params) >= 2 else []
-    names = tuple(
-        p.name for p in rest if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
-    )
+    names = tuple(p.name for p in rest if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
     any_kw = any(p.kind is p.VAR_KEYWORD for p in params)
     return names, any_kw
 
@@ -97,42 +95,70 @@ def _decorate(
     return wrapper
 
 
-def consumer_work(
-    method: Callable[..., Any] | None = None,
-    *,
-    work_attrs: WorkAttr = WorkAttr.NONE,
-    # TaskLocalVariable: how a type checker sees a slot declared in the class body as
-    # `x: TaskLocalVariable = TaskLocalVariable.uninitialized()` (at run time it is the Field).
-    returns: str
-    | dataclasses.Field[Any]
-    | TaskLocalVariable
-    | tuple[str | dataclasses.Field[Any] | TaskLocalVariable, ...]
-    | list[str | dataclasses.Field[Any] | TaskLocalVariable]
-    | None = None,
+# Static checkers see a slot declared in a class body as `x: TaskLocalVariable = ...` even though
+# at run time the name holds its dataclasses.Field; the checked signature admits both, while the
+# run-time signature stays exactly the documented one.
+_TypedReturns = Union[
+    str,
+    "dataclasses.Field[Any]",
+    TaskLocalVariable,
+    "tuple[str | dataclasses.Field[Any] | TaskLocalVariable, ...]",
+    "list[str | dataclasses.Field[Any] | TaskLocalVariable]",
+    None,
+]
+
+if TYPE_CHECKING:
+
+    def consumer_work(
+        method: Callable[..., Any] | None = None,
+        *,
+        work_attrs: WorkAttr = WorkAttr.NONE,
+        returns: _TypedReturns = None,
+    ) -> Callable[..., Any]:
+        """Register a method as named consumer work (see the run-time definition)."""
+        return _consumer_work(method, work_attrs, returns)
+
+else:
+
+    def consumer_work(
+        method: Callable[..., Any] | None = None,
+        *,
+        work_attrs: WorkAttr = WorkAttr.NONE,
+        returns: str
+        | dataclasses.Field[Any]
+        | tuple[str | dataclasses.Field[Any], ...]
+        | list[str | dataclasses.Field[Any]]
+        | None = None,
+    ) -> Callable[..., Any]:
+        """Register a method as named consumer work: it reads data out of its resource.
+
+        The method's Python name is its label. In a schedule, calling it on the resource returns
+        data-flow tokens for the declared outputs, which later work calls take as keyword
+        arguments.
+
+        Args:
+            method: The method (bare decorator form); omitted in the factory form.
+            work_attrs: Verification-visible attributes; ``WorkAttr.AUXILIARY`` for helper work
+                that moves no payload.
+            returns: Task-local output slot(s) written by the call, as slot names or the fields
+                declared with ``TaskLocalVariable.uninitialized()``, in return order.
+
+        Returns:
+            The decorated method, or a decorator in the factory form.
+
+        Example:
+            >>> from ts_trace import MemoryResource, consumer_work
+            >>> class Gmem(MemoryResource):
+            ...     @consumer_work
+            ...     def load(self, stage_info):
+            ...         return 0
+        """
+        return _consumer_work(method, work_attrs, returns)
+
+
+def _consumer_work(
+    method: Callable[..., Any] | None, work_attrs: WorkAttr, returns: object
 ) -> Callable[..., Any]:
-    """Register a method as named consumer work: it reads data out of its resource.
-
-    The method's Python name is its label. In a schedule, calling it on the resource returns
-    data-flow tokens for the declared outputs, which later work calls take as keyword
-    arguments.
-
-    Args:
-        method: The method (bare decorator form); omitted in the factory form.
-        work_attrs: Verification-visible attributes; ``WorkAttr.AUXILIARY`` for helper work
-            that moves no payload.
-        returns: Task-local output slot(s) written by the call, as slot names or the fields
-            declared with ``TaskLocalVariable.uninitialized()``, in return order.
-
-    Returns:
-        The decorated method, or a decorator in the factory form.
-
-    Example:
-        >>> from ts_trace import MemoryResource, consumer_work
-        >>> class Gmem(MemoryResource):
-        ...     @consumer_work
-        ...     def load(self, stage_info):
-        ...         return 0
-    """
     outs = _normalize_returns(returns)
 
     def deco(m: Callable[..., Any]) -> Callable[..., Any]:

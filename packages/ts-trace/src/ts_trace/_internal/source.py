@@ -44,16 +44,14 @@ def user_location() -> SourceLocation:
 
 def definition_location(obj: object) -> SourceLocation:
     """Where a function or class is defined: its ``def`` / ``class`` line (best effort)."""
-    target = inspect.unwrap(obj) if callable(obj) else obj  # type: ignore[arg-type]
+    target = inspect.unwrap(obj) if callable(obj) else obj
     try:
         filename = inspect.getsourcefile(target)  # type: ignore[arg-type]
         lines, first = inspect.getsourcelines(target)  # type: ignore[arg-type]
     except (OSError, TypeError):
         return UNKNOWN_LOCATION
     # Skip decorator lines so the location names the definition itself.
-    offset = next(
-        (i for i, text in enumerate(lines) if text.lstrip().startswith(_DEF_PREFIXES)), 0
-    )
+    offset = next((i for i, text in enumerate(lines) if text.lstrip().startswith(_DEF_PREFIXES)), 0)
     text = lines[offset].strip() if lines else ""
     name = getattr(target, "__qualname__", "")
     return SourceLocation(filename or "<unknown>", first + offset, text, name)
