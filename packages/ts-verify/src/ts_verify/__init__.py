@@ -1,0 +1,32 @@
+"""ts-verify: prove a TS kernel plan free of bracket errors, deadlocks and races (no GPU).
+
+:func:`verify` runs, in order: per-task bracket checks (:mod:`ts_verify.brackets`), cross-task
+declaration checks (:mod:`ts_verify.kernel_checks`), symbolic bracket counts for all valuations
+(:mod:`ts_verify.counting`) and deadlock/race runs against mbarrier semantics
+(:mod:`ts_verify.simulate`, :mod:`ts_verify.whole_kernel`).
+"""
+
+from ts_verify.__about__ import __version__ as __version__
+from ts_verify.diagnostics import (
+    VERIFY_CATALOG,
+    BarrierState,
+    Diagnostic,
+    Report,
+    Severity,
+    Trace,
+    TraceEvent,
+    VerificationError,
+)
+from ts_verify.verify import verify
+
+__all__ = [
+    "VERIFY_CATALOG",
+    "BarrierState",
+    "Diagnostic",
+    "Report",
+    "Severity",
+    "Trace",
+    "TraceEvent",
+    "VerificationError",
+    "verify",
+]

@@ -1,0 +1,299 @@
+"""Per-task checks: pipeline brackets, roles, and balance of loops and blocks.
+
+Each task's schedule is interpreted abstractly. The state holds, for every (resource, side),
+how many stages are open (acquired but not committed, or waited but not released) and whether
+a ``try_*`` probe waits for its blocking call. The rules:
+
+* ``commit`` / ``release`` need an open stage; ``acquire`` / ``wait`` open one. Several open
+  stages are allowed (a consumer may release the previous stage after waiting for the next).
+* Non-auxiliary work on a pipelined resource needs an open stage on its side.
+* A ``try_*`` must be followed by its blocking call on the same resource and side, in the same
+  block, with no other operation on that side in between.
+* Every condition block, every loop iteration and every work tile must leave the state as it
+  found it, so that any trip count (including 0) and any condition value keep the brackets
+  balanced. ``first_iter()`` / ``last_iter()`` blocks may open and close a stage across the
+  loop (a software-pipelined prologue/epilogue): the loop is checked for one iteration, and for
+  the first, a middle and the last of several.
+* At the end of the schedule nothing is open.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from ts_ir import (
+    ConditionalBlock,
+    DomainLoop,
+    FirstIteration,
+    KernelPlan,
+    LastIteration,
+    Node,
+    ResourceSpec,
+    Role,
+    ScheduleStage,
+    Step,
+    TaskSpec,
+    WorkTileLoop,
+)
+from ts_verify.diagnostics import Diagnostic
+
+__all__ = ["check_task_brackets"]
+
+Key = tuple[str, Role]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Side:
+    """The bracket state of one side of one resource."""
+
+    open_steps: tuple[Step, ...] = ()
+    pending_try: Step | None = None
+
+    def same_as(self, other: _Side) -> bool:
+        return len(self.open_steps) == len(other.open_steps) and (
+            (self.pending_try is None) == (other.pending_try is None)
+        )
+
+
+State = dict[Key, _Side]
+
+
+def _step_text(step: Step) -> str:
+    return f"#{step.id} {step.describe()}"
+
+
+class _Checker:
+    def __init__(self, plan: KernelPlan, task: TaskSpec) -> None:
+        self.plan = plan
+        self.task = task
+        self.resources: dict[str, ResourceSpec] = {r.name: r for r in plan.resources}
+        self.found: dict[tuple[str, int, str], Diagnostic] = {}
+
+    # -- reporting ------------------------------------------------------------------------
+    def report(self, code: str, step: Step, message: str, fix: str = "") -> None:
+        key = (code, step.id, step.resource)
+        if key not in self.found:
+            self.found[key] = Diagnostic(
+                code,
+                message,
+                task=self.task.name,
+                resource=step.resource,
+                step=_step_text(step),
+                location=step.location,
+                fix=fix,
+            )
+
+    # -- steps ----------------------------------------------------------------------------
+    def step(self, step: Step, state: State) -> None:
+        res = self.resources.get(step.resource)
+        if res is None:
+            self.report("TS-V212", step, f"`{step.resource}` is not a resource of the kernel")
+            return
+        role = step.stage.role
+        key = (step.resource, role)
+        side = state.get(key, _Side())
+        self._check_role(step, res, role)
+        if side.pending_try is not None and not self._completes_try(step, side.pending_try):
+            self._unfinished_try(side.pending_try, f"{_step_text(step)} comes first")
+            side = dataclasses.replace(side, pending_try=None)
+        if step.stage.is_pipeline_op:
+            if res.pipeline is None:
+                self.report(
+                    "TS-V108",
+                    step,
+                    f"{step.describe()}(): `{res.name}` has no pipeline, so it has no stages to "
+                    f"{step.stage.op_name}",
+                )
+                return
+            side = self._pipeline_op(step, side)
+        elif res.pipeline is not None and not step.is_auxiliary and not side.open_steps:
+            code, bracket = (
+                ("TS-V106", "acquire()/commit()")
+                if role is Role.PRODUCER
+                else ("TS-V107", "wait()/release()")
+            )
+            self.report(
+                code,
+                step,
+                f"{step.describe()} runs outside a {bracket} bracket of `{res.name}`, so it may "
+                "touch a stage the other side is still using",
+            )
+        state[key] = side
+
+    def _check_role(self, step: Step, res: ResourceSpec, role: Role) -> None:
+        if role is Role.PRODUCER and res.name not in self.task.destinations:
+            self.report(
+                "TS-V109",
+                step,
+                f"task `{self.task.name}` runs {step.describe()} (a producer operation) but "
+                f"`{res.name}` is not among its dst_resources",
+            )
+        if role is Role.CONSUMER and res.name not in self.task.sources:
+            self.report(
+                "TS-V110",
+                step,
+                f"task `{self.task.name}` runs {step.describe()} (a consumer operation) but "
+                f"`{res.name}` is not among its src_resources",
+            )
+
+    @staticmethod
+    def _completes_try(step: Step, pending: Step) -> bool:
+        return (pending.stage, step.stage) in (
+            (ScheduleStage.ProducerTryAcquire, ScheduleStage.ProducerAcquire),
+            (ScheduleStage.ConsumerTryWait, ScheduleStage.ConsumerWait),
+        )
+
+    def _unfinished_try(self, pending: Step, why: str) -> None:
+        blocking = "acquire" if pending.stage is ScheduleStage.ProducerTryAcquire else "wait"
+        self.report(
+            "TS-V105",
+            pending,
+            f"{pending.describe()}() is not directly followed by {pending.resource}."
+            f"{blocking}() ({why}); a later blocking call would reuse a stale probe result",
+        )
+
+    def _pipeline_op(self, step: Step, side: _Side) -> _Side:
+        stage = step.stage
+        if stage.is_try:
+            return dataclasses.replace(side, pending_try=step)
+        if stage in (ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait):
+            return _Side((*side.open_steps, step), None)
+        if not side.open_steps:
+            if stage is ScheduleStage.ProducerCommit:
+                self.report(
+                    "TS-V101",
+                    step,
+                    f"{step.describe()}() commits a stage of `{step.resource}` that this task "
+                    "did not acquire",
+                )
+            else:
+                self.report(
+                    "TS-V102",
+                    step,
+                    f"{step.describe()}() releases a stage of `{step.resource}` that this task "
+                    "did not wait for (or already released)",
+                )
+            return side
+        return _Side(side.open_steps[1:], None)
+
+    # -- structure ------------------------------------------------------------------------
+    def body(self, nodes: Iterable[Node], state: State, position: str) -> State:
+        state = dict(state)
+        for node in nodes:
+            if isinstance(node, Step):
+                self.step(node, state)
+            elif isinstance(node, DomainLoop):
+                state = self.loop(node, state)
+            elif isinstance(node, WorkTileLoop):
+                after = self.body(node.body, state, "tile")
+                self.balanced(node.body, state, after, "one work tile")
+            else:
+                state = self.block(node, state, position)
+        self.close_tries(nodes, state)
+        return state
+
+    def close_tries(self, nodes: Iterable[Node], state: State) -> None:
+        steps = {s.id for s in nodes if isinstance(s, Step)}
+        for key, side in list(state.items()):
+            if side.pending_try is not None and side.pending_try.id in steps:
+                self._unfinished_try(side.pending_try, "the block ends first")
+                state[key] = dataclasses.replace(side, pending_try=None)
+
+    def block(self, node: ConditionalBlock, state: State, position: str) -> State:
+        guard = node.guard
+        if isinstance(guard, (FirstIteration, LastIteration)):
+            wanted = ("only", "first") if isinstance(guard, FirstIteration) else ("only", "last")
+            return self.body(node.body, state, "inner") if position in wanted else state
+        after = self.body(node.body, state, "inner")
+        self.balanced(node.body, state, after, f"the `{guard.describe()}` block")
+        return state
+
+    def loop(self, node: DomainLoop, entry: State) -> State:
+        has_edges = any(
+            isinstance(n, ConditionalBlock) and isinstance(n.guard, (FirstIteration, LastIteration))
+            for n in node.body
+        )
+        if not has_edges:
+            after = self.body(node.body, entry, "middle")
+            self.balanced(node.body, entry, after, "one loop iteration")
+            return entry
+        only = self.body(node.body, entry, "only")
+        self.balanced(node.body, entry, only, "a loop that runs once", code="TS-V112")
+        steady = self.body(node.body, entry, "first")
+        middle = self.body(node.body, steady, "middle")
+        self.balanced(node.body, steady, middle, "a middle loop iteration", code="TS-V112")
+        last = self.body(node.body, steady, "last")
+        self.balanced(node.body, entry, last, "a loop that runs several times", code="TS-V112")
+        return entry
+
+    def balanced(
+        self, nodes: tuple[Node, ...], before: State, after: State, what: str, code: str = ""
+    ) -> None:
+        """Report each side whose open-stage count differs between ``before`` and ``after``.
+
+        ``code`` forces the code (loop edge cases); condition blocks get TS-V111; plain loop
+        iterations and tiles get the missing-commit/release or extra-commit/release codes.
+        """
+        block = what.startswith("the `")
+        for key in sorted(set(before) | set(after), key=lambda k: (k[0], k[1].value)):
+            b, a = before.get(key, _Side()), after.get(key, _Side())
+            if b.same_as(a):
+                continue
+            resource, role = key
+            producer = role is Role.PRODUCER
+            close = "commit" if producer else "release"
+            if len(a.open_steps) > len(b.open_steps):
+                opener = a.open_steps[-1]
+                default = "TS-V103" if producer else "TS-V104"
+                self.report(
+                    code or ("TS-V111" if block else default),
+                    opener,
+                    f"{opener.describe()}() opens a stage of `{resource}` that is not "
+                    f"{_past(close)} by the end of {what}",
+                    fix=f"call {resource}.{close}() before the end of {what}",
+                )
+                continue
+            first = _first_step(nodes, resource, role)
+            if first is not None:
+                default = "TS-V101" if producer else "TS-V102"
+                self.report(
+                    code or ("TS-V111" if block else default),
+                    first,
+                    f"{what} {close}s more stages of `{resource}` than it opens",
+                )
+
+
+def _past(verb: str) -> str:
+    return {"commit": "committed", "release": "released"}[verb]
+
+
+def _first_step(nodes: Iterable[Node], resource: str, role: Role) -> Step | None:
+    for node in nodes:
+        if isinstance(node, Step):
+            if node.resource == resource and node.stage.role is role:
+                return node
+        else:
+            found = _first_step(node.body, resource, role)
+            if found is not None:
+                return found
+    return None
+
+
+def check_task_brackets(plan: KernelPlan, task: TaskSpec) -> list[Diagnostic]:
+    """Check one task's schedule; return the diagnostics in program order."""
+    checker = _Checker(plan, task)
+    end = checker.body(task.schedule.body, {}, "top")
+    for key, side in end.items():
+        for opener in side.open_steps:
+            role = key[1]
+            code = "TS-V103" if role is Role.PRODUCER else "TS-V104"
+            close = "commit" if role is Role.PRODUCER else "release"
+            checker.report(
+                code,
+                opener,
+                f"{opener.describe()}() opens a stage of `{key[0]}` that is never {_past(close)} "
+                "before the schedule ends",
+                fix=f"call {key[0]}.{close}() after the work on the stage",
+            )
+    return sorted(checker.found.values(), key=lambda d: d.location.line if d.location else 0)

@@ -1,0 +1,365 @@
+"""Diagnostics, counterexample traces and the verification report.
+
+Every diagnostic has a stable code (``TS-Vxxx``) listed in :data:`VERIFY_CATALOG`, names the
+task, the resource, the step and the user's source line, and says how to fix it. Deadlocks and
+races carry a :class:`Trace`: the interleaving that reaches them and the barrier states at the
+end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+from typing import Any
+
+from ts_ir import SourceLocation
+
+__all__ = [
+    "DOCS_URL",
+    "VERIFY_CATALOG",
+    "BarrierState",
+    "Diagnostic",
+    "Report",
+    "Severity",
+    "Trace",
+    "TraceEvent",
+    "VerificationError",
+]
+
+DOCS_URL = "https://ts-kernels.dev/errors"
+
+
+class Severity(enum.Enum):
+    """How bad a finding is: errors block lowering, warnings do not."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+def _catalog(*rows: tuple[str, str, str]) -> dict[str, tuple[str, str]]:
+    return {code: (title, fix) for code, title, fix in rows}
+
+
+VERIFY_CATALOG: dict[str, tuple[str, str]] = _catalog(
+    # Per task: brackets and roles.
+    ("TS-V101", "commit without acquire", "call acquire() on the resource before its commit()"),
+    ("TS-V102", "release without wait", "call wait() before release(); release each stage once"),
+    ("TS-V103", "acquire never committed", "commit() every acquired stage in the same block"),
+    ("TS-V104", "wait never released", "release() every waited stage in the same block"),
+    (
+        "TS-V105",
+        "try_* without its blocking call",
+        "follow try_acquire()/try_wait() with acquire()/wait() on the same resource, in the "
+        "same block, before any other operation on it",
+    ),
+    (
+        "TS-V106",
+        "producer work outside acquire/commit",
+        "move the work between acquire() and "
+        "commit(), or mark it WorkAttr.AUXILIARY if it moves no payload",
+    ),
+    (
+        "TS-V107",
+        "consumer work outside wait/release",
+        "move the work between wait() and "
+        "release(), or mark it WorkAttr.AUXILIARY if it moves no payload",
+    ),
+    (
+        "TS-V108",
+        "pipeline operation on a resource without a pipeline",
+        "give the resource a pipeline_config, or drop the acquire/commit/wait/release calls",
+    ),
+    (
+        "TS-V109",
+        "producer operation on a resource the task does not produce",
+        "add the resource to the task's dst_resources",
+    ),
+    (
+        "TS-V110",
+        "consumer operation on a resource the task does not consume",
+        "add the resource to the task's src_resources",
+    ),
+    (
+        "TS-V111",
+        "block changes the pipeline state",
+        "make every condition block (and every "
+        "loop iteration) leave each acquire/commit and wait/release bracket as it found it",
+    ),
+    (
+        "TS-V112",
+        "bad loop structure",
+        "balance first_iter()/last_iter() blocks so a loop of any "
+        "trip count (including 0) leaves the brackets as it found them",
+    ),
+    # Across tasks.
+    (
+        "TS-V201",
+        "pipelined resource without producer",
+        "give some task the resource in its dst_resources and acquire/commit it in the schedule",
+    ),
+    (
+        "TS-V202",
+        "pipelined resource without consumer",
+        "give some task the resource in its src_resources and wait/release it in the schedule",
+    ),
+    (
+        "TS-V203",
+        "arrival count does not match the cooperative group",
+        "make the pipeline's "
+        "group size equal the arrivals of the tasks that signal (threads, warps or one leader)",
+    ),
+    ("TS-V204", "tasks share warps", "give tasks disjoint warp ranges"),
+    ("TS-V205", "task outside the block", "launch enough warps for every task, or move the task"),
+    (
+        "TS-V206",
+        "registers differ within a warpgroup",
+        "give the 4 warps of a warpgroup one num_registers (setmaxnreg applies per warpgroup)",
+    ),
+    (
+        "TS-V207",
+        "register file exceeded",
+        "lower num_registers so that the sum over warps of 32 x registers stays within 65536",
+    ),
+    ("TS-V208", "bad register count", "use a multiple of 8 in [24, 256]"),
+    ("TS-V209", "shared memory exceeded", "use fewer stages or smaller tiles"),
+    (
+        "TS-V210",
+        "aliased SMEM live together",
+        "alias only regions whose resources are never used by the same tasks at once",
+    ),
+    (
+        "TS-V211",
+        "dependency graph violated",
+        "route only values of the resource's upstreams "
+        "(as declared in the dependency graph) into its producer work",
+    ),
+    ("TS-V212", "unknown resource", "declare every resource a schedule uses"),
+    ("TS-V213", "work-tile loops disagree", "iterate one work queue in every persistent task"),
+    # Whole kernel.
+    (
+        "TS-V301",
+        "bracket counts differ between tasks",
+        "make every task that touches a pipeline "
+        "run its brackets the same number of times for every trip count and condition",
+    ),
+    (
+        "TS-V302",
+        "deadlock",
+        "reorder the schedules so no task waits on a stage that another "
+        "blocked task must first produce or release, or add stages",
+    ),
+    (
+        "TS-V303",
+        "race",
+        "fix the arrival counts or the brackets so a stage is never written while it is read",
+    ),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceEvent:
+    """One step of a counterexample interleaving.
+
+    Attributes:
+        index: 1-based position in the interleaving.
+        task: Task that executed it.
+        step_id: The schedule step.
+        text: The step and its context (stage, round, loop position).
+        location: The step's source line.
+    """
+
+    index: int
+    task: str
+    step_id: int
+    text: str
+    location: SourceLocation
+
+
+@dataclasses.dataclass(frozen=True)
+class BarrierState:
+    """One mbarrier at the end of a counterexample.
+
+    Attributes:
+        resource: Resource owning the ring.
+        barrier: ``full`` or ``empty``.
+        stage: Stage index.
+        phase: Current phase bit.
+        completed: Phases completed so far.
+        arrivals: Arrivals received in the current phase.
+        expected: Arrivals that complete a phase.
+        tx_bytes: Transaction bytes still pending in the current phase.
+    """
+
+    resource: str
+    barrier: str
+    stage: int
+    phase: int
+    completed: int
+    arrivals: int
+    expected: int
+    tx_bytes: int
+
+    def describe(self) -> str:
+        """One line, e.g. ``smem.full[1]: phase 0 (2 done), arrivals 0/1, tx 0``."""
+        return (
+            f"{self.resource}.{self.barrier}[{self.stage}]: phase {self.phase} "
+            f"({self.completed} done), arrivals {self.arrivals}/{self.expected}, "
+            f"tx {self.tx_bytes}"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Trace:
+    """A counterexample: the valuation, the interleaving, the blocked tasks, the barriers.
+
+    Attributes:
+        valuation: Trip counts, conditions and skips that lead to the failure.
+        events: The interleaving, in order.
+        blocked: For each task still running, what it waits for.
+        barriers: Every barrier of the involved resources at the end.
+    """
+
+    valuation: tuple[tuple[str, str], ...]
+    events: tuple[TraceEvent, ...]
+    blocked: tuple[tuple[str, str], ...]
+    barriers: tuple[BarrierState, ...]
+
+    def as_text(self) -> str:
+        """The trace as numbered steps per task, then the blocked tasks and barriers."""
+        lines = ["  when: " + (", ".join(f"{k} = {v}" for k, v in self.valuation) or "always")]
+        width = max((len(e.task) for e in self.events), default=4)
+        for e in self.events:
+            lines.append(f"  {e.index:>3}. {e.task:<{width}}  {e.text}  ({e.location})")
+        for task, why in self.blocked:
+            lines.append(f"  blocked: {task}: {why}")
+        lines.extend("  barrier " + b.describe() for b in self.barriers)
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class Diagnostic:
+    """One finding of the verifier.
+
+    Attributes:
+        code: Stable code from :data:`VERIFY_CATALOG`.
+        message: What is wrong, in the schedule author's words.
+        task: The task involved ("" for kernel-wide findings).
+        resource: The resource involved ("").
+        step: The step involved, as ``#id resource.label`` ("").
+        location: The user's source line.
+        fix: How to fix it.
+        severity: Error or warning.
+        trace: The counterexample for deadlocks and races.
+    """
+
+    code: str
+    message: str
+    task: str = ""
+    resource: str = ""
+    step: str = ""
+    location: SourceLocation | None = None
+    fix: str = ""
+    severity: Severity = Severity.ERROR
+    trace: Trace | None = None
+
+    @property
+    def title(self) -> str:
+        """The catalog title of the code."""
+        return VERIFY_CATALOG[self.code][0]
+
+    def as_text(self) -> str:
+        """The diagnostic as a block of text with the code frame and the fix."""
+        head = f"{self.severity.value} {self.code} ({self.title}): {self.message}"
+        where = [
+            f"{label} `{value}`"
+            for label, value in (
+                ("task", self.task),
+                ("resource", self.resource),
+                ("step", self.step),
+            )
+            if value
+        ]
+        lines = [head]
+        if where:
+            lines.append("  in " + ", ".join(where))
+        if self.location is not None:
+            lines.extend("  " + line for line in self.location.frame().splitlines())
+        if self.trace is not None:
+            lines.append(self.trace.as_text())
+        lines.append(f"  fix: {self.fix or VERIFY_CATALOG[self.code][1]}")
+        lines.append(f"  see: {DOCS_URL}/{self.code}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary."""
+        data = dataclasses.asdict(self)
+        data["severity"] = self.severity.value
+        data["title"] = self.title
+        data["fix"] = self.fix or VERIFY_CATALOG[self.code][1]
+        return data
+
+
+class VerificationError(Exception):
+    """Raised by :meth:`Report.raise_for_errors` when a plan has errors."""
+
+    def __init__(self, report: Report) -> None:
+        self.report = report
+        super().__init__(report.as_text(errors_only=True))
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    """Everything the verifier found for one kernel plan.
+
+    Attributes:
+        plan: Name of the verified plan.
+        diagnostics: The findings, errors first.
+        proven: What was proven, one line per claim (e.g. the deadlock-freedom argument).
+        stats: Counters and timings (valuations simulated, events, seconds).
+    """
+
+    plan: str
+    diagnostics: tuple[Diagnostic, ...]
+    proven: tuple[str, ...] = ()
+    stats: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        """The diagnostics of severity error."""
+        return tuple(d for d in self.diagnostics if d.severity is Severity.ERROR)
+
+    @property
+    def ok(self) -> bool:
+        """True when there is no error."""
+        return not self.errors
+
+    def codes(self) -> list[str]:
+        """The codes of every diagnostic, in order."""
+        return [d.code for d in self.diagnostics]
+
+    def raise_for_errors(self) -> None:
+        """Raise :class:`VerificationError` if any diagnostic is an error."""
+        if not self.ok:
+            raise VerificationError(self)
+
+    def as_text(self, *, errors_only: bool = False) -> str:
+        """The report as text: a verdict line, then every diagnostic."""
+        shown = self.errors if errors_only else self.diagnostics
+        verdict = "verified" if self.ok else f"{len(self.errors)} error(s)"
+        lines = [f"{self.plan}: {verdict}"]
+        if self.ok:
+            lines.extend(f"  proven: {p}" for p in self.proven)
+        lines.extend(d.as_text() for d in shown)
+        return "\n".join(lines)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The report as JSON."""
+        data = {
+            "plan": self.plan,
+            "ok": self.ok,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "proven": list(self.proven),
+            "stats": dict(self.stats),
+        }
+        return json.dumps(data, indent=indent, default=str)

@@ -1,0 +1,299 @@
+"""Checks across tasks: who produces and consumes what, arrivals, warps, registers, SMEM.
+
+These need no interleaving: they compare declarations (pipeline groups, warp ranges, register
+budgets, SMEM) with what the schedules do.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+
+from ts_ir import (
+    WARP_SIZE,
+    WARPGROUP_WARPS,
+    KernelPlan,
+    PipelineSpec,
+    ResourceSpec,
+    Role,
+    ScheduleStage,
+    SignalingThreads,
+    SmemLayoutError,
+    Step,
+    TaskSpec,
+    WorkTileLoop,
+    plan_smem_layout,
+)
+from ts_verify.diagnostics import Diagnostic
+
+__all__ = ["REGISTER_FILE", "arrivals_per_signal", "check_kernel"]
+
+REGISTER_FILE = 65536
+"""32-bit registers per SM (sm_90)."""
+
+
+def _ops(task: TaskSpec, resource: str, stages: tuple[ScheduleStage, ...]) -> list[Step]:
+    return [s for s in task.schedule.steps() if s.resource == resource and s.stage in stages]
+
+
+_SIDE_OPS = {
+    Role.PRODUCER: (
+        ScheduleStage.ProducerTryAcquire,
+        ScheduleStage.ProducerAcquire,
+        ScheduleStage.ProducerCommit,
+    ),
+    Role.CONSUMER: (
+        ScheduleStage.ConsumerTryWait,
+        ScheduleStage.ConsumerWait,
+        ScheduleStage.ConsumerRelease,
+    ),
+}
+
+
+def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> int:
+    """How many arrivals one commit (producer) or release (consumer) of ``task`` makes."""
+    if role is Role.PRODUCER:
+        group, signaling = pipeline.producer_group, pipeline.producer_signaling
+        if pipeline.type.producer_is_tma:
+            return 1  # one elected thread arms the barrier with the transaction bytes
+    else:
+        group, signaling = pipeline.consumer_group, pipeline.consumer_signaling
+    if signaling == SignalingThreads.All:
+        return group.arrivals_for(task.num_warps)
+    if signaling.has_task_warp_leader():
+        return group.arrivals_for(1)
+    return 1
+
+
+def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
+    for res in plan.resources:
+        if res.pipeline is None:
+            continue
+        sides = (
+            (Role.PRODUCER, ScheduleStage.ProducerCommit, res.pipeline.producer_group.size),
+            (Role.CONSUMER, ScheduleStage.ConsumerRelease, res.pipeline.consumer_group.size),
+        )
+        for role, signal, expected in sides:
+            users = [t for t in plan.tasks if _ops(t, res.name, _SIDE_OPS[role])]
+            signals = [(t, _ops(t, res.name, (signal,))) for t in users]
+            signals = [(t, ops) for t, ops in signals if ops]
+            if not users:
+                code = "TS-V201" if role is Role.PRODUCER else "TS-V202"
+                op = "acquire()/commit()" if role is Role.PRODUCER else "wait()/release()"
+                yield Diagnostic(
+                    code,
+                    f"`{res.name}` has a pipeline but no task runs {op} on it; the other side "
+                    "would wait forever",
+                    resource=res.name,
+                    location=res.location,
+                )
+                continue
+            if not signals:
+                continue  # the per-task checks report the missing commit/release
+            total = sum(arrivals_per_signal(t, res.pipeline, role) for t, _ in signals)
+            if total != expected:
+                parts = ", ".join(
+                    f"{t.name} ({t.num_warps} warps) {arrivals_per_signal(t, res.pipeline, role)}"
+                    for t, _ in signals
+                )
+                side = "producer" if role is Role.PRODUCER else "consumer"
+                effect = (
+                    "the barrier phase never completes (deadlock)"
+                    if total < expected
+                    else "the phase completes early and the stage is reused while in use (race)"
+                )
+                first = signals[0][1][0]
+                yield Diagnostic(
+                    "TS-V203",
+                    f"the {side} group of `{res.name}` expects {expected} arrivals per phase, "
+                    f"but the tasks that signal make {total} ({parts}); {effect}",
+                    task=signals[0][0].name,
+                    resource=res.name,
+                    step=f"#{first.id} {first.describe()}",
+                    location=first.location,
+                    fix=f"set the {side} group size to {total}, or change which threads signal",
+                )
+
+
+def _warps(plan: KernelPlan) -> Iterator[Diagnostic]:
+    tasks = list(plan.tasks)
+    for i, a in enumerate(tasks):
+        if a.warp_start < 0 or a.num_warps < 1:
+            yield Diagnostic(
+                "TS-V205",
+                f"task `{a.name}` has warp range [{a.warp_start}, {a.warp_end})",
+                task=a.name,
+                location=a.location,
+                fix="use warp_idx >= 0 and num_warps >= 1",
+            )
+        if plan.block_warps is not None and a.warp_end > plan.block_warps:
+            yield Diagnostic(
+                "TS-V205",
+                f"task `{a.name}` uses warps {a.warp_start}..{a.warp_end - 1} but the block has "
+                f"{plan.block_warps} warps",
+                task=a.name,
+                location=a.location,
+            )
+        for b in tasks[i + 1 :]:
+            shared = set(a.warps) & set(b.warps)
+            if shared:
+                yield Diagnostic(
+                    "TS-V204",
+                    f"tasks `{a.name}` (warps {a.warp_start}..{a.warp_end - 1}) and `{b.name}` "
+                    f"(warps {b.warp_start}..{b.warp_end - 1}) share warps "
+                    f"{sorted(shared)}; a warp runs one task",
+                    task=b.name,
+                    location=b.location,
+                )
+
+
+def _registers(plan: KernelPlan) -> Iterator[Diagnostic]:
+    by_group: dict[int, dict[int | None, list[TaskSpec]]] = defaultdict(lambda: defaultdict(list))
+    for t in plan.tasks:
+        regs = t.num_registers
+        if regs is not None and (regs % 8 or not 24 <= regs <= 256):
+            yield Diagnostic(
+                "TS-V208",
+                f"task `{t.name}` asks for {regs} registers per thread; setmaxnreg takes a "
+                "multiple of 8 in [24, 256]",
+                task=t.name,
+                location=t.location,
+            )
+        for w in t.warps:
+            by_group[w // WARPGROUP_WARPS][regs].append(t)
+    for group, budgets in sorted(by_group.items()):
+        if len(budgets) > 1:
+            names = "; ".join(
+                f"{', '.join(sorted({t.name for t in ts}))}: {r if r is not None else 'default'}"
+                for r, ts in budgets.items()
+            )
+            task = next(iter(budgets.values()))[0]
+            yield Diagnostic(
+                "TS-V206",
+                f"warpgroup {group} (warps {group * 4}..{group * 4 + 3}) mixes register "
+                f"budgets ({names})",
+                task=task.name,
+                location=task.location,
+            )
+    warps = max(plan.num_warps, 1)
+    default = min(256, REGISTER_FILE // (warps * WARP_SIZE)) // 8 * 8
+    total = 0
+    for group in range((warps + WARPGROUP_WARPS - 1) // WARPGROUP_WARPS):
+        asked = by_group.get(group, {})
+        budget = max((r if r is not None else default for r in asked), default=default)
+        total += budget * WARP_SIZE * min(WARPGROUP_WARPS, warps - group * WARPGROUP_WARPS)
+    if total > REGISTER_FILE:
+        yield Diagnostic(
+            "TS-V207",
+            f"the tasks ask for {total} registers in all, more than the {REGISTER_FILE} of "
+            "the register file",
+        )
+
+
+def _owner(plan: KernelPlan) -> dict[str, ResourceSpec]:
+    return {a.name: r for r in plan.resources for a in r.smem}
+
+
+def _users(plan: KernelPlan, resource: str) -> set[str]:
+    return {t.name for t in plan.tasks if any(s.resource == resource for s in t.schedule.steps())}
+
+
+def _downstream(plan: KernelPlan, start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        r = todo.pop()
+        for e in plan.dependencies:
+            if e.upstream == r and e.downstream not in seen:
+                seen.add(e.downstream)
+                todo.append(e.downstream)
+    return seen
+
+
+def _smem(plan: KernelPlan) -> Iterator[Diagnostic]:
+    try:
+        layout = plan_smem_layout(plan)
+    except SmemLayoutError as err:
+        yield Diagnostic("TS-V209", str(err), fix="fix the SMEM declarations")
+        return
+    if not layout.fits:
+        yield Diagnostic(
+            "TS-V209",
+            f"the kernel needs {layout.total} bytes of shared memory, more than the "
+            f"{layout.capacity} available\n" + layout.report(),
+        )
+    owner = _owner(plan)
+    persistent = {
+        t.name for t in plan.tasks if any(isinstance(n, WorkTileLoop) for n in t.schedule.body)
+    }
+    for group in plan.smem_alias_groups:
+        phases = [{owner[a].name for a in phase if a in owner} for phase in group]
+        for i, a_res in enumerate(phases):
+            for b_res in phases[i + 1 :]:
+                for a in sorted(a_res):
+                    for b in sorted(b_res):
+                        ordered = b in _downstream(plan, a) or a in _downstream(plan, b)
+                        overlap = (_users(plan, a) | _users(plan, b)) & persistent
+                        if a != b and (not ordered or overlap):
+                            why = (
+                                "persistent tasks overlap one tile's use of one with the next "
+                                "tile's use of the other"
+                                if ordered
+                                else "the dependency graph does not order them"
+                            )
+                            yield Diagnostic(
+                                "TS-V210",
+                                f"SMEM of `{a}` and `{b}` is aliased, but they can be live "
+                                f"together: {why}",
+                                resource=a,
+                            )
+
+
+def _dependencies(plan: KernelPlan) -> Iterator[Diagnostic]:
+    names = {r.name for r in plan.resources}
+    for e in plan.dependencies:
+        for r in (e.upstream, e.downstream):
+            if r not in names:
+                yield Diagnostic("TS-V212", f"the dependency graph names unknown `{r}`", resource=r)
+    for t in plan.tasks:
+        steps = {s.id: s for s in t.schedule.steps()}
+        for s in steps.values():
+            if s.stage.role is not Role.PRODUCER or not s.is_work:
+                continue
+            ups = set(plan.upstreams_of(s.resource))
+            for route in s.inputs:
+                src = steps[route.source_step].resource
+                if src != s.resource and src not in ups:
+                    yield Diagnostic(
+                        "TS-V211",
+                        f"{s.describe()} is fed `{route.output}` from `{src}`, but the dependency "
+                        f"graph does not list `{src}` as an upstream of `{s.resource}`",
+                        task=t.name,
+                        resource=s.resource,
+                        step=f"#{s.id} {s.describe()}",
+                        location=s.location,
+                        fix=f"add {src} to resource_dependency_graph[{s.resource}]",
+                    )
+
+
+def _work_queues(plan: KernelPlan) -> Iterator[Diagnostic]:
+    queues: dict[str, list[str]] = defaultdict(list)
+    for t in plan.tasks:
+        for n in t.schedule.body:
+            if isinstance(n, WorkTileLoop):
+                queues[n.work_queue].append(t.name)
+    if len(queues) > 1:
+        detail = "; ".join(f"{q}: {', '.join(ts)}" for q, ts in queues.items())
+        yield Diagnostic(
+            "TS-V213",
+            f"persistent tasks iterate different work queues ({detail}); tasks that share "
+            "pipelines must see the same tiles",
+        )
+
+
+def check_kernel(plan: KernelPlan) -> list[Diagnostic]:
+    """Every cross-task check, in a stable order."""
+    out: list[Diagnostic] = []
+    for check in (_warps, _registers, _arrivals, _smem, _dependencies, _work_queues):
+        out.extend(check(plan))
+    return out

@@ -1,0 +1,128 @@
+"""Concrete runs of schedules: a valuation of the runtime unknowns and the flat op sequence.
+
+A :class:`Valuation` fixes everything a schedule leaves to run time: the number of work tiles,
+the trip count of every loop whose bounds are not constants (per tile for per-tile getters),
+the value of every opaque condition per tile, and which tiles are skipped. :func:`unroll` turns
+one task's schedule into the sequence of pipeline operations it performs under a valuation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Hashable, Iterator, Mapping
+
+from ts_ir import (
+    ConditionalBlock,
+    ConstBound,
+    DomainLoop,
+    DynamicBound,
+    IterationPredicate,
+    Node,
+    OpaqueCondition,
+    Schedule,
+    Skippable,
+    Step,
+    WorkTileLoop,
+)
+
+__all__ = ["Op", "Valuation", "loop_key", "unroll"]
+
+
+def loop_key(loop: DomainLoop) -> str:
+    """The class of a loop: loops with the same non-constant bounds have the same trip count."""
+    return ", ".join(b.describe() for b in (loop.start, loop.end, loop.step))
+
+
+def is_per_tile(loop: DomainLoop) -> bool:
+    """True when a bound is computed per work tile."""
+    return any(isinstance(b, DynamicBound) for b in (loop.start, loop.end, loop.step))
+
+
+@dataclasses.dataclass(frozen=True)
+class Valuation:
+    """Values for everything a schedule decides at run time.
+
+    Attributes:
+        tiles: Work tiles each persistent task iterates.
+        trips: Trip count per loop class (``loop_key``) and tile (-1: outside the tile loop).
+        conditions: Value per opaque-condition key and tile.
+        skipped: Tiles that the skip predicate rejects.
+    """
+
+    tiles: int = 1
+    trips: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
+    conditions: Mapping[tuple[Hashable, int], bool] = dataclasses.field(default_factory=dict)
+    skipped: frozenset[int] = frozenset()
+
+    def trip(self, loop: DomainLoop, tile: int) -> int:
+        """The trip count of ``loop`` in ``tile``."""
+        n = loop.static_trip_count()
+        if n is not None:
+            return n
+        key = loop_key(loop)
+        return self.trips.get((key, tile if is_per_tile(loop) else -1), 0)
+
+    def describe(self) -> tuple[tuple[str, str], ...]:
+        """Readable ``(name, value)`` pairs for reports."""
+        out = [("work tiles", str(self.tiles))] if self.tiles != 1 else []
+        per: dict[str, list[str]] = {}
+        for (key, tile), n in sorted(self.trips.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+            per.setdefault(f"trips of domain_loop({key})", []).append(
+                str(n) if tile < 0 else f"tile {tile}: {n}"
+            )
+        out.extend((k, ", ".join(v)) for k, v in per.items())
+        for (cond, tile), value in sorted(self.conditions.items(), key=lambda kv: str(kv[0])):
+            out.append((f"{cond} (tile {tile})", str(value)))
+        if self.skipped:
+            out.append(("skipped tiles", ", ".join(map(str, sorted(self.skipped)))))
+        return tuple(out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Op:
+    """One operation of a concrete run.
+
+    Attributes:
+        step: The schedule step.
+        context: Where in the loops it runs, e.g. ``tile 1, i=3``.
+    """
+
+    step: Step
+    context: str
+
+
+def _walk(
+    nodes: tuple[Node, ...], val: Valuation, tile: int, ctx: str, iters: tuple[int, int]
+) -> Iterator[Op]:
+    for node in nodes:
+        if isinstance(node, Step):
+            yield Op(node, ctx)
+        elif isinstance(node, DomainLoop):
+            n = val.trip(node, tile)
+            start = node.start.value if isinstance(node.start, ConstBound) else 0
+            step = node.step.value if isinstance(node.step, ConstBound) else 1
+            for i in range(n):
+                inner = f"{ctx}, " if ctx else ""
+                yield from _walk(node.body, val, tile, f"{inner}i={start + i * step}", (i, n))
+        elif isinstance(node, WorkTileLoop):
+            for t in range(val.tiles):
+                yield from _walk(node.body, val, t, f"tile {t}", (0, 0))
+        else:
+            if _fires(node, val, tile, iters):
+                yield from _walk(node.body, val, tile, ctx, iters)
+
+
+def _fires(node: ConditionalBlock, val: Valuation, tile: int, iters: tuple[int, int]) -> bool:
+    guard = node.guard
+    if isinstance(guard, IterationPredicate):
+        return guard.fires(*iters)
+    if isinstance(guard, OpaqueCondition):
+        return val.conditions.get((guard.key, tile), False) != guard.negated
+    if isinstance(guard, Skippable):
+        return tile not in val.skipped
+    raise TypeError(f"unknown guard {guard!r}")
+
+
+def unroll(schedule: Schedule, val: Valuation) -> list[Op]:
+    """Every step ``schedule`` runs under ``val``, in program order."""
+    return list(_walk(schedule.body, val, -1, "", (0, 0)))

@@ -1,0 +1,262 @@
+"""Whole-kernel checks: equal bracket counts for all valuations, no deadlock, no race.
+
+Two steps.
+
+1. **Counts** (:mod:`ts_verify.counting`): for every pipelined resource, every task that opens its
+   brackets must do so equally often as a polynomial in the unknowns. This is a proof for every
+   trip count, condition and skip pattern; a difference becomes a witness valuation.
+2. **Ordering** (:mod:`ts_verify.simulate`): with counts equal, what remains are deadlocks from
+   the order of operations and the ring capacities, and races from wrong arrival counts. The
+   tasks form a Kahn process network, so one run per valuation decides a valuation. The
+   valuations checked are a cut-off set: every loop class takes trip counts 0, 1, 2 and
+   ``C + 1``, ``C + 2`` where ``C`` is the total number of stages of the rings the loop touches
+   (plus the reach of its ``Every`` guards); 0 to 3 work tiles, with per-tile values and
+   conditions varied over the first two tiles and every skip pattern of them. Why this suffices:
+   each loop body is balanced (checked per task), so the only state a loop carries from one
+   iteration to the next is how far each ring's producer runs ahead of its consumers, which is
+   at most the ring's stage count; after ``C + 1`` iterations every ring has reached the
+   occupancy it keeps for the rest of the loop, so longer loops repeat an iteration pattern
+   already checked. Tiles carry ring state the same way, and two tiles expose every tile-to-tile
+   hand-off.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable, Iterator
+
+from ts_ir import (
+    ConditionalBlock,
+    DomainLoop,
+    Every,
+    KernelPlan,
+    Node,
+    OpaqueCondition,
+    Role,
+    ScheduleStage,
+    Skippable,
+    Step,
+    WorkTileLoop,
+    iter_nodes,
+)
+from ts_verify.counting import Polynomial, count_polynomial, evaluate
+from ts_verify.diagnostics import Diagnostic, Trace
+from ts_verify.simulate import Outcome, simulate
+from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
+
+__all__ = ["check_counts", "check_runs", "valuations"]
+
+_OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
+
+
+def _opens(plan: KernelPlan, resource: str) -> dict[str, Polynomial]:
+    out = {}
+    for t in plan.tasks:
+        for role, stage in _OPENS.items():
+            poly = count_polynomial(t.schedule, resource, [stage])
+            if poly:
+                out[f"{t.name} ({role.value})"] = poly
+    return out
+
+
+def _factor_values(
+    poly_factors: set[str], trip: int, cond: bool, kept: bool, tiles: int
+) -> dict[str, int]:
+    values: dict[str, int] = {"tiles": tiles, "kept": int(kept)}
+    for f in poly_factors:
+        kind, _, rest = f.partition(" ")
+        if kind == "trip":
+            values[f] = trip
+        elif kind == "nonempty":
+            values[f] = int(trip > 0)
+        elif kind == "cond":
+            values[f] = int(cond)
+        elif kind == "every":
+            period, start, _ = rest.split(" ", 2)
+            values[f] = sum(1 for i in range(trip) if Every(int(period), int(start)).fires(i, trip))
+    return values
+
+
+def _witness(polys: dict[str, Polynomial]) -> tuple[str, dict[str, int]]:
+    factors = {f for p in polys.values() for m in p for f in m}
+    for tiles, trip, cond, kept in itertools.product(
+        (1, 2), range(6), (True, False), (True, False)
+    ):
+        values = _factor_values(factors, trip, cond, kept, tiles)
+        counts = {name: evaluate(p, values) for name, p in polys.items()}
+        if len(set(counts.values())) > 1:
+            parts = []
+            if any(f.startswith(("trip", "nonempty", "every")) for f in factors):
+                parts.append(f"every non-constant loop runs {trip} times")
+            if any(f.startswith("cond") for f in factors):
+                parts.append(f"every condition is {cond}")
+            if "kept" in factors:
+                parts.append("tiles are " + ("kept" if kept else "skipped"))
+            if "tiles" in factors:
+                parts.append(f"{tiles} work tile(s)")
+            return "; ".join(parts) or "always", counts
+    return "some valuation", {}
+
+
+def check_counts(plan: KernelPlan) -> list[Diagnostic]:
+    """TS-V301 for every resource whose tasks open its brackets unequally often."""
+    out = []
+    for res in plan.resources:
+        if res.pipeline is None:
+            continue
+        polys = _opens(plan, res.name)
+        if len({tuple(sorted(p.items())) for p in polys.values()}) <= 1:
+            continue
+        when, counts = _witness(polys)
+        detail = ", ".join(f"{name} {n}x" for name, n in counts.items())
+        task = next(iter(polys)).split(" ")[0]
+        first = next((s for s in plan.task(task).schedule.steps() if s.resource == res.name), None)
+        out.append(
+            Diagnostic(
+                "TS-V301",
+                f"the tasks on `{res.name}` open its stages unequally often; when {when}: "
+                f"{detail}. The side that runs more often waits forever (or overruns the ring)",
+                task=task,
+                resource=res.name,
+                step="" if first is None else f"#{first.id} {first.describe()}",
+                location=None if first is None else first.location,
+            )
+        )
+    return out
+
+
+def _loops(plan: KernelPlan) -> dict[str, tuple[bool, int]]:
+    """Every non-constant loop class: (per tile?, cut-off trip count)."""
+    stages = {r.name: r.pipeline.stages for r in plan.resources if r.pipeline is not None}
+    classes: dict[str, tuple[bool, int]] = {}
+    for t in plan.tasks:
+        for node, _ in iter_nodes(t.schedule.body):
+            if not isinstance(node, DomainLoop) or node.static_trip_count() is not None:
+                continue
+            touched = {s.resource for s, _ in iter_nodes(node.body) if isinstance(s, Step)}
+            reach = sum(stages.get(r, 0) for r in touched) + 2
+            for inner, _ in iter_nodes(node.body):
+                if isinstance(inner, ConditionalBlock) and isinstance(inner.guard, Every):
+                    reach = max(reach, inner.guard.start + 2 * inner.guard.period + 1)
+            key = loop_key(node)
+            old = classes.get(key, (False, 0))
+            classes[key] = (old[0] or is_per_tile(node), max(old[1], reach))
+    return classes
+
+
+def _conditions(plan: KernelPlan) -> list[Hashable]:
+    keys: list[Hashable] = []
+    for t in plan.tasks:
+        for node, _ in iter_nodes(t.schedule.body):
+            guard = node.guard if isinstance(node, ConditionalBlock) else None
+            if isinstance(guard, OpaqueCondition) and guard.key not in keys:
+                keys.append(guard.key)
+    return keys
+
+
+def _has(plan: KernelPlan, kind: type) -> bool:
+    def match(n: Node) -> bool:
+        if kind is Skippable:
+            return isinstance(n, ConditionalBlock) and isinstance(n.guard, Skippable)
+        return isinstance(n, kind)
+
+    return any(match(n) for t in plan.tasks for n, _ in iter_nodes(t.schedule.body))
+
+
+def valuations(plan: KernelPlan) -> Iterator[Valuation]:
+    """The cut-off set of valuations, smallest first (see the module docstring)."""
+    loops = _loops(plan)
+    conds = _conditions(plan)
+    persistent = _has(plan, WorkTileLoop)
+    skips = _has(plan, Skippable)
+    trip_sets = {k: sorted({0, 1, 2, reach - 1, reach}) for k, (_, reach) in loops.items()}
+    found: list[tuple[int, Valuation]] = []
+    for tiles in (0, 1, 2, 3) if persistent else (1,):
+        varied = min(tiles, 2) if persistent else 0
+        slots = [
+            (k, t)
+            for k, (per_tile, _) in loops.items()
+            for t in (range(varied) if per_tile and varied else [-1])
+        ]
+        cond_slots = [(c, t) for c in conds for t in range(max(varied, 1))]
+        for trips in itertools.product(*(trip_sets[k] for k, _ in slots)):
+            for values in itertools.product((False, True), repeat=len(cond_slots)):
+                for skipped in _skip_sets(varied, skips):
+                    trip_map = dict(zip(slots, trips, strict=True))
+                    if persistent and tiles > varied:
+                        trip_map = _extend(trip_map, loops, tiles)
+                    cond_map = dict(zip(cond_slots, values, strict=True))
+                    cond_map.update(
+                        {
+                            (c, t): cond_map.get((c, 0), False)
+                            for c in conds
+                            for t in range(varied, tiles)
+                        }
+                    )
+                    val = Valuation(tiles, trip_map, cond_map, frozenset(skipped))
+                    found.append((tiles + sum(trips) + len(skipped), val))
+    found.sort(key=lambda x: x[0])
+    return (v for _, v in found)
+
+
+def _extend(
+    trip_map: dict[tuple[str, int], int], loops: dict[str, tuple[bool, int]], tiles: int
+) -> dict[tuple[str, int], int]:
+    out = dict(trip_map)
+    for key, (per_tile, _) in loops.items():
+        if per_tile:
+            for t in range(tiles):
+                out.setdefault((key, t), out.get((key, 0), 0))
+    return out
+
+
+def _skip_sets(varied: int, skips: bool) -> list[tuple[int, ...]]:
+    if not skips:
+        return [()]
+    return [c for n in range(varied + 1) for c in itertools.combinations(range(varied), n)]
+
+
+def _diagnostic(plan: KernelPlan, val: Valuation, outcome: Outcome) -> Diagnostic:
+    trace = Trace(
+        val.describe(),
+        tuple(outcome.events),
+        tuple(outcome.blocked),
+        tuple(b for b in outcome.barriers if b.completed or b.arrivals or b.tx_bytes),
+    )
+    task, op = outcome.culprit if outcome.culprit else ("", None)
+    step = op.step if op is not None else None
+    code = {"deadlock": "TS-V302", "race": "TS-V303"}.get(outcome.kind, "TS-V301")
+    what = {"deadlock": "the kernel deadlocks", "race": "the kernel races"}.get(
+        outcome.kind, "the brackets do not match up"
+    )
+    return Diagnostic(
+        code,
+        f"{what}: {outcome.message}",
+        task=task,
+        resource="" if step is None else step.resource,
+        step="" if step is None else f"#{step.id} {step.describe()}",
+        location=None if step is None else step.location,
+        trace=trace,
+    )
+
+
+def check_runs(plan: KernelPlan, limit: int = 20000) -> tuple[list[Diagnostic], dict[str, float]]:
+    """Simulate every cut-off valuation; the first failure (the smallest) is reported."""
+    runs = events = 0
+    for val in valuations(plan):
+        if runs >= limit:
+            break
+        programs = {
+            t.name: [
+                op
+                for op in unroll(t.schedule, val)
+                if op.step.stage.is_pipeline_op or op.step.stage is ScheduleStage.ProducerWork
+            ]
+            for t in plan.tasks
+        }
+        outcome = simulate(plan, programs)
+        runs += 1
+        events += len(outcome.events)
+        if outcome.kind != "ok":
+            return [_diagnostic(plan, val, outcome)], {"runs": runs, "events": events}
+    return [], {"runs": runs, "events": events}
