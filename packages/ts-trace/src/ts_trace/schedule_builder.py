@@ -346,13 +346,25 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
     @functools.wraps(fn)
     def trace(*args: Any, **kwargs: Any) -> Schedule:
         call_site = user_location()
-        bound = inspect.signature(fn).bind(*args, **kwargs)
-        names: dict[str, MemoryResource] = {}
+        sig = inspect.signature(fn)
+        bound = sig.bind(*args, **kwargs)
+        # (parameter label, resource) in call order; *args / **kwargs parameters contribute
+        # one entry per resource they collect.
+        flat: list[tuple[str, object]] = []
         for param, value in bound.arguments.items():
+            kind = sig.parameters[param].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                flat.extend((f"{param}[{i}]", v) for i, v in enumerate(value))
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                flat.extend((f"{param}[{k!r}]", v) for k, v in value.items())
+            else:
+                flat.append((param, value))
+        names: dict[str, MemoryResource] = {}
+        for label, value in flat:
             if not isinstance(value, MemoryResource):
                 raise ScheduleError(
                     "TS-T016",
-                    f"argument `{param}` of schedule `{fn.__name__}` is {value!r}, not a "
+                    f"argument `{label}` of schedule `{fn.__name__}` is {value!r}, not a "
                     "MemoryResource",
                     schedule=fn.__name__,
                     location=call_site,
@@ -368,10 +380,18 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
                     fix="give every resource a unique name=...",
                 )
             names[rname] = value
-        order = tuple(resource_name(v) for v in bound.arguments.values())
+        order = tuple(resource_name(v) for _, v in flat if isinstance(v, MemoryResource))
         builder = ScheduleBuilder(fn.__name__, order, location)
+
+        def proxy(value: Any, kind: Any) -> Any:
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                return tuple(ResourceProxy(v, builder) for v in value)
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                return {k: ResourceProxy(v, builder) for k, v in value.items()}
+            return ResourceProxy(value, builder)
+
         for param, value in list(bound.arguments.items()):
-            bound.arguments[param] = ResourceProxy(value, builder)
+            bound.arguments[param] = proxy(value, sig.parameters[param].kind)
         try:
             with activated(builder):
                 fn(*bound.args, **bound.kwargs)

@@ -26,14 +26,35 @@ from ts_ir import (
 )
 from ts_verify.diagnostics import Diagnostic
 
-__all__ = ["REGISTER_FILE", "arrivals_per_signal", "check_kernel"]
+__all__ = ["REGISTER_FILE", "arrivals_per_signal", "check_kernel", "steps_by_resource"]
 
 REGISTER_FILE = 65536
 """32-bit registers per SM (sm_90)."""
 
 
+_BY_RESOURCE: dict[int, tuple[TaskSpec, dict[str, tuple[Step, ...]]]] = {}
+
+
+def steps_by_resource(task: TaskSpec) -> dict[str, tuple[Step, ...]]:
+    """The task's steps grouped by resource.
+
+    Cached by identity: plans are immutable, and hashing a task would walk its whole schedule.
+    """
+    hit = _BY_RESOURCE.get(id(task))
+    if hit is not None and hit[0] is task:
+        return hit[1]
+    grouped: dict[str, list[Step]] = defaultdict(list)
+    for s in task.schedule.steps():
+        grouped[s.resource].append(s)
+    result = {r: tuple(steps) for r, steps in grouped.items()}
+    if len(_BY_RESOURCE) > 1024:
+        _BY_RESOURCE.clear()
+    _BY_RESOURCE[id(task)] = (task, result)
+    return result
+
+
 def _ops(task: TaskSpec, resource: str, stages: tuple[ScheduleStage, ...]) -> list[Step]:
-    return [s for s in task.schedule.steps() if s.resource == resource and s.stage in stages]
+    return [s for s in steps_by_resource(task).get(resource, ()) if s.stage in stages]
 
 
 _SIDE_OPS = {

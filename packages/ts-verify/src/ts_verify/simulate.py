@@ -22,6 +22,7 @@ holds it) is reported as a race.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 
 from ts_ir import KernelPlan, PipelineSpec, Role, ScheduleStage, TaskSpec
@@ -192,17 +193,28 @@ class _Run:
             self.race = (task, op, why)
 
     def run(self) -> Outcome:
-        progress = True
-        while progress and self.race is None:
-            progress = False
-            for task, ops in self.programs.items():
-                while self.pc[task] < len(ops) and self.race is None:
-                    op = ops[self.pc[task]]
-                    if self.blocked_reason(task, op) is not None:
-                        break
-                    self.execute(task, op)
-                    self.pc[task] += 1
-                    progress = True
+        # Worklist: a task runs until it blocks on a resource; any operation on that resource
+        # may unblock it, so only then is it looked at again. Each op runs once and each block
+        # is re-tested once per operation on its resource: linear in the number of operations.
+        ready = collections.deque(self.programs)
+        queued = set(ready)
+        waiting: dict[str, set[str]] = collections.defaultdict(set)
+        while ready and self.race is None:
+            task = ready.popleft()
+            queued.discard(task)
+            ops = self.programs[task]
+            while self.pc[task] < len(ops) and self.race is None:
+                op = ops[self.pc[task]]
+                if self.blocked_reason(task, op) is not None:
+                    waiting[op.step.resource].add(task)
+                    break
+                self.execute(task, op)
+                self.pc[task] += 1
+                woken = waiting.pop(op.step.resource, set())
+                for other in woken:
+                    if other not in queued:
+                        ready.append(other)
+                        queued.add(other)
         return self.outcome()
 
     def barrier_states(self) -> list[BarrierState]:

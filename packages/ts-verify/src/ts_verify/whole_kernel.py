@@ -41,6 +41,7 @@ from ts_ir import (
 )
 from ts_verify.counting import Polynomial, count_polynomial, evaluate
 from ts_verify.diagnostics import Diagnostic, Trace
+from ts_verify.kernel_checks import steps_by_resource
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
 
@@ -52,6 +53,8 @@ _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 def _opens(plan: KernelPlan, resource: str) -> dict[str, Polynomial]:
     out = {}
     for t in plan.tasks:
+        if resource not in steps_by_resource(t):
+            continue
         for role, stage in _OPENS.items():
             poly = count_polynomial(t.schedule, resource, [stage])
             if poly:
