@@ -30,12 +30,15 @@ def test_examples_exist() -> None:
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
-def test_demo_prints_table_and_round_trippable_json(example: str) -> None:
+def test_demo_prints_table_verification_and_round_trippable_json(example: str) -> None:
     out = run_demo(example)
     header, _, rest = out.partition("\n")
     assert header.startswith(f"=== {example} ")
-    table, _, json_text = rest.partition("\n\n")
+    table, _, rest = rest.partition("\n\n")
+    verdict, _, json_text = rest.partition("\n\n")
     assert " | " in table or "domain_loop" in table
+    assert verdict.startswith(f"{example}: verified")
+    assert "proven: no deadlock and no race" in verdict
     data = json.loads(json_text)
     assert data["kind"] == "kernel_plan"
     plan = from_json(json_text)

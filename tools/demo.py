@@ -1,7 +1,8 @@
 """The project's main job: load the bundled example kernels and show what TS makes of them.
 
 For every ``examples/schedules/*.py`` module (each defines ``kernel() -> KernelPlan``), print
-the schedule table (one column per task) and the plan as JSON. Usage::
+the schedule table (one column per task), the verification report (ts-verify: brackets,
+declarations, deadlocks and races for all trip counts) and the plan as JSON. Usage::
 
     python tools/demo.py [--json-only | --table-only] [EXAMPLE ...]
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ts_ir import KernelPlan, render_plan_table, to_json
+from ts_verify import verify
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "schedules"
 
@@ -42,23 +44,31 @@ def example_paths(names: list[str]) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print every selected example as a table and as JSON."""
+    """Print every selected example as a table, its verification and as JSON.
+
+    Returns:
+        1 when an example fails verification, else 0.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("examples", nargs="*", help="example names (default: all)")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--json-only", action="store_true", help="print only the JSON")
     group.add_argument("--table-only", action="store_true", help="print only the tables")
     args = parser.parse_args(argv)
+    failed = False
     for path in example_paths(args.examples):
         plan: KernelPlan = load_example(path).kernel()
+        failed |= not verify(plan).ok
         if not args.json_only:
             print(f"=== {plan.name} ({path.relative_to(EXAMPLES.parent.parent)}) ===")
             print(render_plan_table(plan))
             print()
+            print(verify(plan).as_text())
+            print()
         if not args.table_only:
             print(to_json(plan))
             print()
-    return 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -72,19 +72,27 @@ def test_stage_str_labels() -> None:
 
 
 def test_work_attr_valid_values() -> None:
-    for value in (WorkAttr.NONE, WorkAttr.AUXILIARY, 0, 1):
+    for value in (
+        WorkAttr.NONE,
+        WorkAttr.AUXILIARY,
+        WorkAttr.ASYNC_READ,
+        WorkAttr.ASYNC_WAIT_ALL,
+        WorkAttr.ASYNC_WAIT_PRIOR,
+        0,
+        1,
+    ):
         assert WorkAttr.is_valid_combination(value)  # type: ignore[arg-type]
         WorkAttr.validate(value, "attrs")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [2, 3, -1, WorkAttr(2), True, "1", None, 1.0])
+@pytest.mark.parametrize("value", [3, 6, 16, -1, WorkAttr(3), True, "1", None, 1.0])
 def test_work_attr_invalid_values(value: Any) -> None:
     assert not WorkAttr.is_valid_combination(value)
 
 
 def test_work_attr_validate_errors() -> None:
-    with pytest.raises(ValueError, match=r"attrs=2 is not a supported WorkAttr"):
-        WorkAttr.validate(WorkAttr(2), "attrs")
+    with pytest.raises(ValueError, match=r"attrs=3 is not a supported WorkAttr"):
+        WorkAttr.validate(WorkAttr(3), "attrs")
     with pytest.raises(TypeError, match="attrs must be a WorkAttr, got bool"):
         WorkAttr.validate(True, "attrs")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="got str"):

@@ -402,7 +402,7 @@ STEP = r"\$\.data\.body\[0\]\.body\[0\]\.body\[1\]"
         ("stage", "ProducerDance", STEP + r"\.stage: 'ProducerDance' is not valid"),
         ("id", True, STEP + r"\.id: expected int, got bool"),
         ("id", "1", STEP + r"\.id: expected int, got str"),
-        ("attrs", 2, STEP + r"\.attrs: 2 is not a valid WorkAttr"),
+        ("attrs", 3, STEP + r"\.attrs: 3 is not a valid WorkAttr"),
         ("outputs", ["x", 3], STEP + r"\.outputs\[1\]: expected str, got int"),
         ("inputs", [["a", 1]], STEP + r"\.inputs\[0\]: expected \[argument, source_step"),
         ("constants", [["a", [1]]], STEP + r"\.constants\[0\]\[1\]: expected an object"),

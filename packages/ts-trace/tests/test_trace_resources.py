@@ -278,8 +278,8 @@ def dummy(self: Any, stage_info: Any) -> None:
 
 @pytest.mark.parametrize("deco", [producer_work, consumer_work])
 def test_bad_work_attrs_are_rejected(deco: Callable[..., Any]) -> None:
-    with pytest.raises(ValueError, match=r"work_attrs=2 is not a supported WorkAttr"):
-        deco(work_attrs=cast(WorkAttr, 2))(dummy)
+    with pytest.raises(ValueError, match=r"work_attrs=3 is not a supported WorkAttr"):
+        deco(work_attrs=cast(WorkAttr, 3))(dummy)
     with pytest.raises(TypeError, match="work_attrs must be a WorkAttr, got str"):
         deco(work_attrs=cast(WorkAttr, "x"))(dummy)
     with pytest.raises(TypeError, match="work_attrs must be a WorkAttr, got bool"):

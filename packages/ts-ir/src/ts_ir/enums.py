@@ -115,17 +115,33 @@ class WorkAttr(enum.IntFlag):
 
     ``AUXILIARY`` marks helper work that moves no payload (descriptor setup, prefetch,
     bookkeeping); the verifier lets it run outside a pipeline bracket.
+
+    The asynchronous-read attributes describe work whose reads of a stage outlive the call
+    (Hopper WGMMA reads SMEM operands until ``wgmma.wait_group``; a TMA store reads SMEM until
+    ``cp.async.bulk.wait_group.read``). The verifier rejects a ``release`` or ``commit`` of a
+    stage that such a read may still use:
+
+    * ``ASYNC_READ`` — the work starts an asynchronous read of the current stage;
+    * ``ASYNC_WAIT_ALL`` — the work waits until every asynchronous read has finished
+      (``wait_group 0``);
+    * ``ASYNC_WAIT_PRIOR`` — the work waits until all but the most recent asynchronous read
+      have finished (``wait_group 1``, the software-pipelined GEMM mainloop).
+
+    Each attribute is used alone.
     """
 
     NONE = 0
     AUXILIARY = 1
+    ASYNC_READ = 2
+    ASYNC_WAIT_ALL = 4
+    ASYNC_WAIT_PRIOR = 8
 
     @classmethod
     def is_valid_combination(cls, value: WorkAttr) -> bool:
         """Return True when ``value`` is a flag set the verifier understands."""
         if not isinstance(value, (cls, int)) or isinstance(value, bool):
             return False
-        return int(value) & ~int(cls.AUXILIARY) == 0
+        return int(value) in {0, 1, 2, 4, 8}
 
     @classmethod
     def validate(cls, value: WorkAttr, field_name: str) -> None:
@@ -135,7 +151,8 @@ class WorkAttr(enum.IntFlag):
         if not cls.is_valid_combination(value):
             raise ValueError(
                 f"{field_name}={int(value)} is not a supported WorkAttr combination; "
-                "use WorkAttr.NONE or WorkAttr.AUXILIARY"
+                "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, "
+                "ASYNC_WAIT_PRIOR"
             )
 
     def is_auxiliary(self) -> bool:

@@ -34,11 +34,14 @@ from ts_ir import (
     ScheduleStage,
     Step,
     TaskSpec,
+    WorkAttr,
     WorkTileLoop,
 )
 from ts_verify.diagnostics import Diagnostic
 
 __all__ = ["check_task_brackets"]
+
+_ASYNC_WAITS = WorkAttr.ASYNC_WAIT_ALL | WorkAttr.ASYNC_WAIT_PRIOR
 
 Key = tuple[str, Role]
 
@@ -49,10 +52,19 @@ class _Side:
 
     open_steps: tuple[Step, ...] = ()
     pending_try: Step | None = None
+    # Per open stage: 0, or the sequence number of an asynchronous read still using it.
+    async_reads: tuple[int, ...] = ()
+
+    def marks(self) -> tuple[int, ...]:
+        """``async_reads`` padded to one entry per open stage."""
+        pad = len(self.open_steps) - len(self.async_reads)
+        return self.async_reads + (0,) * pad
 
     def same_as(self, other: _Side) -> bool:
-        return len(self.open_steps) == len(other.open_steps) and (
-            (self.pending_try is None) == (other.pending_try is None)
+        return (
+            len(self.open_steps) == len(other.open_steps)
+            and (self.pending_try is None) == (other.pending_try is None)
+            and tuple(map(bool, self.marks())) == tuple(map(bool, other.marks()))
         )
 
 
@@ -69,6 +81,7 @@ class _Checker:
         self.task = task
         self.resources: dict[str, ResourceSpec] = {r.name: r for r in plan.resources}
         self.found: dict[tuple[str, int, str], Diagnostic] = {}
+        self.async_seq = 0
 
     # -- reporting ------------------------------------------------------------------------
     def report(self, code: str, step: Step, message: str, fix: str = "") -> None:
@@ -107,6 +120,9 @@ class _Checker:
                 )
                 return
             side = self._pipeline_op(step, side)
+        elif step.attrs & _ASYNC_WAITS:
+            self._async_wait(step, state)
+            return
         elif res.pipeline is not None and not step.is_auxiliary and not side.open_steps:
             code, bracket = (
                 ("TS-V106", "acquire()/commit()")
@@ -119,7 +135,20 @@ class _Checker:
                 f"{step.describe()} runs outside a {bracket} bracket of `{res.name}`, so it may "
                 "touch a stage the other side is still using",
             )
+        elif step.attrs & WorkAttr.ASYNC_READ and side.open_steps:
+            self.async_seq += 1
+            marks = side.marks()
+            side = dataclasses.replace(side, async_reads=(*marks[:-1], self.async_seq))
         state[key] = side
+
+    def _async_wait(self, step: Step, state: State) -> None:
+        """Retire asynchronous reads: all of them, or all but the newest."""
+        keep = 0
+        if step.attrs & WorkAttr.ASYNC_WAIT_PRIOR:
+            keep = max((m for side in state.values() for m in side.marks()), default=0)
+        for key, side in state.items():
+            marks = tuple(m if m == keep and keep else 0 for m in side.marks())
+            state[key] = dataclasses.replace(side, async_reads=marks)
 
     def _check_role(self, step: Step, res: ResourceSpec, role: Role) -> None:
         if role is Role.PRODUCER and res.name not in self.task.destinations:
@@ -158,7 +187,7 @@ class _Checker:
         if stage.is_try:
             return dataclasses.replace(side, pending_try=step)
         if stage in (ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait):
-            return _Side((*side.open_steps, step), None)
+            return _Side((*side.open_steps, step), None, (*side.marks(), 0))
         if not side.open_steps:
             if stage is ScheduleStage.ProducerCommit:
                 self.report(
@@ -175,7 +204,18 @@ class _Checker:
                     "did not wait for (or already released)",
                 )
             return side
-        return _Side(side.open_steps[1:], None)
+        marks = side.marks()
+        if marks[0]:
+            verb = "commit" if stage is ScheduleStage.ProducerCommit else "release"
+            self.report(
+                "TS-V113",
+                step,
+                f"{step.describe()}() would {verb} stage {side.open_steps[0].describe()} "
+                "while an asynchronous read of it (WorkAttr.ASYNC_READ) may still be running",
+                fix="run work marked WorkAttr.ASYNC_WAIT_ALL (or ASYNC_WAIT_PRIOR, when a newer "
+                f"read exists) before {step.resource}.{verb}()",
+            )
+        return _Side(side.open_steps[1:], None, marks[1:])
 
     # -- structure ------------------------------------------------------------------------
     def body(self, nodes: Iterable[Node], state: State, position: str) -> State:

@@ -25,6 +25,7 @@ from ts_ir import (
     DomainLoop,
     Every,
     FirstIteration,
+    IterationPredicate,
     LastIteration,
     Node,
     OpaqueCondition,
@@ -83,17 +84,26 @@ def _count(
             if (node.resource, node.stage.value) in want:
                 total = _add(total, {(): 1})
         elif isinstance(node, DomainLoop):
-            body = _count(node.body, want, node)
+            # Iteration-predicate blocks count their firings over the whole loop (see _block);
+            # only the rest of the body runs once per iteration.
+            edges = tuple(n for n in node.body if _is_predicate_block(n))
+            rest = tuple(n for n in node.body if not _is_predicate_block(n))
+            body = _count(rest, want, node)
             n = node.static_trip_count()
             total = _add(
                 total,
                 _mul(body, None, n) if n is not None else _mul(body, f"trip {loop_key(node)}"),
             )
+            total = _add(total, _count(edges, want, node))
         elif isinstance(node, WorkTileLoop):
             total = _add(total, _mul(_count(node.body, want, loop), "tiles"))
         else:
             total = _add(total, _block(node, want, loop))
     return total
+
+
+def _is_predicate_block(node: Node) -> bool:
+    return isinstance(node, ConditionalBlock) and isinstance(node.guard, IterationPredicate)
 
 
 def _block(

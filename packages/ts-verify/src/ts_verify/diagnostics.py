@@ -92,6 +92,12 @@ VERIFY_CATALOG: dict[str, tuple[str, str]] = _catalog(
         "balance first_iter()/last_iter() blocks so a loop of any "
         "trip count (including 0) leaves the brackets as it found them",
     ),
+    (
+        "TS-V113",
+        "stage freed while an asynchronous read may use it",
+        "retire the read first: work marked WorkAttr.ASYNC_WAIT_ALL (wait_group 0) or "
+        "ASYNC_WAIT_PRIOR (wait_group 1) before the release or commit",
+    ),
     # Across tasks.
     (
         "TS-V201",
