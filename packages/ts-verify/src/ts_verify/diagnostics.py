@@ -173,6 +173,10 @@ class TraceEvent:
         step_id: The schedule step.
         text: The step and its context (stage, round, loop position).
         location: The step's source line.
+        resource: The resource acted on.
+        op: The operation (a ``ScheduleStage`` value).
+        stage: The ring stage used by a barrier operation (-1 otherwise).
+        round: How many times the ring wrapped before this operation (-1 otherwise).
     """
 
     index: int
@@ -180,6 +184,10 @@ class TraceEvent:
     step_id: int
     text: str
     location: SourceLocation
+    resource: str = ""
+    op: str = ""
+    stage: int = -1
+    round: int = -1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -149,13 +149,26 @@ class _Run:
         step, spec = op.step, self.tasks[task]
         ring = self.rings.get(step.resource)
         text = f"#{step.id} {step.describe()}"
+        where = (-1, -1)
         if ring is not None and step.stage.is_pipeline_op and not step.stage.is_try:
-            text += self._barrier_op(task, spec, op, ring)
+            where = self._barrier_op(task, spec, op, ring)
+            text += f" -> stage {where[0]}, round {where[1]}"
         if op.context:
             text += f"  [{op.context}]"
-        self.events.append(TraceEvent(len(self.events) + 1, task, step.id, text, step.location))
+        self.events.append(
+            TraceEvent(
+                len(self.events) + 1,
+                task,
+                step.id,
+                text,
+                step.location,
+                step.resource,
+                step.stage.value,
+                *where,
+            )
+        )
 
-    def _barrier_op(self, task: str, spec: TaskSpec, op: Op, ring: _Ring) -> str:
+    def _barrier_op(self, task: str, spec: TaskSpec, op: Op, ring: _Ring) -> tuple[int, int]:
         step, p = op.step, ring.spec
         k = self._next(task, step.resource, step.stage)
         s, rnd = k % p.stages, k // p.stages
@@ -186,7 +199,7 @@ class _Run:
         elif step.stage is ScheduleStage.ConsumerRelease:
             ring.holders.get((s, rnd), set()).discard(task)
             ring.empty[s].arrive(arrivals_per_signal(spec, p, Role.CONSUMER))
-        return f" -> stage {s}, round {rnd}"
+        return s, rnd
 
     def _race(self, task: str, op: Op, why: str) -> None:
         if self.race is None:

@@ -45,7 +45,7 @@ from ts_verify.kernel_checks import steps_by_resource
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
 
-__all__ = ["check_counts", "check_runs", "valuations"]
+__all__ = ["check_counts", "check_runs", "run_valuation", "valuations"]
 
 _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 
@@ -243,21 +243,26 @@ def _diagnostic(plan: KernelPlan, val: Valuation, outcome: Outcome) -> Diagnosti
     )
 
 
+def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
+    """Run every task of ``plan`` under ``val`` against the barrier model."""
+    programs = {
+        t.name: [
+            op
+            for op in unroll(t.schedule, val)
+            if op.step.stage.is_pipeline_op or op.step.stage is ScheduleStage.ProducerWork
+        ]
+        for t in plan.tasks
+    }
+    return simulate(plan, programs)
+
+
 def check_runs(plan: KernelPlan, limit: int = 20000) -> tuple[list[Diagnostic], dict[str, float]]:
     """Simulate every cut-off valuation; the first failure (the smallest) is reported."""
     runs = events = 0
     for val in valuations(plan):
         if runs >= limit:
             break
-        programs = {
-            t.name: [
-                op
-                for op in unroll(t.schedule, val)
-                if op.step.stage.is_pipeline_op or op.step.stage is ScheduleStage.ProducerWork
-            ]
-            for t in plan.tasks
-        }
-        outcome = simulate(plan, programs)
+        outcome = run_valuation(plan, val)
         runs += 1
         events += len(outcome.events)
         if outcome.kind != "ok":
