@@ -1,0 +1,78 @@
+"""Fixtures of the ts-cli tests: small kernel files written to a temporary folder."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+KERNEL = """
+import dataclasses
+from typing import Any
+from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType
+from ts_trace import (MemoryResource, TaskDeclaration, build_plan, consumer_work, domain_loop,
+                      producer_work, schedule)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Ring(MemoryResource):
+    @producer_work
+    def fill(self, stage_info: Any) -> None: ...
+
+    @consumer_work
+    def drain(self, stage_info: Any) -> None: ...
+
+
+class Seg:
+    def length(self, work_tile_coord: Any) -> Any: ...
+
+
+@schedule
+def good_loader(ring, header):
+    header.acquire(); header.fill(); header.commit()
+    with domain_loop(Seg.length):
+        ring.acquire(); ring.fill(); ring.commit()
+
+
+@schedule
+def bad_loader(ring, header):
+    with domain_loop(Seg.length):
+        ring.acquire(); ring.fill(); ring.commit()
+    header.acquire(); header.fill(); header.commit()
+
+
+@schedule
+def writer(ring, header):
+    header.wait(); header.drain(); header.release()
+    with domain_loop(Seg.length):
+        ring.wait(); ring.drain(); ring.release()
+
+
+def _plan(loader):
+    g = CooperativeGroupSpec("thread", 128)
+    ring = Ring(name="ring", pipeline_config=PipelineSpec(PipelineType.AsyncAsync, 2, 0, g, g))
+    header = Ring(name="header", pipeline_config=PipelineSpec(PipelineType.AsyncAsync, 1, 0, g, g))
+    tasks = [TaskDeclaration([], [ring, header], 0, 4, loader(ring, header), name="loader"),
+             TaskDeclaration([ring, header], [], 4, 4, writer(ring, header), name="writer")]
+    return build_plan(tasks, {ring: [], header: []}, name="segments")
+
+
+def kernel():
+    return _plan(good_loader)
+
+
+def broken():
+    return _plan(bad_loader)
+
+
+def not_a_plan():
+    return 42
+"""
+
+
+@pytest.fixture
+def kernel_file(tmp_path: Path) -> Path:
+    path = tmp_path / "segments.py"
+    path.write_text(textwrap.dedent(KERNEL))
+    return path
