@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import enum
 import sys
 from pathlib import Path
+
+from sphinx.application import Sphinx
 
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
 
@@ -51,3 +54,19 @@ nitpick_ignore: list[tuple[str, str]] = [
 
 html_theme = "alabaster"
 html_static_path: list[str] = []
+
+
+def _list_enum_members(
+    app: object, what: str, name: str, obj: object, skip: bool, options: object
+) -> bool | None:
+    """Document every member of an enumeration, with or without a docstring of its own."""
+    # `obj` is a member of the enumeration being documented (not, say, a dataclass field whose
+    # default value happens to be an enum member).
+    if what == "class" and isinstance(obj, enum.Enum) and type(obj).__members__.get(name) is obj:
+        return False
+    return None
+
+
+def setup(app: Sphinx) -> None:
+    """Project-specific hooks."""
+    app.connect("autodoc-skip-member", _list_enum_members)

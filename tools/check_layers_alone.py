@@ -2,16 +2,18 @@
 
 For each layer (a distribution under ``packages/``) this script
 
-1. builds its wheel (``uv build``) into a temporary folder,
+1. builds its wheel (``uv build``) and those of the in-repo layers it needs into a temporary
+   folder,
 2. for each Python 3.10-3.13 creates a fresh virtualenv and installs into it only the layer's
-   wheel with its ``test`` extra and the wheels of the in-repo layers it declares (transitively);
-   third-party dependencies come from the package index,
+   wheel and the wheels of the in-repo layers it declares as dependencies (transitively); other
+   dependencies come from the package index,
 3. asserts that the layer is imported from that virtualenv (not from the checkout), that every
    one of its modules imports, that no other in-repo package is importable, and, for the layers
    that must run without a GPU stack, that ``cutlass``, ``cuda`` and ``torch`` are not
    importable,
-4. runs a copy of the layer's ``tests/`` folder, outside the repository, against the installed
-   wheel.
+4. adds the layer's ``test`` extra (an in-repo layer named there is installed from its wheel)
+   and runs a copy of the layer's ``tests/`` folder, outside the repository, against the
+   installed wheel.
 
 The umbrella distribution (the repository root, ``task_scheduling``) gets steps 1-3; its tests
 (the root ``tests/``) need the checkout and run in the hatch ``all`` env instead.
@@ -50,7 +52,7 @@ GPU_FREE_LAYERS = frozenset({"ts-ir", "ts-trace", "ts-verify"})
 GPU_STACK = ("cutlass", "cuda", "torch")
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
-_EXTRA_MARKER = re.compile(r";.*\bextra\s*==")
+_EXTRA_MARKER = re.compile(r";.*\bextra\s*==\s*['\"]([^'\"]+)['\"]")
 
 
 def normalize(name: str) -> str:
@@ -71,6 +73,7 @@ class Dist:
     source: Path
     wheel: Path
     requires: frozenset[str]  # normalized names of its unconditional dependencies
+    test_requires: frozenset[str]  # ... and of those its `test` extra adds
 
 
 @dataclasses.dataclass
@@ -114,8 +117,13 @@ def find_python(version: str) -> str | None:
     if found:
         return found
     pyenv_root = os.environ.get("PYENV_ROOT", str(Path.home() / ".pyenv"))
-    candidates = sorted(glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}"))
-    return candidates[-1] if candidates else None
+    found_paths = glob.glob(f"{pyenv_root}/versions/{version}.*/bin/python{version}")
+
+    def patch_level(path: str) -> int:
+        patch = Path(path).parents[1].name.split(".")[2]
+        return int(patch) if patch.isdigit() else -1
+
+    return max(found_paths, key=patch_level) if found_paths else None
 
 
 def clean_env() -> dict[str, str]:
@@ -147,19 +155,26 @@ def run(cmd: list[str], what: str, cwd: Path) -> str:
     return proc.stdout
 
 
-def read_requires(wheel: Path) -> frozenset[str]:
-    """Normalized names of the unconditional ``Requires-Dist`` entries in a wheel's METADATA."""
+def read_requires(wheel: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """Normalized names of a wheel's ``Requires-Dist``: unconditional, and its ``test`` extra's.
+
+    Other markers (Python version, platform) are ignored: every in-repo dependency is taken.
+    """
     with zipfile.ZipFile(wheel) as zf:
         meta_name = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
         meta = email.parser.Parser().parsestr(zf.read(meta_name).decode())
-    names = set()
+    runtime: set[str] = set()
+    test: set[str] = set()
     for req in meta.get_all("Requires-Dist") or []:
-        if _EXTRA_MARKER.search(req):
-            continue
         match = _REQ_NAME.match(req)
-        if match:
-            names.add(normalize(match.group(1)))
-    return frozenset(names)
+        if not match:
+            continue
+        extra = _EXTRA_MARKER.search(req)
+        if extra is None:
+            runtime.add(normalize(match.group(1)))
+        elif normalize(extra.group(1)) == "test":
+            test.add(normalize(match.group(1)))
+    return frozenset(runtime), frozenset(test)
 
 
 def build_wheels(uv: list[str], targets: list[str], dist_dir: Path) -> dict[str, Dist]:
@@ -182,15 +197,16 @@ def build_wheels(uv: list[str], targets: list[str], dist_dir: Path) -> dict[str,
         new = sorted(set(dist_dir.glob("*.whl")) - before)
         if len(new) != 1:
             raise CheckError(f"building {name} produced {len(new)} wheels, expected 1")
-        dists[name] = Dist(name, source, new[0], read_requires(new[0]))
-        todo.extend(sorted(r for r in dists[name].requires if r in known))
+        runtime, test = read_requires(new[0])
+        dists[name] = Dist(name, source, new[0], runtime, test)
+        todo.extend(sorted(r for r in runtime | test if r in known))
     return dists
 
 
-def closure(name: str, dists: dict[str, Dist]) -> list[str]:
-    """``name`` and the in-repo distributions it depends on, transitively."""
+def closure(names: list[str], dists: dict[str, Dist]) -> list[str]:
+    """``names`` and the in-repo distributions they depend on at run time, transitively."""
     seen: list[str] = []
-    todo = [name]
+    todo = list(reversed(names))
     while todo:
         current = todo.pop()
         if current in seen:
@@ -198,6 +214,11 @@ def closure(name: str, dists: dict[str, Dist]) -> list[str]:
         seen.append(current)
         todo.extend(sorted(r for r in dists[current].requires if r in dists))
     return seen
+
+
+def test_closure(name: str, dists: dict[str, Dist]) -> list[str]:
+    """What ``name``'s tests need from the repository: its closure plus its ``test`` extra's."""
+    return closure([name, *sorted(r for r in dists[name].test_requires if r in dists)], dists)
 
 
 _PROBE = textwrap.dedent(
@@ -244,51 +265,37 @@ def check_one(
     venv_python = venv / "bin" / "python"
     try:
         run([*uv, "venv", "--quiet", "--python", python, str(venv)], "creating the venv", cwd=work)
-        wanted = closure(layer, dists)
-        has_tests = layer != UMBRELLA
-        reqs = [f"{dists[layer].wheel}[test]" if has_tests else str(dists[layer].wheel)]
-        reqs += [str(dists[d].wheel) for d in wanted if d != layer]
+        install = [*uv, "pip", "install", "--quiet", "--python", str(venv_python)]
+        # 1. The layer with its run-time dependencies only: it must import in full, and nothing
+        #    else from the repository (nor, for GPU-free layers, the GPU stack) may be importable.
+        wanted = closure([layer], dists)
         run(
-            [*uv, "pip", "install", "--quiet", "--python", str(venv_python), *reqs],
+            [*install, *(str(dists[d].wheel) for d in wanted)],
             f"installing {', '.join(wanted)}",
             cwd=work,
         )
         others = sorted(import_name(d) for d in in_repo if d not in wanted)
-        # The GPU stack must be absent where every installed in-repo distribution is GPU-free.
         gpu_free = all(d in GPU_FREE_LAYERS or d == UMBRELLA for d in wanted)
         forbidden = GPU_STACK if gpu_free else ()
-        run(
-            [
-                str(venv_python),
-                "-c",
-                _PROBE,
-                str(venv),
-                import_name(layer),
-                ",".join(others),
-                ",".join(forbidden),
-            ],
-            "the isolation check",
-            cwd=work,
-        )
-        if not has_tests:
+        probe = [str(venv), import_name(layer), ",".join(others), ",".join(forbidden)]
+        run([str(venv_python), "-c", _PROBE, *probe], "the isolation check", cwd=work)
+        if layer == UMBRELLA:
             detail = "installs alone, every module imports"
         else:
+            # 2. Its `test` extra (which may name other in-repo layers), then its tests, copied
+            #    out of the checkout so that they exercise the installed wheel.
+            extra = [str(dists[d].wheel) for d in test_closure(layer, dists) if d != layer]
+            run(
+                [*install, f"{dists[layer].wheel}[test]", *extra],
+                f"installing the test extra of {layer}",
+                cwd=work,
+            )
             tests = work / "tests" / tag
             caches = shutil.ignore_patterns("__pycache__", ".*_cache", ".hypothesis")
             shutil.copytree(dists[layer].source / "tests", tests, ignore=caches)
+            pytest = [str(venv_python), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
             out = run(
-                [
-                    str(venv_python),
-                    "-m",
-                    "pytest",
-                    "-q",
-                    "-p",
-                    "no:cacheprovider",
-                    "--import-mode=importlib",
-                    "--rootdir",
-                    str(tests),
-                    str(tests),
-                ],
+                [*pytest, "--import-mode=importlib", "--rootdir", str(tests), str(tests)],
                 "the tests",
                 cwd=tests,
             )
@@ -349,8 +356,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"built {len(dists)} wheels in {time.monotonic() - t0:.1f}s", flush=True)
         for name in targets:
-            in_repo = [d for d in closure(name, dists) if d != name]
-            print(f"  {name}: installs with {', '.join(in_repo) or 'no in-repo layer'}")
+            deps = [d for d in closure([name], dists) if d != name]
+            line = f"  {name}: installs with {', '.join(deps) or 'no other in-repo distribution'}"
+            extra = [d for d in test_closure(name, dists) if d != name and d not in deps]
+            print(line + (f"; its tests also use {', '.join(extra)}" if extra else ""))
 
         jobs = [(layer, v) for layer in targets for v in versions]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

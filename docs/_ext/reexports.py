@@ -25,21 +25,34 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util.docutils import SphinxDirective
 
 
-def _import_object(dotted: str) -> tuple[bool, Any]:
-    """Import ``dotted`` (module path + attribute chain); ``(False, None)`` if it does not exist."""
+def _import_object(dotted: str, base: str | None = None) -> tuple[bool, Any]:
+    """Look ``dotted`` up as Python would, relative to module ``base`` if given.
+
+    Returns ``(False, None)`` if it does not exist. Attributes win over submodules:
+    ``ts_verify.verify`` is the function the package exports, not the module of that name.
+    """
     parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            obj: Any = importlib.import_module(".".join(parts[:cut]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[cut:]:
-                obj = getattr(obj, attr)
-        except AttributeError:
+    try:
+        if base:
+            obj: Any = importlib.import_module(base)
+            prefix = base.split(".")
+        else:
+            obj = importlib.import_module(parts[0])
+            prefix, parts = parts[:1], parts[1:]
+    except ImportError:
+        return False, None
+    for part in parts:
+        prefix = [*prefix, part]
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+        elif isinstance(obj, ModuleType):
+            try:
+                obj = importlib.import_module(".".join(prefix))
+            except ImportError:
+                return False, None
+        else:
             return False, None
-        return True, obj
-    return False, None
+    return True, obj
 
 
 def _documented_path(obj: Any, dotted: str, env: BuildEnvironment) -> str | None:
@@ -51,10 +64,15 @@ def _documented_path(obj: Any, dotted: str, env: BuildEnvironment) -> str | None
         return f"{module}.{qualname}"
     # Data (constants, instances): the documented object of the same name that is this object.
     name = dotted.rpartition(".")[2]
+
+    def is_obj(full: str) -> bool:
+        found, candidate = _import_object(full)
+        return found and candidate is obj
+
     matches = [
         full
         for full in env.get_domain("py").objects  # type: ignore[attr-defined]
-        if full.endswith("." + name) and full != dotted and _import_object(full) == (True, obj)
+        if full.endswith("." + name) and full != dotted and is_obj(full)
     ]
     return matches[0] if len(matches) == 1 else None
 
@@ -66,13 +84,14 @@ def resolve_reexport(
     if node.get("refdomain") != "py":
         return None
     target: str = node["reftarget"]
-    candidates = [target]
     module = node.get("py:module")
+    # (where to look it up, the dotted name it has there)
+    candidates: list[tuple[str | None, str]] = [(None, target)]
     if module:
-        candidates.append(f"{module}.{target}")
+        candidates.append((module, f"{module}.{target}"))
     domain = env.get_domain("py")
-    for candidate in candidates:
-        found, obj = _import_object(candidate)
+    for base, candidate in candidates:
+        found, obj = _import_object(target, base)
         if not found:
             continue
         documented = _documented_path(obj, candidate, env)
