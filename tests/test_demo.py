@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ts_ir import from_json
+from ts_ir import KernelPlan, from_json
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = sorted(p.stem for p in (ROOT / "examples" / "schedules").glob("*.py"))
@@ -42,6 +42,7 @@ def test_demo_prints_table_verification_and_round_trippable_json(example: str) -
     data = json.loads(json_text)
     assert data["kind"] == "kernel_plan"
     plan = from_json(json_text)
+    assert isinstance(plan, KernelPlan)
     assert plan.name == example
     for task in plan.tasks:
         assert task.name in table

@@ -52,8 +52,8 @@ DOCUMENTED_SIGNATURES: dict[str, str] = {
 }
 
 
-def _annotation(text: Any) -> str:
-    text = text if isinstance(text, str) else inspect.formatannotation(text)
+def _annotation(annotation: Any) -> str:
+    text = annotation if isinstance(annotation, str) else str(inspect.formatannotation(annotation))
     text = re.sub(r"\b(?:[a-z_]+\.)+(?=[A-Z])", "", text)  # drop module prefixes
     return text.replace("Field[Any]", "Field")
 

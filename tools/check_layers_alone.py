@@ -48,7 +48,7 @@ UMBRELLA = "ts-task-scheduling"
 UMBRELLA_IMPORT = "task_scheduling"
 PYTHONS = ("3.10", "3.11", "3.12", "3.13")
 # Layers that must import and work with no CuTe DSL, no CUDA and no torch (DESIGN.md section 2).
-GPU_FREE_LAYERS = frozenset({"ts-ir", "ts-trace", "ts-verify"})
+GPU_FREE_LAYERS = frozenset({"ts-ir", "ts-trace", "ts-verify", "ts-cli"})
 GPU_STACK = ("cutlass", "cuda", "torch")
 
 _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "RESERVED_OP_NAMES",
     "PipelineGroupMode",
     "PipelineType",
     "Role",

@@ -269,7 +269,7 @@ class KernelPlan:
 
     @property
     def num_warps(self) -> int:
-        """Warps per CTA: ``block_warps`` or the end of the last task's range."""
+        """Warps per CTA, which is ``block_warps`` or else the end of the last task's range."""
         if self.block_warps is not None:
             return self.block_warps
         return max((t.warp_end for t in self.tasks), default=0)

@@ -18,6 +18,7 @@ from ts_ir.enums import ScheduleStage, WorkAttr
 from ts_ir.guards import BlockGuard, OpaqueCondition
 
 __all__ = [
+    "UNKNOWN_LOCATION",
     "Bound",
     "ConditionalBlock",
     "ConstBound",
@@ -27,6 +28,7 @@ __all__ = [
     "Route",
     "RuntimeBound",
     "Schedule",
+    "ScheduleVisitor",
     "SourceLocation",
     "Step",
     "WorkTileLoop",
@@ -63,6 +65,7 @@ class SourceLocation:
 
 
 UNKNOWN_LOCATION = SourceLocation(file="<unknown>", line=0)
+"""The location of things whose source is not known (hand-built IR, decoded JSON)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,6 +166,7 @@ class DynamicBound:
 
 
 Bound = ConstBound | RuntimeBound | DynamicBound
+"""Any bound of a domain loop (a constant, a runtime value or a per-tile getter)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ __all__ = [
 RESERVED_WORK_NAMES: frozenset[str] = RESERVED_OP_NAMES | frozenset(
     {"producer_work", "consumer_work", "producer_aux_work", "consumer_aux_work"}
 )
-"""Names a work method cannot have: pipeline operations and the default work hooks."""
+"""Names a work method cannot have, i.e. the pipeline operations and the default work hooks."""
 
 
 @dataclasses.dataclass(frozen=True)

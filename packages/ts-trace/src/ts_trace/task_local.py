@@ -95,7 +95,7 @@ class TaskLocalVariable:
 
     @property
     def slot_name(self) -> str | None:
-        """The runtime slot name: ``runtime_slot_name`` or the field name."""
+        """The runtime slot name, which is ``runtime_slot_name`` or else the field name."""
         return self.runtime_slot_name or self._field_name
 
     def initial_value(self) -> Any:
