@@ -156,3 +156,11 @@ def test_mermaid_sanitizes_and_keeps_ids_unique(sample_plan: KernelPlan) -> None
 def test_mermaid_rejects_bad_direction(sample_plan: KernelPlan) -> None:
     with pytest.raises(ValueError, match="direction must be one of"):
         render_mermaid(sample_plan, direction="up")
+
+
+def test_stages_render_as_text(sample_plan: KernelPlan) -> None:
+    from ts_ir import render_plan_table, render_schedule
+
+    assert sample_plan.as_text() == render_plan_table(sample_plan)
+    schedule = sample_plan.tasks[0].schedule
+    assert schedule.as_text() == render_schedule(schedule)

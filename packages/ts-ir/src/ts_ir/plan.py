@@ -274,6 +274,13 @@ class KernelPlan:
             return self.block_warps
         return max((t.warp_end for t in self.tasks), default=0)
 
+    def as_text(self) -> str:
+        """The planned kernel, readable: one column per task, one row per step."""
+        # Imported here: render depends on this module.
+        from ts_ir.render import render_plan_table
+
+        return render_plan_table(self)
+
     def iter_smem(self) -> Iterator[SmemAllocationSpec]:
         """Every SMEM allocation of every resource."""
         for r in self.resources:

@@ -299,6 +299,13 @@ class Schedule:
         for node in self.body:
             visitor.visit(node)
 
+    def as_text(self) -> str:
+        """The traced stage, readable: the schedule tree with steps, routes and locations."""
+        # Imported here: render depends on this module.
+        from ts_ir.render import render_schedule
+
+        return render_schedule(self)
+
     def fingerprint(self) -> str:
         """A stable hash of the schedule's structure (locations excluded)."""
         # Imported here: serialize depends on this module.
