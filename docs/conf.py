@@ -25,6 +25,7 @@ extensions = [
     "sphinx.ext.doctest",
     "sphinx.ext.viewcode",
     "reexports",
+    "error_catalog",
 ]
 
 exclude_patterns = ["_build"]

@@ -464,8 +464,8 @@ def test_long_tightly_coupled_static_schedule(src: Src, dst: Dst) -> None:
     start = time.perf_counter()
     report = clean(plan)
     assert time.perf_counter() - start < 2.0
-    # acquire/store/commit and wait/write/release, 1000 times each, in one run.
-    assert dict(report.stats)["events"] == 6000
+    # load/acquire/store/commit and wait/read/write/release, 1000 times each, in one run.
+    assert dict(report.stats)["events"] == 8000
 
 
 def _head(queue: Queue, src: Src, r: Ring, trips: object) -> Any:

@@ -1,10 +1,12 @@
 """ts-ir: the intermediate representation of TS kernels (standard library only).
 
 Enumerations, guards, the schedule tree, the kernel plan, the SMEM layout, JSON round-trip and
-text / Mermaid renderings. Every other TS layer speaks these types.
+text / Mermaid renderings, and the registry of every diagnostic code (the error catalog). Every
+other TS layer speaks these types.
 """
 
 from ts_ir.__about__ import __version__
+from ts_ir.catalog import DOCS_URL, CatalogEntry, docs_url, entries, entry, register
 from ts_ir.enums import (
     RESERVED_OP_NAMES,
     PipelineGroupMode,
@@ -81,6 +83,7 @@ from ts_ir.smem import (
 )
 
 __all__ = [
+    "DOCS_URL",
     "FIRST_ITER",
     "IR_VERSION",
     "LAST_ITER",
@@ -91,6 +94,7 @@ __all__ = [
     "WARP_SIZE",
     "BlockGuard",
     "Bound",
+    "CatalogEntry",
     "ConditionalBlock",
     "ConstBound",
     "CooperativeGroupSpec",
@@ -130,6 +134,9 @@ __all__ = [
     "WorkTileLoop",
     "__version__",
     "compute_smem_layout",
+    "docs_url",
+    "entries",
+    "entry",
     "from_json",
     "guard_fires",
     "is_iteration_predicate",
@@ -140,6 +147,7 @@ __all__ = [
     "plan_from_dict",
     "plan_smem_layout",
     "plan_to_dict",
+    "register",
     "render_mermaid",
     "render_plan_table",
     "render_schedule",

@@ -1,149 +1,32 @@
 """Errors raised while declaring resources, tracing schedules and assembling kernel plans.
 
 Every error carries a stable code (``TS-Txxx``), the schedule function, the resource and the step
-involved, the user's source line, and a line saying how to fix it. The catalog
-:data:`TRACE_ERROR_CATALOG` lists every code with its title and fix; the documentation renders
-one entry per code.
+involved, the user's source line, a line saying how to fix it and the address of the code's page
+in the error catalog. :data:`TRACE_ERROR_CATALOG` maps every code to its catalog entry (title,
+explanation, a wrong and a fixed example, fix hint; written in ``ts_trace.catalog_entries``).
+Importing this module registers them in the :mod:`ts_ir.catalog` registry, from which the
+documentation renders one page per code.
 """
 
 from __future__ import annotations
 
-import dataclasses
-
-from ts_ir import SourceLocation
+from ts_ir import CatalogEntry, SourceLocation, docs_url, register
+from ts_ir import entry as catalog_entry
+from ts_trace.catalog_entries import TRACE_ENTRIES
 
 __all__ = [
-    "DOCS_URL",
     "TRACE_ERROR_CATALOG",
-    "CatalogEntry",
     "PlanError",
     "ResourceDeclarationError",
     "ScheduleError",
     "TraceError",
 ]
 
-DOCS_URL = "https://ts-kernels.dev/errors"
-"""Base address of the error catalog pages (one page per code)."""
+register(TRACE_ENTRIES)
 
-
-@dataclasses.dataclass(frozen=True)
-class CatalogEntry:
-    """One catalog entry: what the code means and how to fix it in general."""
-
-    code: str
-    title: str
-    fix: str
-
-
-def _entries(*rows: tuple[str, str, str]) -> dict[str, CatalogEntry]:
-    return {code: CatalogEntry(code, title, fix) for code, title, fix in rows}
-
-
-TRACE_ERROR_CATALOG: dict[str, CatalogEntry] = _entries(
-    (
-        "TS-T001",
-        "reserved name used as a work method",
-        "rename the method; acquire, try_acquire, commit, wait, try_wait and release are "
-        "pipeline operations",
-    ),
-    (
-        "TS-T002",
-        "unknown work method",
-        "call a method decorated with @producer_work or @consumer_work on this resource",
-    ),
-    (
-        "TS-T003",
-        "data-flow token used after it went stale",
-        "use the token returned by the latest call that writes this output",
-    ),
-    (
-        "TS-T004",
-        "data-flow token used outside the block that produced it",
-        "produce the value in the enclosing block, or move the use inside the block",
-    ),
-    (
-        "TS-T005",
-        "data-flow token from another schedule",
-        "tokens only flow within the schedule function that produced them",
-    ),
-    (
-        "TS-T006",
-        "value is not a routable data-flow token",
-        "declare the output with @consumer_work(returns=...) and pass the token by keyword",
-    ),
-    (
-        "TS-T007",
-        "work_tile_loop misplaced",
-        "open exactly one work_tile_loop, at the top level of the schedule",
-    ),
-    (
-        "TS-T008",
-        "iteration predicate outside a domain loop",
-        "put the block inside `with domain_loop(...)`",
-    ),
-    (
-        "TS-T009",
-        "when_false on an iteration predicate",
-        "use when_true with the complementary predicate; when_false takes work-call outputs only",
-    ),
-    (
-        "TS-T010",
-        "nested condition blocks",
-        "use sibling blocks; only skippable() may contain a condition block",
-    ),
-    (
-        "TS-T011",
-        "skippable() without skip_if",
-        "pass skip_if=... to work_tile_loop, and call skippable() inside that loop",
-    ),
-    ("TS-T012", "bad domain_loop bounds", "give 1 to 3 range-style bounds with a non-zero step"),
-    (
-        "TS-T013",
-        "callable bound is not a class-accessed method",
-        "pass MyTask.get_domain "
-        "(the function on the class, taking self and the work-tile coordinate)",
-    ),
-    (
-        "TS-T014",
-        "condition is not a work-call output",
-        "pass a token returned by a "
-        "@consumer_work call, or an iteration predicate such as Every(2)",
-    ),
-    (
-        "TS-T015",
-        "schedule construct used outside @schedule",
-        "call it inside a function decorated with @schedule",
-    ),
-    (
-        "TS-T016",
-        "schedule argument is not a resource",
-        "pass MemoryResource instances to the schedule function",
-    ),
-    (
-        "TS-T017",
-        "bad work-call arguments",
-        "work calls take keyword arguments only; TS supplies stage_info",
-    ),
-    (
-        "TS-T018",
-        "bad task-local variable",
-        "declare `x: TaskLocalVariable = "
-        "TaskLocalVariable.uninitialized()` and assign TaskLocalVariable(dtype=..., "
-        "default=...) in __post_init__",
-    ),
-    (
-        "TS-T019",
-        "bad work declaration",
-        "decorate methods as @consumer_work(returns=...) "
-        "with task-local outputs of the same resource",
-    ),
-    (
-        "TS-T020",
-        "bad kernel declaration",
-        "give tasks and resources unique names and list "
-        "every resource a schedule uses among the task's sources or destinations",
-    ),
-)
+TRACE_ERROR_CATALOG: dict[str, CatalogEntry] = {e.code: e for e in TRACE_ENTRIES}
+"""Every ``TS-Txxx`` code with its :class:`ts_ir.CatalogEntry` (also in the :mod:`ts_ir.catalog`
+registry)."""
 
 
 class TraceError(Exception):
@@ -176,7 +59,7 @@ class TraceError(Exception):
         self.resource = resource
         self.step = step
         self.location = location
-        self.fix = fix if fix is not None else TRACE_ERROR_CATALOG[code].fix
+        self.fix = fix if fix is not None else catalog_entry(code).fix
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -193,7 +76,7 @@ class TraceError(Exception):
         if self.location is not None:
             lines.extend("  " + part for part in self.location.frame().splitlines())
         lines.append(f"  fix: {self.fix}")
-        lines.append(f"  see: {DOCS_URL}/{self.code}")
+        lines.append(f"  see: {docs_url(self.code)}")
         return "\n".join(lines)
 
 

@@ -1,9 +1,13 @@
 """Diagnostics, counterexample traces and the verification report.
 
 Every diagnostic has a stable code (``TS-Vxxx``) listed in :data:`VERIFY_CATALOG`, names the
-task, the resource, the step and the user's source line, and says how to fix it. Deadlocks and
-races carry a :class:`Trace`: the interleaving that reaches them and the barrier states at the
-end.
+task, the resource, the step and the user's source line, says how to fix it, and ends with the
+address of the code's page in the error catalog. The catalog entries (explanation, a wrong and a
+fixed example) are written in ``ts_verify.catalog_entries``; importing this module registers them
+in the :mod:`ts_ir.catalog` registry.
+
+Deadlocks and races carry a :class:`Trace`: the interleaving that reaches them and the barrier
+states at the end.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import enum
 import json
 from typing import Any
 
-from ts_ir import SourceLocation
+from ts_ir import DOCS_URL as DOCS_URL  # compatibility: the base address of the catalog pages
+from ts_ir import SourceLocation, docs_url, register
+from ts_verify.catalog_entries import VERIFY_ENTRIES
 
 __all__ = [
-    "DOCS_URL",
     "VERIFY_CATALOG",
     "BarrierState",
     "Diagnostic",
@@ -27,8 +32,6 @@ __all__ = [
     "VerificationError",
 ]
 
-DOCS_URL = "https://ts-kernels.dev/errors"
-
 
 class Severity(enum.Enum):
     """How bad a finding is: errors block lowering, warnings do not."""
@@ -37,130 +40,10 @@ class Severity(enum.Enum):
     WARNING = "warning"
 
 
-def _catalog(*rows: tuple[str, str, str]) -> dict[str, tuple[str, str]]:
-    return {code: (title, fix) for code, title, fix in rows}
+register(VERIFY_ENTRIES)
 
-
-VERIFY_CATALOG: dict[str, tuple[str, str]] = _catalog(
-    # Per task: brackets and roles.
-    ("TS-V101", "commit without acquire", "call acquire() on the resource before its commit()"),
-    ("TS-V102", "release without wait", "call wait() before release(); release each stage once"),
-    ("TS-V103", "acquire never committed", "commit() every acquired stage in the same block"),
-    ("TS-V104", "wait never released", "release() every waited stage in the same block"),
-    (
-        "TS-V105",
-        "try_* without its blocking call",
-        "follow try_acquire()/try_wait() with acquire()/wait() on the same resource, in the "
-        "same block, before any other operation on it",
-    ),
-    (
-        "TS-V106",
-        "producer work outside acquire/commit",
-        "move the work between acquire() and "
-        "commit(), or mark it WorkAttr.AUXILIARY if it moves no payload",
-    ),
-    (
-        "TS-V107",
-        "consumer work outside wait/release",
-        "move the work between wait() and "
-        "release(), or mark it WorkAttr.AUXILIARY if it moves no payload",
-    ),
-    (
-        "TS-V108",
-        "pipeline operation on a resource without a pipeline",
-        "give the resource a pipeline_config, or drop the acquire/commit/wait/release calls",
-    ),
-    (
-        "TS-V109",
-        "producer operation on a resource the task does not produce",
-        "add the resource to the task's dst_resources",
-    ),
-    (
-        "TS-V110",
-        "consumer operation on a resource the task does not consume",
-        "add the resource to the task's src_resources",
-    ),
-    (
-        "TS-V111",
-        "block changes the pipeline state",
-        "make every condition block (and every "
-        "loop iteration) leave each acquire/commit and wait/release bracket as it found it",
-    ),
-    (
-        "TS-V112",
-        "bad loop structure",
-        "balance first_iter()/last_iter() blocks so a loop of any "
-        "trip count (including 0) leaves the brackets as it found them",
-    ),
-    (
-        "TS-V113",
-        "stage freed while an asynchronous read may use it",
-        "retire the read first: work marked WorkAttr.ASYNC_WAIT_ALL (wait_group 0) or "
-        "ASYNC_WAIT_PRIOR (wait_group 1) before the release or commit",
-    ),
-    # Across tasks.
-    (
-        "TS-V201",
-        "pipelined resource without producer",
-        "give some task the resource in its dst_resources and acquire/commit it in the schedule",
-    ),
-    (
-        "TS-V202",
-        "pipelined resource without consumer",
-        "give some task the resource in its src_resources and wait/release it in the schedule",
-    ),
-    (
-        "TS-V203",
-        "arrival count does not match the cooperative group",
-        "make the pipeline's "
-        "group size equal the arrivals of the tasks that signal (threads, warps or one leader)",
-    ),
-    ("TS-V204", "tasks share warps", "give tasks disjoint warp ranges"),
-    ("TS-V205", "task outside the block", "launch enough warps for every task, or move the task"),
-    (
-        "TS-V206",
-        "registers differ within a warpgroup",
-        "give the 4 warps of a warpgroup one num_registers (setmaxnreg applies per warpgroup)",
-    ),
-    (
-        "TS-V207",
-        "register file exceeded",
-        "lower num_registers so that the sum over warps of 32 x registers stays within 65536",
-    ),
-    ("TS-V208", "bad register count", "use a multiple of 8 in [24, 256]"),
-    ("TS-V209", "shared memory exceeded", "use fewer stages or smaller tiles"),
-    (
-        "TS-V210",
-        "aliased SMEM live together",
-        "alias only regions whose resources are never used by the same tasks at once",
-    ),
-    (
-        "TS-V211",
-        "dependency graph violated",
-        "route only values of the resource's upstreams "
-        "(as declared in the dependency graph) into its producer work",
-    ),
-    ("TS-V212", "unknown resource", "declare every resource a schedule uses"),
-    ("TS-V213", "work-tile loops disagree", "iterate one work queue in every persistent task"),
-    # Whole kernel.
-    (
-        "TS-V301",
-        "bracket counts differ between tasks",
-        "make every task that touches a pipeline "
-        "run its brackets the same number of times for every trip count and condition",
-    ),
-    (
-        "TS-V302",
-        "deadlock",
-        "reorder the schedules so no task waits on a stage that another "
-        "blocked task must first produce or release, or add stages",
-    ),
-    (
-        "TS-V303",
-        "race",
-        "fix the arrival counts or the brackets so a stage is never written while it is read",
-    ),
-)
+VERIFY_CATALOG: dict[str, tuple[str, str]] = {e.code: (e.title, e.fix) for e in VERIFY_ENTRIES}
+"""Every ``TS-Vxxx`` code with its title and fix hint (from its :class:`ts_ir.CatalogEntry`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,7 +185,7 @@ class Diagnostic:
         if self.trace is not None:
             lines.append(self.trace.as_text())
         lines.append(f"  fix: {self.fix or VERIFY_CATALOG[self.code][1]}")
-        lines.append(f"  see: {DOCS_URL}/{self.code}")
+        lines.append(f"  see: {docs_url(self.code)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from ts_ir import (
     Node,
     OpaqueCondition,
     Role,
-    ScheduleStage,
     Skippable,
     Step,
     WorkTileLoop,
@@ -249,7 +248,7 @@ def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
         t.name: [
             op
             for op in unroll(t.schedule, val)
-            if op.step.stage.is_pipeline_op or op.step.stage is ScheduleStage.ProducerWork
+            if op.step.stage.is_pipeline_op or not op.step.is_auxiliary
         ]
         for t in plan.tasks
     }
