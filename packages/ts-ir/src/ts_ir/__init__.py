@@ -6,7 +6,15 @@ other TS layer speaks these types.
 """
 
 from ts_ir.__about__ import __version__
-from ts_ir.catalog import DOCS_URL, CatalogEntry, docs_url, entries, entry, register
+from ts_ir.catalog import (
+    DOCS_URL,
+    CatalogEntry,
+    docs_url,
+    entries,
+    entry,
+    entry_from_text,
+    register,
+)
 from ts_ir.enums import (
     RESERVED_OP_NAMES,
     PipelineGroupMode,
@@ -137,6 +145,7 @@ __all__ = [
     "docs_url",
     "entries",
     "entry",
+    "entry_from_text",
     "from_json",
     "guard_fires",
     "is_iteration_predicate",

@@ -14,9 +14,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import textwrap
 from collections.abc import Iterable
 
-__all__ = ["DOCS_URL", "CatalogEntry", "docs_url", "entries", "entry", "register"]
+__all__ = [
+    "DOCS_URL",
+    "CatalogEntry",
+    "docs_url",
+    "entries",
+    "entry",
+    "entry_from_text",
+    "register",
+]
 
 DOCS_URL = "https://ts-kernels.dev/errors"
 """Base address of the error catalog pages; :func:`docs_url` adds ``/<CODE>.html``."""
@@ -117,3 +126,18 @@ def docs_url(code: str) -> str:
     'https://ts-kernels.dev/errors/TS-T003.html'
     """
     return f"{DOCS_URL}/{code}.html"
+
+
+def entry_from_text(
+    layer: str, code: str, title: str, fix: str, explanation: str, wrong: str, right: str
+) -> CatalogEntry:
+    """A catalog entry from indented source text (explanation reflowed, examples dedented)."""
+    return CatalogEntry(
+        code=code,
+        title=title,
+        explanation=" ".join(explanation.split()),
+        wrong=textwrap.dedent(wrong).strip("\n"),
+        right=textwrap.dedent(right).strip("\n"),
+        fix=fix,
+        layer=layer,
+    )

@@ -111,11 +111,13 @@ def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
                 continue
             if not signals:
                 continue  # the per-task checks report the missing commit/release
-            total = sum(arrivals_per_signal(t, res.pipeline, role) for t, _ in signals)
+            # Every task on this side counts, also one that lacks its commit/release (the
+            # per-task checks report that): the group size is judged against the tasks.
+            total = sum(arrivals_per_signal(t, res.pipeline, role) for t in users)
             if total != expected:
                 parts = ", ".join(
                     f"{t.name} ({t.num_warps} warps) {arrivals_per_signal(t, res.pipeline, role)}"
-                    for t, _ in signals
+                    for t in users
                 )
                 side = "producer" if role is Role.PRODUCER else "consumer"
                 effect = (

@@ -52,12 +52,12 @@ _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 def _opens(plan: KernelPlan, resource: str) -> dict[str, Polynomial]:
     out = {}
     for t in plan.tasks:
-        if resource not in steps_by_resource(t):
-            continue
+        steps = steps_by_resource(t).get(resource, ())
         for role, stage in _OPENS.items():
-            poly = count_polynomial(t.schedule, resource, [stage])
-            if poly:
-                out[f"{t.name} ({role.value})"] = poly
+            # Every task that runs this side's pipeline ops takes part, even one whose count is
+            # identically 0 (say, a loop of 0 iterations): the others must then be 0 too.
+            if any(s.stage.role is role and s.stage.is_pipeline_op for s in steps):
+                out[f"{t.name} ({role.value})"] = count_polynomial(t.schedule, resource, [stage])
     return out
 
 
