@@ -16,9 +16,11 @@ are written here from the PTX description, independently of ``ts_verify.simulate
 * the k-th ``wait`` of a consumer waits for the full barrier to complete the phase of round
   ``k // S``; ``release`` arrives on the empty barrier.
 
-A state where some task is unfinished and no operation is enabled is a deadlock. A step that
-parity lets through although the phase it tests has not really completed, or an ``acquire``
-that refills a stage some consumer still holds, is a race; a run ends at its first race.
+A state where some task is unfinished and no operation is enabled is a deadlock. A wait or an
+acquire that parity lets through is a race when what it stands for has not happened: the phase
+it tests has not completed (a stale parity), a producer task has not yet committed the stage a
+consumer now reads, or a consumer task still holds (or has not yet read) the stage a producer
+now refills. Such passes happen only with wrong arrival counts. A run ends at its first race.
 
 The rest of the module holds helpers of the ts-verify tests: a tiny builder of plans from a
 text notation, an independent bracket checker for the schedules that builder makes, and the
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from hypothesis import strategies as st
 
 from ts_ir import (
+    BlockGuard,
     Bound,
     ConditionalBlock,
     ConstBound,
@@ -56,12 +59,12 @@ from ts_ir import (
     WorkTileLoop,
     iter_nodes,
 )
-from ts_ir.guards import BlockGuard
 from ts_verify.kernel_checks import arrivals_per_signal
 from ts_verify.unroll import Op, Valuation, is_per_tile, loop_key, unroll
 
 __all__ = [
     "TOPOLOGIES",
+    "Bar",
     "Exploration",
     "barrier_programs",
     "bound",
@@ -173,15 +176,15 @@ class Exploration:
 
 
 def simulated_programs(plan: KernelPlan, val: Valuation) -> dict[str, list[Op]]:
-    """Each task's ops under ``val``: the ones ``whole_kernel.check_runs`` simulates.
+    """Each task's ops under ``val``: the ones ``whole_kernel.run_valuation`` simulates.
 
-    Pipeline operations and producer work; consumer work never blocks and touches no barrier.
+    Pipeline operations and non-auxiliary work, so that trace lengths compare.
     """
     return {
         t.name: [
             op
             for op in unroll(t.schedule, val)
-            if op.step.stage.is_pipeline_op or op.step.stage is ScheduleStage.ProducerWork
+            if op.step.stage.is_pipeline_op or not op.step.is_auxiliary
         ]
         for t in plan.tasks
     }
@@ -201,7 +204,6 @@ class _Model:
         self.ring_index: dict[str, int] = {}
         self.rings: list[_Ring] = []
         self.arrivals: list[list[tuple[int, int]]] = []  # per task, per ring: (commit, release)
-        self.consumers: list[list[int]] = []  # per ring: tasks that wait on it
         specs = [r for r in plan.resources if r.pipeline is not None]
         for r, res in enumerate(specs):
             p = res.pipeline
@@ -216,14 +218,13 @@ class _Model:
                     p.consumer_group.size,
                 )
             )
-            self.consumers.append(
-                [
-                    i
-                    for i, prog in enumerate(self.programs)
-                    if any(op.step.resource == res.name for op in prog)
-                    and any(op.step.stage is ScheduleStage.ConsumerWait for op in prog)
-                ]
-            )
+        # How often each task runs each kind of op on each ring in the whole run.
+        self.totals = [[[0, 0, 0, 0] for _ in specs] for _ in self.tasks]
+        for i, prog in enumerate(self.programs):
+            for op in prog:
+                ring, kind = self.ring_index.get(op.step.resource), _KIND.get(op.step.stage)
+                if ring is not None and kind is not None:
+                    self.totals[i][ring][kind] += 1
         for t in self.tasks:
             per_ring = []
             for res in specs:
@@ -235,6 +236,13 @@ class _Model:
                     )
                 )
             self.arrivals.append(per_ring)
+
+    def _lagging(self, state: State, r: int, kind: int, index: int) -> int | None:
+        """A task that will run its op ``kind`` number ``index`` on ring ``r`` but has not yet."""
+        for c in range(len(self.tasks)):
+            if state.counts[c][r][kind] <= index < self.totals[c][r][kind]:
+                return c
+        return None
 
     def initial(self) -> State:
         return State(
@@ -265,12 +273,14 @@ class _Model:
         if kind == ACQUIRE:
             if not empty[s].parity_passed(rnd - 1):
                 return None
+            late = self._lagging(state, r, RELEASE, k - ring.stages) if rnd else None
             if empty[s].phases < rnd:
                 race = f"stage {s} refilled in round {rnd} before round {rnd - 1} was released"
-            for c in self.consumers[r]:
-                waits, releases = state.counts[c][r][WAIT], state.counts[c][r][RELEASE]
-                if any(j % ring.stages == s for j in range(releases, min(waits, k))):
-                    race = f"stage {s} refilled while {self.tasks[c].name} still holds it"
+            elif late is not None:
+                held = state.counts[late][r][WAIT] > k - ring.stages
+                race = f"stage {s} refilled in round {rnd} while {self.tasks[late].name} " + (
+                    "still holds it" if held else "has not read it yet"
+                )
             if ring.tma:
                 full[s] = full[s].arrive(ring.full_expected, commit_arrivals, ring.nbytes)
         elif kind == COMMIT:
@@ -281,8 +291,11 @@ class _Model:
         elif kind == WAIT:
             if not full[s].parity_passed(rnd):
                 return None
+            late = self._lagging(state, r, COMMIT, k)
             if full[s].phases < rnd + 1:
-                race = f"stage {s} read in round {rnd} before it was filled"
+                race = f"stage {s} read in round {rnd} before its phase completed"
+            elif late is not None:
+                race = f"stage {s} read in round {rnd} before {self.tasks[late].name} filled it"
         else:
             empty[s] = empty[s].arrive(ring.empty_expected, release_arrivals)
         mine = list(state.counts[i][r])
@@ -580,23 +593,28 @@ def loop_classes(plan: KernelPlan) -> dict[str, bool]:
     return out
 
 
-def small_valuations(plan: KernelPlan, max_trip: int) -> Iterator[Valuation]:
-    """Every trip count 0..``max_trip`` for every loop class (the same in every tile), with 1
-    and 2 work tiles for persistent plans; smallest first."""
+def small_valuations(plan: KernelPlan, max_trip: int, pairs_up_to: int = 2) -> Iterator[Valuation]:
+    """Every trip count 0..``max_trip``, the same for every loop class and every tile, with 1
+    and 2 work tiles for persistent plans; then, for per-tile loops, two tiles with different
+    trip counts up to ``pairs_up_to``. Smallest first."""
     classes = loop_classes(plan)
     persistent = any(
         isinstance(n, WorkTileLoop) for t in plan.tasks for n, _ in iter_nodes(t.schedule.body)
     )
-    tile_counts = (1, 2) if persistent else (1,)
-    for trips in sorted(
-        itertools.product(range(max_trip + 1), repeat=len(classes)), key=lambda ts: sum(ts)
-    ):
-        for n_tiles in tile_counts:
-            values: dict[tuple[str, int], int] = {}
-            for (key, per_tile), n in zip(classes.items(), trips, strict=True):
-                for tile in range(n_tiles) if per_tile else (-1,):
-                    values[(key, tile)] = n
-            yield Valuation(n_tiles, values)
+
+    def valuation(n_tiles: int, per_tile: Sequence[int]) -> Valuation:
+        values: dict[tuple[str, int], int] = {}
+        for key, varies in classes.items():
+            for tile in range(n_tiles) if varies else (-1,):
+                values[(key, tile)] = per_tile[max(tile, 0)]
+        return Valuation(n_tiles, values)
+
+    for n in range(max_trip + 1 if classes else 1):
+        for n_tiles in (1, 2) if persistent else (1,):
+            yield valuation(n_tiles, (n, n))
+    if persistent and any(classes.values()):
+        for a, b in itertools.permutations(range(min(pairs_up_to, max_trip) + 1), 2):
+            yield valuation(2, (a, b))
 
 
 # =============================================================================================
@@ -657,8 +675,8 @@ def kernels(
     in any interleaving, and a back edge's wait last in the iteration, so that no valuation can
     deadlock; persistent kernels may also open resources once per tile, around the loop. With
     ``valid=False`` a task may split its brackets over two consecutive loops, a resource may be
-    opened twice per iteration, and every order is allowed: the plans stay well bracketed and
-    balanced (only deadlocks remain possible).
+    opened twice per iteration, and every order (in the loops and around them) is allowed: the
+    plans stay well bracketed and balanced, so only deadlocks remain possible.
     """
     name = draw(st.sampled_from(list(topologies)))
     edges = TOPOLOGIES[name]
