@@ -37,7 +37,6 @@ from ts_ir import (
     OpaqueCondition,
     Role,
     Skippable,
-    Step,
     WorkTileLoop,
     iter_nodes,
 )
