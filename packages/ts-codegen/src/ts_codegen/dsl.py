@@ -1,0 +1,352 @@
+"""Thin adapters over the public CuTe DSL: the only module of ts-codegen that imports cutlass.
+
+Everything here runs at *kernel trace time*, inside a ``@cute.kernel`` (or a ``@cute.jit``
+function it calls), and emits MLIR through the DSL's public builders. Control flow is built with
+``for_generate`` / ``scf.if`` and explicit carried values, not through the AST preprocessor of
+``@cute.jit``, so plain Python (the lowering) can thread pipeline states and task-local values
+through runtime-bounded loops and branches.
+
+The DSL is only partly typed, so values crossing this boundary are ``Any``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+from cutlass import cutlass_dsl as _cutlass_dsl
+from cutlass._mlir import ir as _ir
+from cutlass._mlir.dialects import scf as _scf
+
+# The DSL is partly typed: its builders are used through Any-typed handles.
+_D: Any = _cutlass_dsl
+ir: Any = _ir
+scf: Any = _scf
+Boolean: Any = _D.Boolean
+LoopUnroll: Any = _D.LoopUnroll
+extract_mlir_values: Any = _D.extract_mlir_values
+for_generate: Any = _D.for_generate
+new_from_mlir_values: Any = _D.new_from_mlir_values
+yield_out: Any = _D.yield_out
+
+__all__ = [
+    "as_dsl_value",
+    "barrier_storage",
+    "block_threads_default",
+    "compile_ptx",
+    "consumer_release",
+    "consumer_try_wait",
+    "consumer_wait",
+    "dsl_type",
+    "for_range",
+    "if_then",
+    "in_range",
+    "make_pipeline",
+    "make_state",
+    "pipelines_ready",
+    "producer_acquire",
+    "producer_barrier",
+    "producer_commit",
+    "producer_try_acquire",
+    "set_max_registers",
+    "state_advance",
+    "state_index",
+    "state_phase",
+    "warp_index",
+]
+
+Int32: Any = cutlass.Int32
+"""The CuTe DSL 32-bit integer type (re-exported for the lowering)."""
+"""The DSL's 32-bit signed integer type."""
+
+
+def dsl_type(name_or_type: Any) -> Any:
+    """A DSL numeric type from its name (``"Float16"``) or the type itself."""
+    if isinstance(name_or_type, str):
+        t = getattr(cutlass, name_or_type, None)
+        if t is None:
+            raise TypeError(f"unknown CuTe DSL type name {name_or_type!r}")
+        return t
+    return name_or_type
+
+
+def as_dsl_value(dtype: Any, value: Any) -> Any:
+    """``value`` as a DSL value of type ``dtype`` (DSL values are converted, not rebuilt)."""
+    return dsl_type(dtype)(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# control flow
+# ---------------------------------------------------------------------------------------------
+
+
+def for_range(
+    start: Any,
+    stop: Any,
+    step: Any,
+    carried: Sequence[Any],
+    body: Callable[[Any, list[Any]], Sequence[Any]],
+    *,
+    unroll: int | None = None,
+) -> list[Any]:
+    """Emit ``scf.for`` over ``range(start, stop, step)`` carrying ``carried`` values.
+
+    ``body(iv, carried)`` is called once, at trace time, inside the loop region with the
+    induction variable and the loop-carried values; it returns the values for the next
+    iteration (same structure). Returns the values after the loop.
+
+    Python ints are emitted as constants (a constant-bound dynamic loop). ``unroll`` is the
+    ``#llvm.loop_annotation`` unroll count, as ``cutlass.range(..., unroll=n)`` sets it.
+    """
+    attr = None if unroll is None else LoopUnroll(count=unroll)
+    args = list(carried)
+    results: list[Any] = list(args)
+    if not args:
+        for iv in for_generate(start, stop, step, unroll=attr):
+            body(iv, [])
+            yield_out([])
+        return []
+    # for_generate's iter_args must be DSL numerics or ir.Values (a PipelineState or a nested
+    # list is rejected): flatten to ir.Values and rebuild the objects on both sides. It hands
+    # a single carried value back unwrapped.
+    flat, sizes = _flatten(args)
+    single = len(flat) == 1
+    for iv, inner, outer in for_generate(start, stop, step, iter_args=flat, unroll=attr):
+        inner_vals = [inner] if single else list(inner)
+        new = body(iv, _unflatten(args, sizes, inner_vals))
+        yield_out(_flatten(list(new))[0])
+        outer_vals = [outer] if single else list(outer)
+        results = _unflatten(args, sizes, outer_vals)
+    return results
+
+
+def _flatten(values: Sequence[Any]) -> tuple[list[Any], list[int]]:
+    """Every value's ``ir.Value`` s, and how many each contributed."""
+    flat: list[Any] = []
+    sizes: list[int] = []
+    for v in values:
+        part = list(extract_mlir_values(v))
+        flat.extend(part)
+        sizes.append(len(part))
+    return flat, sizes
+
+
+def _unflatten(like: Sequence[Any], sizes: Sequence[int], flat: Sequence[Any]) -> list[Any]:
+    """Rebuild objects shaped like ``like`` from ``ir.Value`` s.
+
+    Calls each object's ``__new_from_mlir_values__`` directly: the generic
+    ``new_from_mlir_values`` calls ``PipelineState.__get_mlir_types__``, which fails in 4.8.1
+    (``Int32`` has no ``.type``).
+    """
+    out: list[Any] = []
+    pos = 0
+    for obj, n in zip(like, sizes, strict=True):
+        part = list(flat[pos : pos + n])
+        pos += n
+        if hasattr(obj, "__new_from_mlir_values__"):
+            out.append(obj.__new_from_mlir_values__(part))
+        else:
+            out.append(new_from_mlir_values(obj, part))
+    return out
+
+
+def if_then(
+    cond: Any,
+    carried: Sequence[Any],
+    then_body: Callable[[list[Any]], Sequence[Any]],
+) -> list[Any]:
+    """Emit ``scf.if cond`` whose then-region may update ``carried``; else passes them through.
+
+    ``cond`` may be a Python bool (then the region is inlined or dropped at trace time).
+    """
+    if isinstance(cond, bool):
+        return list(then_body(list(carried))) if cond else list(carried)
+    args = list(carried)
+    ir_vals, sizes = _flatten(args)
+    if_op = scf.IfOp(Boolean(cond).ir_value(), [v.type for v in ir_vals], has_else=bool(ir_vals))
+    with ir.InsertionPoint(if_op.then_block):
+        new = list(then_body(args))
+        yield_out(_flatten(new)[0])
+    if not ir_vals:
+        return []
+    with ir.InsertionPoint(if_op.else_block):
+        yield_out(ir_vals)
+    return _unflatten(args, sizes, list(if_op.results))
+
+
+def in_range(value: Any, start: int, stop: int) -> Any:
+    """``start <= value < stop`` as a DSL boolean (one comparison when ``start`` is 0)."""
+    if start == 0:
+        return value < stop
+    return (value >= start) & (value < stop)
+
+
+# ---------------------------------------------------------------------------------------------
+# threads, registers, shared memory
+# ---------------------------------------------------------------------------------------------
+
+
+def warp_index() -> Any:
+    """The warp index within the CTA, made warp-uniform."""
+    return cute.arch.make_warp_uniform(cute.arch.warp_idx())
+
+
+def set_max_registers(count: int, *, increase: bool) -> None:
+    """``setmaxnreg.inc`` / ``setmaxnreg.dec`` for the calling warpgroup."""
+    if increase:
+        cute.arch.warpgroup_reg_alloc(count)
+    else:
+        cute.arch.warpgroup_reg_dealloc(count)
+
+
+def block_threads_default(num_threads: int) -> int:
+    """Registers per thread a CTA of ``num_threads`` threads starts with (multiple of 8)."""
+    return min(256, (65536 // max(num_threads, 1)) // 8 * 8)
+
+
+def barrier_storage(allocator: Any, stages: int) -> Any:
+    """SMEM for a pipeline's ``2 * stages`` mbarriers (full then empty), 8-byte aligned."""
+    if allocator is None:
+        from cutlass.memory import SmemAllocator
+
+        allocator = SmemAllocator()
+    return allocator.allocate_array(cutlass.Int64, num_elems=2 * stages, byte_alignment=8)
+
+
+# ---------------------------------------------------------------------------------------------
+# pipelines
+# ---------------------------------------------------------------------------------------------
+
+
+def _group(agent: str, size: int) -> Any:
+    kind = cpipe.Agent.Warp if agent == "warp" else cpipe.Agent.Thread
+    return cpipe.CooperativeGroup(kind, size)
+
+
+def make_pipeline(
+    kind: str,
+    *,
+    stages: int,
+    producer: tuple[str, int],
+    consumer: tuple[str, int],
+    tx_bytes: int,
+    storage: Any,
+) -> Any:
+    """Create a ``cutlass.pipeline`` object (``AsyncAsync`` or ``TmaAsync``), sync deferred.
+
+    The caller emits one ``mbarrier_init_fence`` + CTA barrier after creating every pipeline
+    (:func:`pipelines_ready`).
+    """
+    pg, cg = _group(*producer), _group(*consumer)
+    if kind == "AsyncAsync":
+        return cpipe.PipelineAsync.create(
+            num_stages=stages,
+            producer_group=pg,
+            consumer_group=cg,
+            barrier_storage=storage,
+            defer_sync=True,
+        )
+    if kind == "TmaAsync":
+        return cpipe.PipelineTmaAsync.create(
+            num_stages=stages,
+            producer_group=pg,
+            consumer_group=cg,
+            tx_count=tx_bytes,
+            barrier_storage=storage,
+            defer_sync=True,
+        )
+    raise NotImplementedError(f"pipeline type {kind} is not lowered yet")
+
+
+def pipelines_ready() -> None:
+    """Make mbarrier initialisation visible to the whole CTA (fence + ``bar.sync``)."""
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+
+
+def make_state(producer: bool, stages: int) -> Any:
+    """A fresh ``PipelineState`` (producers start on phase 1: the ring begins empty)."""
+    user = cpipe.PipelineUserType.Producer if producer else cpipe.PipelineUserType.Consumer
+    return cpipe.make_pipeline_state(user, stages)
+
+
+def state_advance(state: Any) -> Any:
+    """The state one stage further (a new object; the argument is left unchanged)."""
+    new = state.clone()
+    new.advance()
+    return new
+
+
+def state_index(state: Any) -> Any:
+    """The state's stage index."""
+    return state.index
+
+
+def state_phase(state: Any) -> Any:
+    """The state's phase bit."""
+    return state.phase
+
+
+def producer_acquire(pipe: Any, state: Any, token: Any = None) -> None:
+    """Wait until the stage is empty (TMA: and arm its full barrier with the tx bytes)."""
+    pipe.producer_acquire(state, token)
+
+
+def producer_try_acquire(pipe: Any, state: Any) -> Any:
+    """Probe the empty barrier; the result feeds the following :func:`producer_acquire`."""
+    return pipe.producer_try_acquire(state)
+
+
+def producer_commit(pipe: Any, state: Any) -> None:
+    """Mark the stage full (a no-op for TMA producers: the copy completes the barrier)."""
+    pipe.producer_commit(state)
+
+
+def producer_barrier(pipe: Any, state: Any) -> Any:
+    """The stage's full barrier (what a TMA load signals)."""
+    return pipe.producer_get_barrier(state)
+
+
+def consumer_wait(pipe: Any, state: Any, token: Any = None) -> None:
+    """Wait until the stage is full."""
+    pipe.consumer_wait(state, token)
+
+
+def consumer_try_wait(pipe: Any, state: Any) -> Any:
+    """Probe the full barrier; the result feeds the following :func:`consumer_wait`."""
+    return pipe.consumer_try_wait(state)
+
+
+def consumer_release(pipe: Any, state: Any) -> None:
+    """Mark the stage empty."""
+    pipe.consumer_release(state)
+
+
+# ---------------------------------------------------------------------------------------------
+# compilation
+# ---------------------------------------------------------------------------------------------
+
+
+def compile_ptx(jit_fn: Any, *args: Any) -> tuple[Any, str]:
+    """``cute.compile(jit_fn, *args)`` keeping the PTX; returns ``(compiled, ptx_text)``.
+
+    Needs ``CUTE_DSL_KEEP=ptx`` (or the ``--keep-ptx`` option, which this passes) and an
+    existing ``CUTE_DSL_DUMP_DIR``; the target comes from ``CUTE_DSL_ARCH``.
+    """
+    import os
+
+    dump = os.environ.get("CUTE_DSL_DUMP_DIR")
+    if dump:
+        os.makedirs(dump, exist_ok=True)
+    compiled = cute.compile(jit_fn, *args, options="--keep-ptx")
+    ptx = compiled.artifacts.PTX
+    if isinstance(ptx, (bytes, bytearray)):
+        ptx = ptx.decode()
+    text = str(ptx)
+    if ".version" not in text and os.path.exists(text):
+        with open(text) as f:
+            text = f.read()
+    return compiled, text

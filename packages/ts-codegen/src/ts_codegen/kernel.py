@@ -1,0 +1,162 @@
+"""Emit every task of a kernel plan inside the user's ``@cute.kernel``.
+
+:func:`emit_tasks` is called from the kernel body at trace time. It
+
+1. creates the pipeline of every pipelined resource (``cutlass.pipeline``), its mbarriers in
+   SMEM, and makes their initialisation visible with one fence + CTA barrier;
+2. reads the warp index once (warp-uniform);
+3. per task: opens ``if start <= warp < end`` (omitted when the task spans the whole block),
+   applies ``setmaxnreg`` for the task's warpgroups (``.inc`` above the CTA's starting
+   budget, ``.dec`` otherwise), and lowers the task's schedule (:func:`ts_codegen.lower_task`).
+
+A warpgroup shared by several tasks gets its ``setmaxnreg`` in a block of its own before the
+task dispatch (all four warps must execute it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ts_codegen import dsl
+from ts_codegen.lower import LoweringError, lower_task
+from ts_ir import WARP_SIZE, WARPGROUP_WARPS, KernelPlan, PipelineType, TaskSpec
+from ts_trace import MemoryResource, resource_name
+
+__all__ = ["emit_tasks", "resources_by_name"]
+
+_LOWERED_PIPELINES = (PipelineType.AsyncAsync, PipelineType.TmaAsync)
+
+
+def resources_by_name(
+    resources: Mapping[str, MemoryResource] | Iterable[MemoryResource],
+) -> dict[str, MemoryResource]:
+    """Resources keyed by their TS name."""
+    if isinstance(resources, Mapping):
+        return dict(resources)
+    return {resource_name(r): r for r in resources}
+
+
+def _register_plan(plan: KernelPlan) -> tuple[dict[str, int | None], dict[int, int]]:
+    """Per task: the fused setmaxnreg count (or None); per shared warpgroup: its count."""
+    by_wg: dict[int, set[int]] = {}
+    tasks_in_wg: dict[int, set[str]] = {}
+    for t in plan.tasks:
+        for w in t.warps:
+            wg = w // WARPGROUP_WARPS
+            tasks_in_wg.setdefault(wg, set()).add(t.name)
+            if t.num_registers is not None:
+                by_wg.setdefault(wg, set()).add(t.num_registers)
+    for wg, counts in by_wg.items():
+        if len(counts) > 1:
+            raise LoweringError(
+                f"warpgroup {wg} has tasks with different register counts {sorted(counts)}; "
+                "setmaxnreg applies to whole warpgroups"
+            )
+    fused: dict[str, int | None] = {}
+    shared: dict[int, int] = {}
+    for t in plan.tasks:
+        wgs = {w // WARPGROUP_WARPS for w in t.warps}
+        whole = t.warp_start % WARPGROUP_WARPS == 0 and t.num_warps % WARPGROUP_WARPS == 0
+        alone = all(tasks_in_wg[wg] == {t.name} for wg in wgs)
+        if t.num_registers is not None and whole and alone:
+            fused[t.name] = t.num_registers
+        else:
+            fused[t.name] = None
+            for wg in wgs:
+                if wg in by_wg:
+                    shared[wg] = next(iter(by_wg[wg]))
+    return fused, shared
+
+
+def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
+    pipelines: dict[str, Any] = {}
+    for spec in plan.resources:
+        p = spec.pipeline
+        if p is None:
+            continue
+        if p.type not in _LOWERED_PIPELINES:
+            raise LoweringError(
+                f"resource `{spec.name}`: pipeline type {p.type.value} is not lowered for "
+                "Hopper (AsyncAsync and TmaAsync are)"
+            )
+        pipelines[spec.name] = dsl.make_pipeline(
+            p.type.value,
+            stages=p.stages,
+            producer=(p.producer_group.agent, p.producer_group.size),
+            consumer=(p.consumer_group.agent, p.consumer_group.size),
+            tx_bytes=p.bytes_per_stage,
+            storage=dsl.barrier_storage(allocator, p.stages),
+        )
+    if pipelines:
+        dsl.pipelines_ready()
+    return pipelines
+
+
+def emit_tasks(
+    plan: KernelPlan,
+    resources: Mapping[str, MemoryResource] | Iterable[MemoryResource],
+    *,
+    bounds: Mapping[str, Sequence[tuple[Any, Any, Any] | None]] | None = None,
+    smem_allocator: Any = None,
+    context: Any = None,
+) -> dict[str, Any]:
+    """Lower every task of ``plan`` at the current point of the kernel being traced.
+
+    Args:
+        plan: The (verified) kernel plan.
+        resources: The live resources, by name or as an iterable.
+        bounds: Per task name, the values of its runtime domain-loop bounds (see
+            :func:`ts_codegen.lower_task`).
+        smem_allocator: A ``cutlass.utils.SmemAllocator`` to carve barrier storage from (a new
+            one when None).
+        context: Passed to every work call as ``stage_info.context``.
+
+    Returns:
+        The created pipelines by resource name.
+
+    Raises:
+        LoweringError: A resource missing, a pipeline type or construct not lowered yet, or
+            register counts that differ within a warpgroup.
+    """
+    live = resources_by_name(resources)
+    specs = {r.name: r for r in plan.resources}
+    for t in plan.tasks:
+        for name in (*t.sources, *t.destinations):
+            if name not in live:
+                raise LoweringError(f"task `{t.name}` uses resource `{name}`, which was not given")
+    pipelines = _emit_pipelines(plan, smem_allocator)
+    block_warps = plan.num_warps
+    baseline = dsl.block_threads_default(block_warps * WARP_SIZE)
+    fused, shared = _register_plan(plan)
+    warp = dsl.warp_index() if len(plan.tasks) > 1 or shared else None
+    for wg, count in sorted(shared.items()):
+        lo = wg * WARPGROUP_WARPS
+
+        def set_regs(carried: list[Any], count: int = count) -> list[Any]:
+            dsl.set_max_registers(count, increase=count > baseline)
+            return carried
+
+        dsl.if_then(dsl.in_range(warp, lo, lo + WARPGROUP_WARPS), [], set_regs)
+    all_bounds = bounds or {}
+    for task in plan.tasks:
+
+        def run(carried: list[Any], task: TaskSpec = task) -> list[Any]:
+            regs = fused[task.name]
+            if regs is not None:
+                dsl.set_max_registers(regs, increase=regs > baseline)
+            lower_task(
+                task,
+                live,
+                specs,
+                pipelines,
+                bounds=all_bounds.get(task.name, ()),
+                context=context,
+            )
+            return carried
+
+        if task.warp_start == 0 and task.warp_end >= block_warps:
+            run([])
+        else:
+            dsl.if_then(dsl.in_range(warp, task.warp_start, task.warp_end), [], run)
+    return pipelines

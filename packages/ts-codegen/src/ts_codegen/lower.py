@@ -1,0 +1,423 @@
+"""Lower one task's traced schedule to CuTe DSL, at kernel trace time.
+
+:func:`lower_task` walks the schedule tree in program order and emits, through
+:mod:`ts_codegen.dsl`:
+
+* pipeline steps as ``cutlass.pipeline`` calls on the resource's pipeline, with one
+  ``PipelineState`` per ``(resource, role)`` that advances after ``commit`` / ``release``;
+* work steps as calls of the resource's work method
+  ``method(stage_info, **routed_inputs, **constants)``, where ``stage_info`` is a
+  :class:`ts_trace.StageInfo` and the routed inputs are the task-local values that earlier
+  work calls returned;
+* domain loops as ``scf.for`` loops (constant or runtime bounds) whose loop-carried values are
+  the pipeline states the body touches and the task-local values that cross iterations or
+  leave the loop;
+* iteration-predicate blocks (``first_iter``, ``last_iter``, ``Every``) as ``scf.if`` on the
+  iteration index, carrying the states and values their body updates.
+
+Not lowered yet (a :class:`LoweringError` names the node): work-tile loops, opaque-condition
+blocks, per-tile (``DynamicBound``) loop bounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ts_codegen import dsl
+from ts_ir import (
+    ConditionalBlock,
+    ConstBound,
+    DomainLoop,
+    Every,
+    FirstIteration,
+    LastIteration,
+    Node,
+    ResourceSpec,
+    Role,
+    RuntimeBound,
+    ScheduleStage,
+    Step,
+    TaskSpec,
+    WorkTileLoop,
+    iter_nodes,
+)
+from ts_trace import MemoryResource, StageInfo
+
+__all__ = ["LoweringError", "TaskLowering", "lower_task"]
+
+StateKey = tuple[str, Role]
+"""A pipeline state: (resource name, role)."""
+
+ValueKey = tuple[str, str]
+"""A task-local value: (resource name, output name)."""
+
+
+class LoweringError(Exception):
+    """A schedule construct that this code generator cannot lower (names task and node)."""
+
+
+@dataclasses.dataclass
+class _Loop:
+    """The innermost domain loop around a step, as DSL values."""
+
+    offset: Any
+    start: Any
+    end: Any
+    step: Any
+    iter_idx: Any
+    num_iters: Callable[[], Any]
+
+
+@dataclasses.dataclass
+class _Env:
+    """Everything that changes while the schedule is walked."""
+
+    states: dict[StateKey, Any]
+    values: dict[ValueKey, Any]
+    tokens: dict[StateKey, Any]
+    loop: _Loop | None = None
+
+
+class TaskLowering:
+    """The lowering of one task; see :func:`lower_task`."""
+
+    def __init__(
+        self,
+        task: TaskSpec,
+        resources: Mapping[str, MemoryResource],
+        specs: Mapping[str, ResourceSpec],
+        pipelines: Mapping[str, Any],
+        bounds: Sequence[tuple[Any, Any, Any] | None] = (),
+        context: Any = None,
+    ) -> None:
+        self.task = task
+        self.resources = resources
+        self.specs = specs
+        self.pipelines = pipelines
+        self.bounds = list(bounds)
+        self.context = context
+        self._loop_ordinal: dict[int, int] = {}
+        steps = {s.id: s for s in task.schedule.steps()}
+        self._steps = steps
+        ordinal = 0
+        for node, _ in iter_nodes(task.schedule.body):
+            if isinstance(node, DomainLoop):
+                self._loop_ordinal[id(node)] = ordinal
+                ordinal += 1
+
+    # -- entry -----------------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Emit the whole schedule."""
+        env = _Env(states=self._initial_states(), values={}, tokens={})
+        self._body(self.task.schedule.body, env, after=())
+
+    def _initial_states(self) -> dict[StateKey, Any]:
+        states: dict[StateKey, Any] = {}
+        for step in self._steps.values():
+            spec = self.specs[step.resource].pipeline
+            if spec is None:
+                continue
+            key = (step.resource, step.stage.role)
+            if key not in states:
+                states[key] = dsl.make_state(step.stage.role is Role.PRODUCER, spec.stages)
+        return states
+
+    # -- tree walk -------------------------------------------------------------------------
+
+    def _body(self, body: Sequence[Node], env: _Env, after: Sequence[Node]) -> None:
+        for i, node in enumerate(body):
+            rest = (*body[i + 1 :], *after)
+            if isinstance(node, Step):
+                self._step(node, env)
+            elif isinstance(node, DomainLoop):
+                self._domain_loop(node, env, rest)
+            elif isinstance(node, ConditionalBlock):
+                self._conditional(node, env, rest)
+            elif isinstance(node, WorkTileLoop):
+                raise LoweringError(
+                    f"task `{self.task.name}`: {node.describe()} at {node.location} is not "
+                    "lowered yet"
+                )
+
+    def _where(self, step: Step) -> str:
+        return f"task `{self.task.name}`, step {step.describe()} at {step.location}"
+
+    def _pipe(self, step: Step) -> Any:
+        pipe = self.pipelines.get(step.resource)
+        if pipe is None:
+            raise LoweringError(f"{self._where(step)}: resource has no pipeline")
+        return pipe
+
+    def _step(self, step: Step, env: _Env) -> None:
+        key = (step.resource, step.stage.role)
+        st = step.stage
+        if st is ScheduleStage.ProducerTryAcquire:
+            env.tokens[key] = dsl.producer_try_acquire(self._pipe(step), env.states[key])
+        elif st is ScheduleStage.ProducerAcquire:
+            dsl.producer_acquire(self._pipe(step), env.states[key], env.tokens.pop(key, None))
+        elif st is ScheduleStage.ProducerCommit:
+            dsl.producer_commit(self._pipe(step), env.states[key])
+            env.states[key] = dsl.state_advance(env.states[key])
+        elif st is ScheduleStage.ConsumerTryWait:
+            env.tokens[key] = dsl.consumer_try_wait(self._pipe(step), env.states[key])
+        elif st is ScheduleStage.ConsumerWait:
+            dsl.consumer_wait(self._pipe(step), env.states[key], env.tokens.pop(key, None))
+        elif st is ScheduleStage.ConsumerRelease:
+            dsl.consumer_release(self._pipe(step), env.states[key])
+            env.states[key] = dsl.state_advance(env.states[key])
+        else:
+            self._work(step, env)
+
+    def _stage_info(self, step: Step, env: _Env) -> StageInfo:
+        key = (step.resource, step.stage.role)
+        state = env.states.get(key)
+        spec = self.specs[step.resource].pipeline
+        barrier = None
+        if (
+            state is not None
+            and spec is not None
+            and step.stage.role is Role.PRODUCER
+            and spec.type.producer_is_tma
+        ):
+            barrier = dsl.producer_barrier(self.pipelines[step.resource], state)
+        loop = env.loop
+        return StageInfo(
+            loop_offset=0 if loop is None else loop.offset,
+            loop_start=0 if loop is None else loop.start,
+            loop_end=0 if loop is None else loop.end,
+            loop_step=1 if loop is None else loop.step,
+            stage_idx=None if state is None else dsl.state_index(state),
+            label=step.label,
+            barrier=barrier,
+            work_tile=None,
+            num_active_stages=0 if spec is None else spec.stages,
+            context=self.context,
+            iter_idx=0 if loop is None else loop.iter_idx,
+            phase=None if state is None else dsl.state_phase(state),
+        )
+
+    def _work(self, step: Step, env: _Env) -> None:
+        resource = self.resources[step.resource]
+        kwargs: dict[str, Any] = dict(step.constants)
+        for route in step.inputs:
+            src = self._steps[route.source_step]
+            vkey = (src.resource, route.output)
+            if vkey not in env.values:
+                raise LoweringError(
+                    f"{self._where(step)}: input `{route.argument}` reads "
+                    f"{src.resource}.{route.output}, which has no value here"
+                )
+            kwargs[route.argument] = env.values[vkey]
+        method = getattr(resource, step.label)
+        result = method(self._stage_info(step, env), **kwargs)
+        outs = step.outputs
+        if not outs:
+            return
+        vals = list(result) if len(outs) > 1 else [result]
+        if len(vals) != len(outs):
+            raise LoweringError(
+                f"{self._where(step)}: returned {len(vals)} values for outputs {outs}"
+            )
+        for name, val in zip(outs, vals, strict=True):
+            env.values[(step.resource, name)] = val
+
+    # -- carried values ---------------------------------------------------------------------
+
+    def _touched(self, body: Sequence[Node]) -> tuple[set[StateKey], set[ValueKey]]:
+        states: set[StateKey] = set()
+        values: set[ValueKey] = set()
+        for node, _ in iter_nodes(tuple(body)):
+            if isinstance(node, Step):
+                # Only commit / release advance a state; the other steps only read it.
+                if node.stage in (ScheduleStage.ProducerCommit, ScheduleStage.ConsumerRelease):
+                    states.add((node.resource, node.stage.role))
+                for out in node.outputs:
+                    values.add((node.resource, out))
+        return states, values
+
+    def _reads(self, nodes: Sequence[Node]) -> set[ValueKey]:
+        found: set[ValueKey] = set()
+        for node, _ in iter_nodes(tuple(nodes)):
+            if isinstance(node, Step):
+                for r in node.inputs:
+                    found.add((self._steps[r.source_step].resource, r.output))
+        return found
+
+    def _carried_reads(self, body: Sequence[Node]) -> set[ValueKey]:
+        """Values read in ``body`` that may come from an earlier iteration or from outside."""
+        inside = {s.id for n, _ in iter_nodes(tuple(body)) if isinstance(n, Step) for s in [n]}
+        guarded: set[int] = set()
+        for node, parents in iter_nodes(tuple(body)):
+            if isinstance(node, Step) and any(
+                isinstance(p, (ConditionalBlock, DomainLoop)) for p in parents
+            ):
+                guarded.add(node.id)
+        found: set[ValueKey] = set()
+        for node, _ in iter_nodes(tuple(body)):
+            if not isinstance(node, Step):
+                continue
+            for r in node.inputs:
+                same_iter = r.source_step in inside and r.source_step < node.id
+                if not same_iter or r.source_step in guarded:
+                    found.add((self._steps[r.source_step].resource, r.output))
+        return found
+
+    def _initial_value(self, key: ValueKey, env: _Env, where: str) -> Any:
+        if key in env.values:
+            return env.values[key]
+        slots = self.resources[key[0]].task_local_variables()
+        var = slots.get(key[1])
+        if var is None:
+            for v in slots.values():
+                if v.slot_name == key[1]:
+                    var = v
+        if var is None or var.initial_value() is None:
+            raise LoweringError(
+                f"task `{self.task.name}`: {where} carries {key[0]}.{key[1]} across "
+                "iterations, but it has no DSL-typed default to start from"
+            )
+        return dsl.as_dsl_value(var.dtype, var.initial_value())
+
+    def _carry(
+        self, body: Sequence[Node], env: _Env, rest: Sequence[Node], where: str, loop: bool
+    ) -> tuple[list[StateKey], list[ValueKey]]:
+        states, written = self._touched(body)
+        needed = self._reads(rest) | (self._carried_reads(body) if loop else set())
+        if not loop:
+            # A branch that does not run keeps the old value: carry what exists already or
+            # is read later.
+            needed |= set(env.values)
+        values = sorted(written & needed)
+        for k in values:
+            env.values[k] = self._initial_value(k, env, where)
+        return sorted(states, key=lambda k: (k[0], k[1].value)), values
+
+    @staticmethod
+    def _pack(env: _Env, skeys: list[StateKey], vkeys: list[ValueKey]) -> list[Any]:
+        return [env.states[k] for k in skeys] + [env.values[k] for k in vkeys]
+
+    @staticmethod
+    def _unpack(env: _Env, skeys: list[StateKey], vkeys: list[ValueKey], vals: list[Any]) -> None:
+        for skey, v in zip(skeys, vals[: len(skeys)], strict=True):
+            env.states[skey] = v
+        for vkey, v in zip(vkeys, vals[len(skeys) :], strict=True):
+            env.values[vkey] = v
+
+    # -- domain loops -----------------------------------------------------------------------
+
+    def _bounds(self, node: DomainLoop) -> tuple[Any, Any, Any]:
+        ordinal = self._loop_ordinal[id(node)]
+        given = self.bounds[ordinal] if ordinal < len(self.bounds) else None
+        out: list[Any] = []
+        for i, (b, what) in enumerate(
+            zip((node.start, node.end, node.step), ("start", "end", "step"), strict=True)
+        ):
+            if isinstance(b, ConstBound):
+                out.append(b.value)
+            elif isinstance(b, RuntimeBound) and given is not None and given[i] is not None:
+                out.append(given[i])
+            else:
+                raise LoweringError(
+                    f"task `{self.task.name}`: {node.describe()} at {node.location}: the "
+                    f"{what} bound {b.describe()} has no value; pass it in bounds[{ordinal}]"
+                )
+        return out[0], out[1], out[2]
+
+    def _domain_loop(self, node: DomainLoop, env: _Env, rest: Sequence[Node]) -> None:
+        start, end, step = self._bounds(node)
+        trip = node.static_trip_count()
+        if trip == 0:
+            return
+        skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=True)
+        outer_loop = env.loop
+
+        def num_iters() -> Any:
+            if trip is not None:
+                return trip
+            if not isinstance(step, int):
+                raise LoweringError(
+                    f"task `{self.task.name}`: last_iter() in {node.describe()} at "
+                    f"{node.location} needs a constant step"
+                )
+            return (end - start + step - (1 if step > 0 else -1)) // step
+
+        # scf.for needs a positive step: a negative constant step loops over the iteration
+        # count instead. A runtime step must be positive (as scf.for assumes).
+        reverse = isinstance(step, int) and step < 0
+
+        def body(iv: Any, carried: list[Any]) -> list[Any]:
+            inner = _Env(dict(env.states), dict(env.values), {}, None)
+            self._unpack(inner, skeys, vkeys, carried)
+            if reverse:
+                offset, iter_idx = start + iv * step, iv
+            elif isinstance(start, int) and start == 0 and isinstance(step, int) and step == 1:
+                offset, iter_idx = iv, iv
+            else:
+                offset, iter_idx = iv, (iv - start) // step
+            inner.loop = _Loop(offset, start, end, step, iter_idx, num_iters)
+            self._body(node.body, inner, ())
+            return self._pack(inner, skeys, vkeys)
+
+        lo, hi, by = (0, num_iters(), 1) if reverse else (start, end, step)
+        results = dsl.for_range(lo, hi, by, self._pack(env, skeys, vkeys), body, unroll=node.unroll)
+        self._unpack(env, skeys, vkeys, results)
+        env.loop = outer_loop
+
+    # -- guards -----------------------------------------------------------------------------
+
+    def _conditional(self, node: ConditionalBlock, env: _Env, rest: Sequence[Node]) -> None:
+        guard = node.guard
+        loop = env.loop
+        if loop is None or not isinstance(guard, (FirstIteration, LastIteration, Every)):
+            raise LoweringError(
+                f"task `{self.task.name}`: {node.describe()} at {node.location} is not "
+                "lowered yet (only first_iter / last_iter / every inside a domain loop)"
+            )
+        i = loop.iter_idx
+        if isinstance(guard, FirstIteration):
+            cond: Any = i == 0
+        elif isinstance(guard, LastIteration):
+            cond = i == loop.num_iters() - 1
+        else:
+            cond = i >= guard.start
+            if guard.period > 1:
+                cond = cond & ((i - guard.start) % guard.period == 0)
+        skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=False)
+
+        def then(carried: list[Any]) -> list[Any]:
+            inner = _Env(dict(env.states), dict(env.values), {}, loop)
+            self._unpack(inner, skeys, vkeys, carried)
+            self._body(node.body, inner, ())
+            return self._pack(inner, skeys, vkeys)
+
+        results = dsl.if_then(cond, self._pack(env, skeys, vkeys), then)
+        self._unpack(env, skeys, vkeys, results)
+
+
+def lower_task(
+    task: TaskSpec,
+    resources: Mapping[str, MemoryResource],
+    specs: Mapping[str, ResourceSpec],
+    pipelines: Mapping[str, Any],
+    *,
+    bounds: Sequence[tuple[Any, Any, Any] | None] = (),
+    context: Any = None,
+) -> None:
+    """Emit ``task``'s schedule at the current insertion point of the kernel being traced.
+
+    Args:
+        task: The task (its warp range is dispatched by the caller).
+        resources: The live resources by name (their work methods are called).
+        specs: The plan's resource specs by name (pipelines, stage counts).
+        pipelines: The ``cutlass.pipeline`` objects by resource name.
+        bounds: Values of runtime domain-loop bounds: entry ``k`` is ``(start, end, step)`` of
+            the ``k``-th domain loop of the schedule in pre-order; constant bounds may be None.
+        context: Passed to every work call as ``stage_info.context``.
+
+    Raises:
+        LoweringError: A construct that is not lowered yet, or a bound without a value.
+    """
+    TaskLowering(task, resources, specs, pipelines, bounds, context).run()
