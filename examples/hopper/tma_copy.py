@@ -254,6 +254,7 @@ def twin_kernel(tma_atom: cute.CopyAtom, g_src: cute.Tensor, dst: cute.Tensor) -
         consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, STORE_THREADS),
         tx_count=TILE_BYTES,
         barrier_storage=bars,
+        enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
         defer_sync=True,
     )
     cute.arch.mbarrier_init_fence()

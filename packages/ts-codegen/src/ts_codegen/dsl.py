@@ -256,9 +256,12 @@ def make_pipeline(
             consumer_group=cg,
             tx_count=tx_bytes,
             barrier_storage=storage,
+            # The consumer group counts the threads that release; PipelineTmaAsync arrives
+            # once per warp, so the empty barrier's count must be derived from the threads.
+            enable_multicast_signaling=True,
             defer_sync=True,
         )
-    raise NotImplementedError(f"pipeline type {kind} is not lowered yet")
+    raise ValueError(f"pipeline type {kind} cannot be lowered yet (AsyncAsync, TmaAsync can)")
 
 
 def pipelines_ready() -> None:

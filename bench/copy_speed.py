@@ -2,7 +2,7 @@
 
 Prints one JSON line per example::
 
-    python bench/copy.py [--rounds 3] [--iters 20]
+    python bench/copy_speed.py [--rounds 3] [--iters 20]
 
 ``speed_vs_twin`` is twin time / TS time (1.0 = as fast; the goal is >= 0.98) and
 ``fraction_of_torch`` is TS bandwidth / ``torch`` copy bandwidth on the same 1 GiB tensor. Each
