@@ -9,17 +9,18 @@ Two steps.
    the order of operations and the ring capacities, and races from wrong arrival counts. The
    tasks form a Kahn process network, so one run per valuation decides a valuation. The
    valuations checked are a cut-off set: every loop class takes trip counts 0, 1, 2, ``C - 1``
-   and ``C``, where ``C`` is the kernel's slack — the stages of every ring plus one per task,
-   plus 2 — times the longest ``Every`` period, plus the latest ``Every`` start; 0 to 3 work
-   tiles, with per-tile values and conditions varied over the first two tiles and every skip
-   pattern of them. Why this suffices: every loop body is balanced (checked per task), so
-   from one iteration to the next a loop carries only how far producers run ahead of
-   consumers, which the rings bound; a deadlock needs some task to get ahead by more than the
-   slack along a cycle of tasks and rings, which happens within ``C`` iterations or never,
-   and longer loops repeat iterations already checked. Tiles carry ring state the same way,
-   and two tiles expose every tile-to-tile hand-off. The test suite checks this claim against
-   a brute-force interleaving oracle over larger trip counts. A failure is shrunk to the
-   smallest trip counts that still fail, so the reported interleaving is short.
+   and ``C``, where ``C`` is the largest slack of a cycle of tasks and rings (its stages plus
+   its tasks, see :func:`cycle_slack`) plus 2, times the longest ``Every`` period, plus the
+   latest ``Every`` start; 0 to 3 work tiles, with per-tile values and conditions varied over
+   the first two tiles and every skip pattern of them. Why this suffices: every loop body is
+   balanced (checked per task), so from one iteration to the next a loop carries only how far
+   producers run ahead of consumers, which the rings bound; a deadlock needs the tasks of a
+   cycle to get ahead of each other by more than the cycle's capacity, which happens within
+   ``C`` iterations or never, and longer loops repeat iterations already checked. Tiles carry
+   ring state the same way, and two tiles expose every tile-to-tile hand-off. The test suite
+   checks this claim against a brute-force interleaving oracle over larger trip counts on
+   random chains, forks, merges, diamonds and rings. A failure is shrunk to the smallest trip
+   counts that still fail, so the reported interleaving is short.
 """
 
 from __future__ import annotations
@@ -129,23 +130,82 @@ def check_counts(plan: KernelPlan) -> list[Diagnostic]:
     return out
 
 
+_CYCLE_SEARCH_LIMIT = 20000
+
+
+def _ring_edges(plan: KernelPlan) -> list[tuple[str, str, int]]:
+    """(task, task, stages) for every producer/consumer pair of every ring."""
+    edges = []
+    for res in plan.resources:
+        if res.pipeline is None:
+            continue
+        touching = {t.name: steps_by_resource(t).get(res.name, ()) for t in plan.tasks}
+        producers = [
+            t
+            for t, st in touching.items()
+            if any(s.stage.role is Role.PRODUCER and s.stage.is_pipeline_op for s in st)
+        ]
+        consumers = [
+            t
+            for t, st in touching.items()
+            if any(s.stage.role is Role.CONSUMER and s.stage.is_pipeline_op for s in st)
+        ]
+        edges.extend((p, c, res.pipeline.stages) for p in producers for c in consumers)
+    return edges
+
+
+def cycle_slack(plan: KernelPlan) -> int:
+    """The largest slack of any cycle of tasks and rings: its stages plus its tasks.
+
+    Tasks are nodes and rings are edges between their producers and consumers. A deadlock
+    needs tasks on a cycle of such edges to run ahead of each other by more than the cycle's
+    capacity, so the cycle with the most stages and tasks bounds the trip count at which a
+    deadlock first appears. Two tasks sharing one ring form the smallest cycle. The search is
+    exhaustive on the small graphs kernels have; on a huge one it falls back to the slack of
+    the whole kernel (all stages plus all tasks), which bounds every cycle.
+    """
+    edges = _ring_edges(plan)
+    total = sum(w for _, _, w in edges) + len(plan.tasks)
+    adjacent: dict[str, list[tuple[int, str, int]]] = {}
+    for i, (a, b, w) in enumerate(edges):
+        adjacent.setdefault(a, []).append((i, b, w))
+        if b != a:
+            adjacent.setdefault(b, []).append((i, a, w))
+    best = max((w + (1 if a == b else 2) for a, b, w in edges), default=0)
+    budget = _CYCLE_SEARCH_LIMIT
+
+    def walk(
+        start: str, node: str, seen: frozenset[str], used: frozenset[int], weight: int
+    ) -> None:
+        nonlocal best, budget
+        for i, other, w in adjacent.get(node, ()):
+            budget -= 1
+            if budget < 0 or i in used:
+                continue
+            if other == start:
+                best = max(best, weight + w + len(seen))
+            elif other not in seen and other > start:
+                walk(start, other, seen | {other}, used | {i}, weight + w)
+
+    for start in sorted(adjacent):
+        walk(start, start, frozenset({start}), frozenset(), 0)
+    return total if budget < 0 else best
+
+
 def _loops(plan: KernelPlan) -> dict[str, tuple[bool, int]]:
     """Every non-constant loop class: (per tile?, cut-off trip count).
 
-    The cut-off is the slack of the whole kernel — every ring's stages plus one per task, since
-    a deadlock may need a producer ahead on every ring of a cycle through every task — plus 2,
-    scaled by the longest ``Every`` period (a guarded bracket advances once per period) and
-    shifted by the latest ``Every`` start.
+    The cut-off is the largest cycle slack (:func:`cycle_slack`) plus 2, scaled by the longest
+    ``Every`` period (a guarded bracket advances once per period) and shifted by the latest
+    ``Every`` start.
     """
-    slack = sum(r.pipeline.stages for r in plan.resources if r.pipeline is not None)
-    slack += len(plan.tasks) + 2
     period, start = 1, 0
     for t in plan.tasks:
         for node, _ in iter_nodes(t.schedule.body):
             if isinstance(node, ConditionalBlock) and isinstance(node.guard, Every):
                 period = max(period, node.guard.period)
                 start = max(start, node.guard.start)
-    reach = slack * period + start
+    reach = (cycle_slack(plan) + 2) * period + start
     classes: dict[str, tuple[bool, int]] = {}
     for t in plan.tasks:
         for node, _ in iter_nodes(t.schedule.body):
