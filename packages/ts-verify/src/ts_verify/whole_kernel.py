@@ -135,7 +135,7 @@ _CYCLE_SEARCH_LIMIT = 20000
 
 def _ring_edges(plan: KernelPlan) -> list[tuple[str, str, int]]:
     """(task, task, stages) for every producer/consumer pair of every ring."""
-    edges = []
+    edges: list[tuple[str, str, int]] = []
     for res in plan.resources:
         if res.pipeline is None:
             continue
