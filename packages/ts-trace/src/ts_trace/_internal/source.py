@@ -42,8 +42,26 @@ def user_location() -> SourceLocation:
     return UNKNOWN_LOCATION if frame is None else location_of_frame(frame)
 
 
+_DEFINITIONS: dict[int, tuple[object, SourceLocation]] = {}
+
+
 def definition_location(obj: object) -> SourceLocation:
-    """Where a function or class is defined: its ``def`` / ``class`` line (best effort)."""
+    """Where a function or class is defined: its ``def`` / ``class`` line (best effort).
+
+    Cached per object: finding a class's source parses its whole module, and plans are built
+    often (every kernel compile traces them).
+    """
+    hit = _DEFINITIONS.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    location = _find_definition(obj)
+    if len(_DEFINITIONS) > 4096:
+        _DEFINITIONS.clear()
+    _DEFINITIONS[id(obj)] = (obj, location)
+    return location
+
+
+def _find_definition(obj: object) -> SourceLocation:
     target = inspect.unwrap(obj) if callable(obj) else obj
     try:
         filename = inspect.getsourcefile(target)  # type: ignore[arg-type]
