@@ -5,7 +5,8 @@ Prints one JSON line per example::
     python bench/copy_speed.py [--rounds 3] [--iters 20]
 
 ``speed_vs_twin`` is twin time / TS time (1.0 = as fast; the goal is >= 0.98) and
-``fraction_of_torch`` is TS bandwidth / ``torch`` copy bandwidth on the same 1 GiB tensor. Each
+``fraction_of_torch`` is TS bandwidth / ``torch`` copy bandwidth on the same 1 GiB tensor (for
+``bias_act_copy``, against the plain copy: the fused op moves the same bytes). Each
 kernel is timed ``rounds`` times, interleaved with the others; the best round counts.
 """
 
@@ -66,6 +67,7 @@ def main() -> int:
     cases: list[tuple[str, Any]] = [
         ("grid_stride_copy", GIB_HALVES),
         ("tma_copy", (16384, 32768)),
+        ("bias_act_copy", (16384, 32768)),
     ]
     failed = False
     for name, size in cases:

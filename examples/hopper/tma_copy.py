@@ -1,15 +1,29 @@
 """2D TMA copy on Hopper through a multi-stage SMEM pipeline: TS kernel and hand-written twin.
 
-Warp 0 (a load task) fills a ``STAGES``-deep ring of ``TILE_M x TILE_N`` SMEM tiles with TMA
+Warp 0 (a load task) fills a ``stages``-deep ring of ``tile_m x tile_n`` SMEM tiles with TMA
 loads that complete on each stage's full barrier (``PipelineTmaAsync``); warps 4-11 (a store
-task of two warpgroups) wait for a stage, copy it to global memory with 128-bit accesses and
-release it. Each CTA walks the tiles ``blockIdx.x, blockIdx.x + gridDim.x, ...``. Warpgroup 0
-gives registers up (``setmaxnreg.dec 40``), the store warpgroups take them (``.inc 232``).
+task of two warpgroups) wait for a stage, write it to global memory and release it. Each CTA
+walks the tiles ``blockIdx.x, blockIdx.x + gridDim.x, ...`` in row-major tile order.
+Warpgroup 0 gives registers up (``setmaxnreg.dec 40``), the store warpgroups take them
+(``.inc 232``).
+
+Variants (``--variant``; the TS kernel and its twin are the same code in each):
+
+* ``tma_store`` (default): 64 x 256 fp16 tiles (512-byte rows, 32 KiB), 6 stages (192 KiB).
+  The store is a TMA store (``cp.async.bulk.tensor`` SMEM -> global) issued by warp 4 after a
+  ``fence.proxy.async``; it is committed as a bulk group and the stage is released only after
+  ``cp.async.bulk.wait_group.read 0`` (the store's SMEM reads are done). In the plan the store
+  is consumer work marked ``WorkAttr.ASYNC_READ`` and the wait ``WorkAttr.ASYNC_WAIT_ALL``, so
+  ts-verify proves that no stage is refilled while the store may still read it.
+* ``regs``: the same tiles and stages, stored SMEM -> registers -> 16-byte global stores by
+  the 256 store threads (one warp writes one 512-byte row segment per pass).
+* ``baseline``: the first version, 4 stages of 128 x 64 tiles, 16-byte register stores.
 
 Usage::
 
     python examples/hopper/tma_copy.py --compile-only   # CPU: PTX counts, TS vs twin
     python examples/hopper/tma_copy.py                  # GPU: run, check, time
+    python examples/hopper/tma_copy.py --variant regs --m 16384 --n 32768
 """
 
 from __future__ import annotations
@@ -32,7 +46,7 @@ from cutlass.memory import SmemAllocator
 import ts_codegen
 from ts_codegen.dsl import compile_ptx
 from ts_codegen.ptx import opcode_counts
-from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
+from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType, WorkAttr
 from ts_trace import (
     MemoryResource,
     ResourceProxy,
@@ -45,8 +59,6 @@ from ts_trace import (
     schedule,
 )
 
-TILE_M, TILE_N, STAGES = 128, 64, 4
-TILE_BYTES = TILE_M * TILE_N * 2
 CTAS = 132
 LOAD_WARP, STORE_WARP, STORE_WARPS = 0, 4, 8
 BLOCK_THREADS = (STORE_WARP + STORE_WARPS) * 32
@@ -55,25 +67,68 @@ LOAD_REGS, STORE_REGS = 40, 232
 DEFAULT_SHAPE = (8192, 8192)
 
 
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """Tile shape, ring depth and store path of one version of the kernel."""
+
+    name: str
+    tile_m: int
+    tile_n: int
+    stages: int
+    tma_store: bool
+
+    @property
+    def tile_bytes(self) -> int:
+        return self.tile_m * self.tile_n * 2
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.stages * self.tile_bytes
+
+
+VARIANTS: dict[str, Variant] = {
+    v.name: v
+    for v in (
+        Variant("tma_store", 64, 256, 6, True),
+        Variant("regs", 64, 256, 6, False),
+        Variant("baseline", 128, 64, 4, False),
+    )
+}
+DEFAULT_VARIANT = "tma_store"
+
+# The default variant's constants (kept for readers and tools of the first version).
+TILE_M = VARIANTS[DEFAULT_VARIANT].tile_m
+TILE_N = VARIANTS[DEFAULT_VARIANT].tile_n
+STAGES = VARIANTS[DEFAULT_VARIANT].stages
+TILE_BYTES = VARIANTS[DEFAULT_VARIANT].tile_bytes
+
+
 def runtime(name: str) -> Any:
     """A placeholder for a bound that is a runtime value in the kernel (named for rendering)."""
     return type(name, (), {})()
 
 
-def smem_tile_layout() -> Any:
-    """One stage: a row-major ``TILE_M x TILE_N`` tile."""
-    return cute.make_layout((TILE_M, TILE_N), stride=(TILE_N, 1))
+def smem_tile_layout(v: Variant) -> Any:
+    """One stage: a row-major ``tile_m x tile_n`` tile (no swizzle: TMA boxes up to 256 wide)."""
+    return cute.make_layout((v.tile_m, v.tile_n), stride=(v.tile_n, 1))
 
 
-def ring_layout() -> Any:
-    """All stages: ``(TILE_M, TILE_N, STAGES)``, one row-major tile after the other."""
-    return cute.make_layout((TILE_M, TILE_N, STAGES), stride=(TILE_N, 1, TILE_M * TILE_N))
+def ring_layout(v: Variant) -> Any:
+    """All stages: ``(tile_m, tile_n, stages)``, one row-major tile after the other."""
+    return cute.make_layout(
+        (v.tile_m, v.tile_n, v.stages), stride=(v.tile_n, 1, v.tile_m * v.tile_n)
+    )
 
 
-def store_copy() -> Any:
-    """The store's tiled copy: 256 threads, 8 halves (16 bytes) each, 32 rows per pass."""
+def store_copy(v: Variant) -> Any:
+    """The register store's tiled copy: 256 threads, 8 halves (16 bytes) each.
+
+    A row of the tile is covered by ``tile_n / 8`` consecutive threads, so a warp reads
+    contiguous SMEM (no bank conflicts without swizzle) and writes contiguous global memory.
+    """
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
-    threads = cute.make_layout((STORE_THREADS // 8, 8), stride=(8, 1))
+    per_row = v.tile_n // 8
+    threads = cute.make_layout((STORE_THREADS // per_row, per_row), stride=(per_row, 1))
     return cute.make_tiled_copy_tv(atom, threads, cute.make_layout((1, 8)))
 
 
@@ -92,6 +147,34 @@ def store_tile(tiled: Any, tid: Any, s_tile: Any, g_tile: Any) -> None:
     cute.copy(tiled, frag, t_g)
 
 
+@cute.jit
+def tma_store_tile(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any) -> None:
+    """Warp 4 starts the TMA store of stage ``stage`` into tile ``(m, n)`` and commits it.
+
+    ``fence.proxy.async.shared::cta`` orders the stage's earlier accesses before the store's
+    (async-proxy) reads. One elected lane issues the copy and commits it as a bulk group (the
+    DSL 4.8.1 does not elect for a TMA store by itself: without it all 32 lanes would store).
+    """
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == STORE_WARP:
+        cute.arch.fence_proxy("async.shared", space="cta")
+        t_s, t_g = cpasync.tma_partition(
+            atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
+        )
+        with cute.arch.elect_one():
+            cute.copy(atom, t_s[(None, stage)], t_g[(None, (m, n))])
+            cute.arch.cp_async_bulk_commit_group()
+
+
+@cute.jit
+def tma_store_wait() -> None:
+    """Warp 4 waits until its stores have read SMEM; the warp syncs before lane 0 releases."""
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == STORE_WARP:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+    cute.arch.sync_warp()
+
+
 # ---------------------------------------------------------------------------------------------
 # TS kernel
 # ---------------------------------------------------------------------------------------------
@@ -101,9 +184,12 @@ def store_tile(tiled: Any, tid: Any, s_tile: Any, g_tile: Any) -> None:
 class StageBuffer(MemoryResource):
     """The SMEM ring of tiles between the TMA load and the store."""
 
+    variant: Any = None
     tma_atom: Any = None
-    g_tiles: Any = None  # TMA coordinate tensor: ((TILE_M, TILE_N), (tiles_m, tiles_n))
-    s_tiles: Any = None  # (TILE_M, TILE_N, STAGES)
+    g_tiles: Any = None  # TMA coordinate tensor: ((tile_m, tile_n), (tiles_m, tiles_n))
+    s_tiles: Any = None  # (tile_m, tile_n, stages)
+    store_atom: Any = None  # TMA store atom into dst (tma_store variant)
+    g_out: Any = None  # dst's TMA coordinate tensor (tma_store variant)
     tiles_n: int = 1
     view: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
@@ -134,21 +220,36 @@ class StageBuffer(MemoryResource):
     def read(self, stage_info: Any) -> Any:
         return self.s_tiles[(None, None, stage_info.stage_idx)]
 
+    @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
+    @cute.jit
+    def tma_store(self, stage_info: Any) -> None:
+        """Start the TMA store of the waited stage into dst (it reads the stage until waited)."""
+        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
+        tma_store_tile(self.store_atom, self.s_tiles, self.g_out, stage_info.stage_idx, m, n)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
+    @cute.jit
+    def store_wait(self, stage_info: Any) -> None:
+        """``cp.async.bulk.wait_group.read 0``: the store no longer reads the stage."""
+        tma_store_wait()
+
 
 @dataclasses.dataclass(kw_only=True)
 class GlobalOut(MemoryResource):
     """The destination tensor, written tile by tile by the store threads."""
 
+    variant: Any = None
     tensor: Any = None
     tiles_n: int = 1
 
     @producer_work
     @cute.jit
     def store(self, stage_info: Any, *, view: Any) -> None:
+        v = self.variant
         m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
-        g = cute.local_tile(self.tensor, (TILE_M, TILE_N), (m, n))
+        g = cute.local_tile(self.tensor, (v.tile_m, v.tile_n), (m, n))
         tidx, _, _ = cute.arch.thread_idx()
-        store_tile(store_copy(), tidx - STORE_WARP * 32, view, g)
+        store_tile(store_copy(v), tidx - STORE_WARP * 32, view, g)
 
 
 def tile_loop() -> Any:
@@ -167,7 +268,7 @@ def load_schedule(smem: ResourceProxy) -> None:
 
 @schedule
 def store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
-    """Drain one stage per tile."""
+    """Drain one stage per tile through the registers."""
     with tile_loop():
         smem.wait()
         view = smem.read()
@@ -175,16 +276,28 @@ def store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
         smem.release()
 
 
-def make_plan() -> KernelPlan:
+@schedule
+def tma_store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
+    """Drain one stage per tile with a TMA store; release it once the store has read it."""
+    with tile_loop():
+        smem.wait()
+        smem.tma_store()
+        smem.store_wait()
+        smem.release()
+
+
+def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
     """The TMA copy as a kernel plan."""
+    v = VARIANTS[variant]
     pipeline = PipelineSpec(
         PipelineType.TmaAsync,
-        stages=STAGES,
-        bytes_per_stage=TILE_BYTES,
+        stages=v.stages,
+        bytes_per_stage=v.tile_bytes,
         producer_group=CooperativeGroupSpec("thread", 1),
         consumer_group=CooperativeGroupSpec("thread", STORE_THREADS),
     )
     smem, dst = StageBuffer(name="smem", pipeline_config=pipeline), GlobalOut(name="dst")
+    drain = tma_store_schedule if v.tma_store else store_schedule
     tasks = [
         TaskDeclaration([], [smem], LOAD_WARP, 1, load_schedule(smem), LOAD_REGS, name="load"),
         TaskDeclaration(
@@ -192,7 +305,7 @@ def make_plan() -> KernelPlan:
             [dst],
             STORE_WARP,
             STORE_WARPS,
-            store_schedule(smem, dst),
+            drain(smem, dst),
             STORE_REGS,
             name="store",
         ),
@@ -200,37 +313,73 @@ def make_plan() -> KernelPlan:
     return build_plan(tasks, {dst: [smem]}, name="tma_copy", block_warps=BLOCK_THREADS // 32)
 
 
-PLAN = make_plan()
+PLANS: dict[str, KernelPlan] = {name: make_plan(name) for name in VARIANTS}
+PLAN = PLANS[DEFAULT_VARIANT]
 
 
-def _tiles(dst: cute.Tensor) -> tuple[int, int]:
-    return cute.size(dst, mode=[0]) // TILE_M, cute.size(dst, mode=[1]) // TILE_N
+def _tiles(v: Variant, dst: cute.Tensor) -> tuple[int, int]:
+    return cute.size(dst, mode=[0]) // v.tile_m, cute.size(dst, mode=[1]) // v.tile_n
 
 
-@cute.kernel
-def ts_kernel(tma_atom: cute.CopyAtom, g_src: cute.Tensor, dst: cute.Tensor) -> None:
-    bidx, _, _ = cute.arch.block_idx()
-    gdim, _, _ = cute.arch.grid_dim()
-    tiles_m, tiles_n = _tiles(dst)
-    alloc = SmemAllocator()
-    s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
-    g_tiles = cute.zipped_divide(g_src, (TILE_M, TILE_N))
-    smem = StageBuffer(
-        name="smem", tma_atom=tma_atom, g_tiles=g_tiles, s_tiles=s_tiles, tiles_n=tiles_n
+def _tma_atoms(v: Variant, src: cute.Tensor, dst: cute.Tensor) -> tuple[Any, Any, Any, Any]:
+    """TMA load atom over ``src`` and, for the TMA store path, TMA store atom over ``dst``."""
+    load_atom, g_src = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(v), (v.tile_m, v.tile_n)
     )
-    dst_r = GlobalOut(name="dst", tensor=dst, tiles_n=tiles_n)
-    loop = (bidx, tiles_m * tiles_n, gdim)
-    ts_codegen.emit_tasks(
-        PLAN, [smem, dst_r], bounds={"load": [loop], "store": [loop]}, smem_allocator=alloc
-    )
+    store_atom, g_dst = load_atom, g_src
+    if v.tma_store:
+        store_atom, g_dst = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(v), (v.tile_m, v.tile_n)
+        )
+    return load_atom, g_src, store_atom, g_dst
 
 
-@cute.jit
-def ts_copy(src: cute.Tensor, dst: cute.Tensor) -> None:
-    tma_atom, g_src = cpasync.make_tiled_tma_atom(
-        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
-    )
-    ts_kernel(tma_atom, g_src, dst).launch(grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1))
+class TsCopy:
+    """The TS kernel of one variant (call it like a ``@cute.jit`` function: ``(src, dst)``)."""
+
+    def __init__(self, variant: str = DEFAULT_VARIANT) -> None:
+        self.v = VARIANTS[variant]
+        self.plan = PLANS[variant]
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_atom: cute.CopyAtom,
+        g_src: cute.Tensor,
+        store_atom: cute.CopyAtom,
+        g_dst: cute.Tensor,
+        dst: cute.Tensor,
+    ) -> None:
+        v = self.v
+        bidx, _, _ = cute.arch.block_idx()
+        gdim, _, _ = cute.arch.grid_dim()
+        tiles_m, tiles_n = _tiles(v, dst)
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(v), 1024)
+        g_tiles = cute.zipped_divide(g_src, (v.tile_m, v.tile_n))
+        g_out = cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))
+        smem = StageBuffer(
+            name="smem",
+            variant=v,
+            tma_atom=tma_atom,
+            g_tiles=g_tiles,
+            s_tiles=s_tiles,
+            store_atom=store_atom,
+            g_out=g_out,
+            tiles_n=tiles_n,
+        )
+        dst_r = GlobalOut(name="dst", variant=v, tensor=dst, tiles_n=tiles_n)
+        loop = (bidx, tiles_m * tiles_n, gdim)
+        ts_codegen.emit_tasks(
+            self.plan, [smem, dst_r], bounds={"load": [loop], "store": [loop]}, smem_allocator=alloc
+        )
+
+    @cute.jit
+    def __call__(self, src: cute.Tensor, dst: cute.Tensor) -> None:
+        tma_atom, g_src, store_atom, g_dst = _tma_atoms(self.v, src, dst)
+        self.kernel(tma_atom, g_src, store_atom, g_dst, dst).launch(
+            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,65 +387,89 @@ def ts_copy(src: cute.Tensor, dst: cute.Tensor) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-@cute.kernel
-def twin_kernel(tma_atom: cute.CopyAtom, g_src: cute.Tensor, dst: cute.Tensor) -> None:
-    bidx, _, _ = cute.arch.block_idx()
-    gdim, _, _ = cute.arch.grid_dim()
-    tiles_m, tiles_n = _tiles(dst)
-    num_tiles = tiles_m * tiles_n
-    alloc = SmemAllocator()
-    s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
-    g_tiles = cute.zipped_divide(g_src, (TILE_M, TILE_N))
-    bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8)
-    pipe = cpipe.PipelineTmaAsync.create(
-        num_stages=STAGES,
-        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
-        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, STORE_THREADS),
-        tx_count=TILE_BYTES,
-        barrier_storage=bars,
-        enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
-        defer_sync=True,
-    )
-    cute.arch.mbarrier_init_fence()
-    cute.arch.sync_threads()
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    if warp < 4:
-        cute.arch.warpgroup_reg_dealloc(LOAD_REGS)
-    if warp < 1:
-        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
-        for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
-            pipe.producer_acquire(state)
-            m, n = tile_coord(t, tiles_n)
-            t_s, t_g = cpasync.tma_partition(
-                tma_atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
-            )
-            cute.copy(
-                tma_atom,
-                t_g[(None, (m, n))],
-                t_s[(None, state.index)],
-                tma_bar_ptr=pipe.producer_get_barrier(state),
-            )
-            pipe.producer_commit(state)
-            state.advance()
-    if (warp >= STORE_WARP) & (warp < STORE_WARP + STORE_WARPS):
-        cute.arch.warpgroup_reg_alloc(STORE_REGS)
-        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
-        tidx, _, _ = cute.arch.thread_idx()
-        for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
-            pipe.consumer_wait(state)
-            m, n = tile_coord(t, tiles_n)
-            g = cute.local_tile(dst, (TILE_M, TILE_N), (m, n))
-            store_tile(store_copy(), tidx - STORE_WARP * 32, s_tiles[(None, None, state.index)], g)
-            pipe.consumer_release(state)
-            state.advance()
+class TwinCopy:
+    """The hand-written twin of one variant (``(src, dst)``)."""
+
+    def __init__(self, variant: str = DEFAULT_VARIANT) -> None:
+        self.v = VARIANTS[variant]
+
+    @cute.kernel
+    def kernel(
+        self,
+        tma_atom: cute.CopyAtom,
+        g_src: cute.Tensor,
+        store_atom: cute.CopyAtom,
+        g_dst: cute.Tensor,
+        dst: cute.Tensor,
+    ) -> None:
+        v = self.v
+        bidx, _, _ = cute.arch.block_idx()
+        gdim, _, _ = cute.arch.grid_dim()
+        tiles_m, tiles_n = _tiles(v, dst)
+        num_tiles = tiles_m * tiles_n
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(v), 1024)
+        g_tiles = cute.zipped_divide(g_src, (v.tile_m, v.tile_n))
+        g_out = cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))
+        bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * v.stages, byte_alignment=8)
+        pipe = cpipe.PipelineTmaAsync.create(
+            num_stages=v.stages,
+            producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+            consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, STORE_THREADS),
+            tx_count=v.tile_bytes,
+            barrier_storage=bars,
+            enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
+            defer_sync=True,
+        )
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp < 4:
+            cute.arch.warpgroup_reg_dealloc(LOAD_REGS)
+        if warp < 1:
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, v.stages)
+            for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
+                pipe.producer_acquire(state)
+                m, n = tile_coord(t, tiles_n)
+                t_s, t_g = cpasync.tma_partition(
+                    tma_atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
+                )
+                cute.copy(
+                    tma_atom,
+                    t_g[(None, (m, n))],
+                    t_s[(None, state.index)],
+                    tma_bar_ptr=pipe.producer_get_barrier(state),
+                )
+                pipe.producer_commit(state)
+                state.advance()
+        if (warp >= STORE_WARP) & (warp < STORE_WARP + STORE_WARPS):
+            cute.arch.warpgroup_reg_alloc(STORE_REGS)
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, v.stages)
+            tidx, _, _ = cute.arch.thread_idx()
+            for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
+                pipe.consumer_wait(state)
+                m, n = tile_coord(t, tiles_n)
+                if cutlass.const_expr(v.tma_store):  # type: ignore[attr-defined]
+                    tma_store_tile(store_atom, s_tiles, g_out, state.index, m, n)
+                    tma_store_wait()
+                else:
+                    g = cute.local_tile(dst, (v.tile_m, v.tile_n), (m, n))
+                    store_tile(
+                        store_copy(v), tidx - STORE_WARP * 32, s_tiles[(None, None, state.index)], g
+                    )
+                pipe.consumer_release(state)
+                state.advance()
+
+    @cute.jit
+    def __call__(self, src: cute.Tensor, dst: cute.Tensor) -> None:
+        tma_atom, g_src, store_atom, g_dst = _tma_atoms(self.v, src, dst)
+        self.kernel(tma_atom, g_src, store_atom, g_dst, dst).launch(
+            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+        )
 
 
-@cute.jit
-def twin_copy(src: cute.Tensor, dst: cute.Tensor) -> None:
-    tma_atom, g_src = cpasync.make_tiled_tma_atom(
-        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
-    )
-    twin_kernel(tma_atom, g_src, dst).launch(grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1))
+ts_copy = TsCopy()
+twin_copy = TwinCopy()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,19 +477,30 @@ def twin_copy(src: cute.Tensor, dst: cute.Tensor) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def compile_only(shape: tuple[int, int]) -> dict[str, Any]:
+def _kernels(variant: str) -> tuple[tuple[str, Any], ...]:
+    if variant == DEFAULT_VARIANT:
+        return (("ts", ts_copy), ("twin", twin_copy))
+    return (("ts", TsCopy(variant)), ("twin", TwinCopy(variant)))
+
+
+def compile_only(shape: tuple[int, int], variant: str = DEFAULT_VARIANT) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     from cutlass.cute.runtime import make_fake_compact_tensor
 
     try:
         from ts_verify import verify
 
-        verify(PLAN).raise_for_errors()
+        verify(PLANS[variant]).raise_for_errors()
         verified = True
     except ImportError:
         verified = False
-    result: dict[str, Any] = {"example": "tma_copy", "shape": list(shape), "verified": verified}
-    for name, fn in (("ts", ts_copy), ("twin", twin_copy)):
+    result: dict[str, Any] = {
+        "example": "tma_copy",
+        "variant": variant,
+        "shape": list(shape),
+        "verified": verified,
+    }
+    for name, fn in _kernels(variant):
         src = make_fake_compact_tensor(
             cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
         )
@@ -330,15 +514,17 @@ def compile_only(shape: tuple[int, int]) -> dict[str, Any]:
     return result
 
 
-def run_on_gpu(shape: tuple[int, int], iters: int) -> dict[str, Any]:
+def run_on_gpu(
+    shape: tuple[int, int], iters: int, variant: str = DEFAULT_VARIANT
+) -> dict[str, Any]:
     """Run both kernels on the GPU, check against torch, time them."""
     import torch
     from cutlass.cute.runtime import from_dlpack
 
     src_t = torch.randn(*shape, device="cuda", dtype=torch.float16)
     nbytes = src_t.numel() * 2
-    result: dict[str, Any] = {"example": "tma_copy", "shape": list(shape)}
-    for name, fn in (("ts", ts_copy), ("twin", twin_copy)):
+    result: dict[str, Any] = {"example": "tma_copy", "variant": variant, "shape": list(shape)}
+    for name, fn in _kernels(variant):
         dst_t = torch.zeros_like(src_t)
         src = from_dlpack(src_t, assumed_align=16)
         dst = from_dlpack(dst_t, assumed_align=16)
@@ -360,16 +546,20 @@ def run_on_gpu(shape: tuple[int, int], iters: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
+    parser.add_argument("--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT)
     parser.add_argument("--m", type=int, default=DEFAULT_SHAPE[0], help="rows (multiple of 128)")
-    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help="columns (multiple of 64)")
+    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help="columns (multiple of 256)")
     parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
     args = parser.parse_args(argv)
     shape = (args.m, args.n)
+    v = VARIANTS[args.variant]
+    if args.m % v.tile_m or args.n % v.tile_n:
+        parser.error(f"--m must be a multiple of {v.tile_m} and --n of {v.tile_n}")
     if args.compile_only:
-        out = compile_only(shape)
+        out = compile_only(shape, args.variant)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
-    out = run_on_gpu(shape, args.iters)
+    out = run_on_gpu(shape, args.iters, args.variant)
     print(json.dumps(out, sort_keys=True))
     return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
 

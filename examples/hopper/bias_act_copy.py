@@ -1,0 +1,524 @@
+"""Bias + activation fused into the TMA copy's store task, on Hopper: TS kernel and twin.
+
+``out[r, c] = act(x[r, c] + bias[c])`` with ``act`` = ReLU or GELU (tanh approximation), fp16
+in and out, fp32 math. The schedule is the TMA copy's (``tma_copy.py``, variant ``regs``):
+warp 0 (a load task) fills a 6-deep ring of 64 x 256 fp16 SMEM tiles with TMA loads
+(``PipelineTmaAsync``); warps 4-11 (a store task of two warpgroups) wait for a stage, read the
+bias of their columns (one 16-byte load per thread and tile: a thread always covers the same
+8 columns of a tile), read the stage into registers with 16-byte SMEM loads, compute in fp32,
+write 16-byte global stores and release the stage. Warpgroup 0 gives registers up
+(``setmaxnreg.dec 40``), the store warpgroups take them (``.inc 232``).
+
+In the plan the bias is a third resource: ``bias.load()`` (consumer work) returns the thread's
+bias values as a task-local value that ``dst.store(view=..., bias=...)`` takes.
+
+Usage::
+
+    python examples/hopper/bias_act_copy.py --compile-only   # CPU: PTX counts, TS vs twin
+    python examples/hopper/bias_act_copy.py                  # GPU: run, check, time
+    python examples/hopper/bias_act_copy.py --act relu --m 16384 --n 32768
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+from cutlass.cute.nvgpu import cpasync
+from cutlass.memory import SmemAllocator
+
+import ts_codegen
+from ts_codegen.dsl import compile_ptx
+from ts_codegen.ptx import opcode_counts
+from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
+from ts_trace import (
+    MemoryResource,
+    ResourceProxy,
+    TaskDeclaration,
+    TaskLocalVariable,
+    build_plan,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+)
+
+TILE_M, TILE_N, STAGES = 64, 256, 6
+TILE_BYTES = TILE_M * TILE_N * 2
+CTAS = 132
+LOAD_WARP, STORE_WARP, STORE_WARPS = 0, 4, 8
+BLOCK_THREADS = (STORE_WARP + STORE_WARPS) * 32
+STORE_THREADS = STORE_WARPS * 32
+LOAD_REGS, STORE_REGS = 40, 232
+DEFAULT_SHAPE = (8192, 8192)
+ACTS = ("gelu", "relu")
+DEFAULT_ACT = "gelu"
+GELU_C0 = 0.7978845608028654  # sqrt(2 / pi)
+GELU_C1 = 0.044715 * GELU_C0
+
+
+def runtime(name: str) -> Any:
+    """A placeholder for a bound that is a runtime value in the kernel (named for rendering)."""
+    return type(name, (), {})()
+
+
+def smem_tile_layout() -> Any:
+    """One stage: a row-major ``TILE_M x TILE_N`` tile."""
+    return cute.make_layout((TILE_M, TILE_N), stride=(TILE_N, 1))
+
+
+def ring_layout() -> Any:
+    """All stages: ``(TILE_M, TILE_N, STAGES)``, one row-major tile after the other."""
+    return cute.make_layout((TILE_M, TILE_N, STAGES), stride=(TILE_N, 1, TILE_M * TILE_N))
+
+
+def store_copy() -> Any:
+    """256 threads, 8 halves (16 bytes) each; 32 threads per 256-wide row, 8 rows per pass."""
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
+    per_row = TILE_N // 8
+    threads = cute.make_layout((STORE_THREADS // per_row, per_row), stride=(per_row, 1))
+    return cute.make_tiled_copy_tv(atom, threads, cute.make_layout((1, 8)))
+
+
+def tile_coord(t: Any, tiles_n: int) -> tuple[Any, Any]:
+    """Row-major tile order."""
+    return t // tiles_n, t % tiles_n
+
+
+def store_tid() -> Any:
+    """The thread's index within the store task."""
+    tidx, _, _ = cute.arch.thread_idx()
+    return tidx - STORE_WARP * 32
+
+
+def bias_rows(bias: cute.Tensor, rows: Any) -> Any:
+    """``bias`` as a ``(rows, N)`` tensor whose rows all alias the bias (row stride 0)."""
+    n = cute.size(bias, mode=[0])
+    return cute.make_tensor(bias.iterator, cute.make_layout((rows, n), stride=(0, 1)))
+
+
+@cute.jit
+def load_bias(bias2d: cute.Tensor, n: Any) -> Any:
+    """The store thread's 8 bias values of tile column block ``n``, as fp32 (one 16-byte load)."""
+    g = cute.local_tile(bias2d, (TILE_M, TILE_N), (0, n))
+    t_b = store_copy().get_slice(store_tid()).partition_S(g)
+    src = t_b[(None, 0, 0)]
+    frag = cute.make_fragment_like(src)
+    cute.autovec_copy(src, frag)
+    return frag.load().to(cutlass.Float32)
+
+
+@cute.jit
+def activation(y: Any, act: str) -> Any:
+    """ReLU, or GELU with the tanh approximation, on fp32 values."""
+    if cutlass.const_expr(act == "relu"):  # type: ignore[attr-defined]
+        return cute.math.max(y, cute.full_like(y, 0.0))  # type: ignore[attr-defined]
+    inner = y * (cute.full_like(y, GELU_C0) + y * y * GELU_C1)
+    t = cute.math.tanh(inner, fastmath=True)  # type: ignore[attr-defined]  # tanh.approx.f32
+    return y * 0.5 * (cute.full_like(y, 1.0) + t)
+
+
+@cute.jit
+def bias_act_tile(s_tile: cute.Tensor, g_tile: cute.Tensor, b: Any, act: str) -> None:
+    """SMEM tile -> registers -> ``act(x + bias)`` in fp32 -> 16-byte global stores."""
+    tiled = store_copy()
+    thr = tiled.get_slice(store_tid())
+    t_s = thr.partition_S(s_tile)
+    t_g = thr.partition_D(g_tile)
+    frag = cute.make_fragment_like(t_s)
+    cute.copy(tiled, t_s, frag)
+    for i in cutlass.range_constexpr(cute.size(frag, mode=[1])):  # type: ignore[attr-defined]
+        row = frag[(None, i, 0)]
+        y = activation(row.load().to(cutlass.Float32) + b, act)
+        row.store(y.to(cutlass.Float16))
+    cute.copy(tiled, frag, t_g)
+
+
+# ---------------------------------------------------------------------------------------------
+# TS kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(kw_only=True)
+class StageBuffer(MemoryResource):
+    """The SMEM ring of input tiles between the TMA load and the store."""
+
+    tma_atom: Any = None
+    g_tiles: Any = None  # TMA coordinate tensor: ((TILE_M, TILE_N), (tiles_m, tiles_n))
+    s_tiles: Any = None  # (TILE_M, TILE_N, STAGES)
+    tiles_n: int = 1
+    view: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.view = TaskLocalVariable(dtype="SmemTile", default=None)
+
+    @producer_work
+    @cute.jit
+    def tma_load(self, stage_info: Any) -> None:
+        """TMA-load tile ``loop_offset`` into the acquired stage."""
+        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
+        t_s, t_g = cpasync.tma_partition(
+            self.tma_atom,
+            0,
+            cute.make_layout(1),
+            cute.group_modes(self.s_tiles, 0, 2),
+            self.g_tiles,
+        )
+        cute.copy(
+            self.tma_atom,
+            t_g[(None, (m, n))],
+            t_s[(None, stage_info.stage_idx)],
+            tma_bar_ptr=stage_info.barrier,
+        )
+
+    @consumer_work(returns=view)
+    @cute.jit
+    def read(self, stage_info: Any) -> Any:
+        return self.s_tiles[(None, None, stage_info.stage_idx)]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Bias(MemoryResource):
+    """The bias vector in global memory (read-only, no pipeline)."""
+
+    rows: Any = None  # (TILE_M, N) view, row stride 0
+    tiles_n: int = 1
+    values: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.values = TaskLocalVariable(dtype="Float32x8", default=None)
+
+    @consumer_work(returns=values)
+    @cute.jit
+    def load(self, stage_info: Any) -> Any:
+        """The thread's 8 bias values for tile ``loop_offset``, in fp32."""
+        _, n = tile_coord(stage_info.loop_offset, self.tiles_n)
+        return load_bias(self.rows, n)
+
+
+@dataclasses.dataclass(kw_only=True)
+class GlobalOut(MemoryResource):
+    """The destination tensor, written tile by tile by the store threads."""
+
+    tensor: Any = None
+    tiles_n: int = 1
+    act: str = DEFAULT_ACT
+
+    @producer_work
+    @cute.jit
+    def store(self, stage_info: Any, *, view: Any, bias: Any) -> None:
+        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
+        g = cute.local_tile(self.tensor, (TILE_M, TILE_N), (m, n))
+        bias_act_tile(view, g, bias, self.act)
+
+
+def tile_loop() -> Any:
+    """The CTA's tiles: ``blockIdx.x, blockIdx.x + gridDim.x, ... < num_tiles``."""
+    return domain_loop(runtime("first_tile"), runtime("num_tiles"), runtime("grid_size"))
+
+
+@schedule
+def load_schedule(smem: ResourceProxy) -> None:
+    """Fill one stage per tile."""
+    with tile_loop():
+        smem.acquire()
+        smem.tma_load()
+        smem.commit()
+
+
+@schedule
+def store_schedule(smem: ResourceProxy, bias: ResourceProxy, dst: ResourceProxy) -> None:
+    """Per tile: wait for the stage, apply bias + activation on the way out, release it."""
+    with tile_loop():
+        smem.wait()
+        b = bias.load()
+        view = smem.read()
+        dst.store(view=view, bias=b)
+        smem.release()
+
+
+def make_plan() -> KernelPlan:
+    """The fused bias + activation copy as a kernel plan."""
+    pipeline = PipelineSpec(
+        PipelineType.TmaAsync,
+        stages=STAGES,
+        bytes_per_stage=TILE_BYTES,
+        producer_group=CooperativeGroupSpec("thread", 1),
+        consumer_group=CooperativeGroupSpec("thread", STORE_THREADS),
+    )
+    smem = StageBuffer(name="smem", pipeline_config=pipeline)
+    bias, dst = Bias(name="bias"), GlobalOut(name="dst")
+    tasks = [
+        TaskDeclaration([], [smem], LOAD_WARP, 1, load_schedule(smem), LOAD_REGS, name="load"),
+        TaskDeclaration(
+            [smem, bias],
+            [dst],
+            STORE_WARP,
+            STORE_WARPS,
+            store_schedule(smem, bias, dst),
+            STORE_REGS,
+            name="store",
+        ),
+    ]
+    return build_plan(
+        tasks, {dst: [smem, bias]}, name="bias_act_copy", block_warps=BLOCK_THREADS // 32
+    )
+
+
+PLAN = make_plan()
+
+
+def _tiles(dst: cute.Tensor) -> tuple[int, int]:
+    return cute.size(dst, mode=[0]) // TILE_M, cute.size(dst, mode=[1]) // TILE_N
+
+
+def _tma_load_atom(src: cute.Tensor) -> tuple[Any, Any]:
+    return cpasync.make_tiled_tma_atom(  # type: ignore[no-any-return]
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+
+
+class TsBiasAct:
+    """The TS kernel for one activation (call it like a ``@cute.jit`` function)."""
+
+    def __init__(self, act: str = DEFAULT_ACT) -> None:
+        self.act = act
+
+    @cute.kernel
+    def kernel(
+        self, tma_atom: cute.CopyAtom, g_src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor
+    ) -> None:
+        bidx, _, _ = cute.arch.block_idx()
+        gdim, _, _ = cute.arch.grid_dim()
+        tiles_m, tiles_n = _tiles(dst)
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+        g_tiles = cute.zipped_divide(g_src, (TILE_M, TILE_N))
+        smem = StageBuffer(
+            name="smem", tma_atom=tma_atom, g_tiles=g_tiles, s_tiles=s_tiles, tiles_n=tiles_n
+        )
+        bias_r = Bias(name="bias", rows=bias_rows(bias, TILE_M), tiles_n=tiles_n)
+        dst_r = GlobalOut(name="dst", tensor=dst, tiles_n=tiles_n, act=self.act)
+        loop = (bidx, tiles_m * tiles_n, gdim)
+        ts_codegen.emit_tasks(
+            PLAN,
+            [smem, bias_r, dst_r],
+            bounds={"load": [loop], "store": [loop]},
+            smem_allocator=alloc,
+        )
+
+    @cute.jit
+    def __call__(self, src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor) -> None:
+        tma_atom, g_src = _tma_load_atom(src)
+        self.kernel(tma_atom, g_src, bias, dst).launch(
+            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written twin: the same schedule in plain CuTe DSL
+# ---------------------------------------------------------------------------------------------
+
+
+class TwinBiasAct:
+    """The hand-written twin for one activation."""
+
+    def __init__(self, act: str = DEFAULT_ACT) -> None:
+        self.act = act
+
+    @cute.kernel
+    def kernel(
+        self, tma_atom: cute.CopyAtom, g_src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor
+    ) -> None:
+        bidx, _, _ = cute.arch.block_idx()
+        gdim, _, _ = cute.arch.grid_dim()
+        tiles_m, tiles_n = _tiles(dst)
+        num_tiles = tiles_m * tiles_n
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+        g_tiles = cute.zipped_divide(g_src, (TILE_M, TILE_N))
+        b_rows = bias_rows(bias, TILE_M)
+        bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8)
+        pipe = cpipe.PipelineTmaAsync.create(
+            num_stages=STAGES,
+            producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+            consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, STORE_THREADS),
+            tx_count=TILE_BYTES,
+            barrier_storage=bars,
+            enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
+            defer_sync=True,
+        )
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp < 4:
+            cute.arch.warpgroup_reg_dealloc(LOAD_REGS)
+        if warp < 1:
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
+            for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
+                pipe.producer_acquire(state)
+                m, n = tile_coord(t, tiles_n)
+                t_s, t_g = cpasync.tma_partition(
+                    tma_atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
+                )
+                cute.copy(
+                    tma_atom,
+                    t_g[(None, (m, n))],
+                    t_s[(None, state.index)],
+                    tma_bar_ptr=pipe.producer_get_barrier(state),
+                )
+                pipe.producer_commit(state)
+                state.advance()
+        if (warp >= STORE_WARP) & (warp < STORE_WARP + STORE_WARPS):
+            cute.arch.warpgroup_reg_alloc(STORE_REGS)
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+            for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
+                pipe.consumer_wait(state)
+                m, n = tile_coord(t, tiles_n)
+                b = load_bias(b_rows, n)
+                g = cute.local_tile(dst, (TILE_M, TILE_N), (m, n))
+                bias_act_tile(s_tiles[(None, None, state.index)], g, b, self.act)
+                pipe.consumer_release(state)
+                state.advance()
+
+    @cute.jit
+    def __call__(self, src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor) -> None:
+        tma_atom, g_src = _tma_load_atom(src)
+        self.kernel(tma_atom, g_src, bias, dst).launch(
+            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+        )
+
+
+ts_copy = TsBiasAct()
+twin_copy = TwinBiasAct()
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def fake_args(shape: tuple[int, int] = DEFAULT_SHAPE) -> tuple[Any, Any, Any]:
+    """Fake ``(src, bias, dst)`` for compiling ``ts_copy`` / ``twin_copy`` on the CPU."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    def matrix() -> Any:
+        return make_fake_compact_tensor(
+            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
+        )
+
+    bias = make_fake_compact_tensor(cutlass.Float16, (shape[1],), assumed_align=16)
+    return matrix(), bias, matrix()
+
+
+def _kernels(act: str) -> tuple[tuple[str, Any], ...]:
+    if act == DEFAULT_ACT:
+        return (("ts", ts_copy), ("twin", twin_copy))
+    return (("ts", TsBiasAct(act)), ("twin", TwinBiasAct(act)))
+
+
+def compile_only(shape: tuple[int, int], act: str = DEFAULT_ACT) -> dict[str, Any]:
+    """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
+    try:
+        from ts_verify import verify
+
+        verify(PLAN).raise_for_errors()
+        verified = True
+    except ImportError:
+        verified = False
+    result: dict[str, Any] = {
+        "example": "bias_act_copy",
+        "act": act,
+        "shape": list(shape),
+        "verified": verified,
+    }
+    for name, fn in _kernels(act):
+        _, ptx = compile_ptx(fn, *fake_args(shape))
+        result[name] = ts_codegen.count_instructions(ptx)
+        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
+        result[f"{name}_ops"] = dict(sorted(opcode_counts(ptx).items()))
+    result["same_counts"] = result["ts"] == result["twin"]
+    return result
+
+
+def reference(x: Any, bias: Any, act: str) -> Any:
+    """``act(x + bias)`` in fp32 by torch, rounded to fp16."""
+    import torch
+
+    y = x.float() + bias.float()
+    y = torch.relu(y) if act == "relu" else torch.nn.functional.gelu(y, approximate="tanh")
+    return y.half()
+
+
+def run_on_gpu(shape: tuple[int, int], iters: int, act: str = DEFAULT_ACT) -> dict[str, Any]:
+    """Run both kernels on the GPU, check against torch, time them."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    src_t = torch.randn(*shape, device="cuda", dtype=torch.float16)
+    bias_t = torch.randn(shape[1], device="cuda", dtype=torch.float16)
+    ref = reference(src_t, bias_t, act)
+    nbytes = src_t.numel() * 2
+    result: dict[str, Any] = {"example": "bias_act_copy", "act": act, "shape": list(shape)}
+    for name, fn in _kernels(act):
+        dst_t = torch.zeros_like(src_t)
+        src = from_dlpack(src_t, assumed_align=16)
+        bias = from_dlpack(bias_t, assumed_align=16)
+        dst = from_dlpack(dst_t, assumed_align=16)
+        compiled = cute.compile(fn, src, bias, dst)
+        compiled(src, bias, dst)
+        torch.cuda.synchronize()
+        if act == "relu":
+            ok = bool(torch.equal(dst_t, ref))
+        else:  # tanh.approx.f32: about 2^-11 relative error, then fp16 rounding
+            ok = bool(torch.allclose(dst_t.float(), ref.float(), atol=1e-2, rtol=1e-2))
+        max_err = float((dst_t.float() - ref.float()).abs().max())
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            compiled(src, bias, dst)
+        end.record()
+        torch.cuda.synchronize()
+        ms = start.elapsed_time(end) / iters
+        result[name] = {
+            "ok": ok,
+            "ms": ms,
+            "GBps": 2 * nbytes / (ms * 1e6),
+            "max_abs_err": max_err,
+        }
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
+    parser.add_argument("--act", choices=ACTS, default=DEFAULT_ACT, help="activation")
+    parser.add_argument("--m", type=int, default=DEFAULT_SHAPE[0], help="rows (multiple of 64)")
+    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help="columns (multiple of 256)")
+    parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
+    args = parser.parse_args(argv)
+    if args.m % TILE_M or args.n % TILE_N:
+        parser.error(f"--m must be a multiple of {TILE_M} and --n of {TILE_N}")
+    shape = (args.m, args.n)
+    if args.compile_only:
+        out = compile_only(shape, args.act)
+        out.pop("ts_ops")
+        out.pop("twin_ops")
+        print(json.dumps(out, sort_keys=True))
+        return 0 if out["same_counts"] else 1
+    out = run_on_gpu(shape, args.iters, args.act)
+    print(json.dumps(out, sort_keys=True))
+    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
