@@ -5,7 +5,7 @@ Prints a table, then one JSON line::
     python bench/verify_speed.py [--repeat N]
 
 The scaling series grow a warp-specialized persistent GEMM in stages (2..32) and a task chain
-in tasks (2..12, with 8 iterations and with a dynamic domain); the JSON line carries each time
+in tasks (3..48, with 8 iterations and with a dynamic domain); the JSON line carries each time
 and the growth exponent fitted on each series (1.0 = linear).
 """
 
@@ -199,7 +199,7 @@ def main() -> int:
     for plan in fixed:
         rows.append((plan.name, *timed(plan, args.repeat)))
     stage_series = [(s, timed(gemm_plan(s), args.repeat)[0]) for s in (2, 4, 8, 16, 32)]
-    sizes = (2, 3, 4, 6, 8, 12)
+    sizes = (3, 6, 12, 24, 48)
     task_series = [(n, timed(chain_plan(n, 8), args.repeat)[0]) for n in sizes]
     dyn_series = [(n, timed(chain_plan(n, None), args.repeat)[0]) for n in sizes]
     width = max(len(r[0]) for r in rows)

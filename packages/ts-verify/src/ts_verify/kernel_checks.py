@@ -26,7 +26,13 @@ from ts_ir import (
 )
 from ts_verify.diagnostics import Diagnostic
 
-__all__ = ["REGISTER_FILE", "arrivals_per_signal", "check_kernel", "steps_by_resource"]
+__all__ = [
+    "REGISTER_FILE",
+    "arrivals_per_signal",
+    "check_kernel",
+    "steps_by_resource",
+    "tasks_touching",
+]
 
 REGISTER_FILE = 65536
 """32-bit registers per SM (sm_90)."""
@@ -51,6 +57,19 @@ def steps_by_resource(task: TaskSpec) -> dict[str, tuple[Step, ...]]:
         _BY_RESOURCE.clear()
     _BY_RESOURCE[id(task)] = (task, result)
     return result
+
+
+def tasks_touching(plan: KernelPlan) -> dict[str, tuple[TaskSpec, ...]]:
+    """For every resource, the tasks whose schedules use it, in task order.
+
+    One pass over the plan, so that checks per resource cost the tasks that use it, not all of
+    them (a chain of n tasks has n resources: asking every task would be quadratic).
+    """
+    users: dict[str, list[TaskSpec]] = defaultdict(list)
+    for t in plan.tasks:
+        for resource in steps_by_resource(t):
+            users[resource].append(t)
+    return {r: tuple(ts) for r, ts in users.items()}
 
 
 def _ops(task: TaskSpec, resource: str, stages: tuple[ScheduleStage, ...]) -> list[Step]:
@@ -87,6 +106,7 @@ def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> i
 
 
 def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
+    touching = tasks_touching(plan)
     for res in plan.resources:
         if res.pipeline is None:
             continue
@@ -95,7 +115,7 @@ def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
             (Role.CONSUMER, ScheduleStage.ConsumerRelease, res.pipeline.consumer_group.size),
         )
         for role, signal, expected in sides:
-            users = [t for t in plan.tasks if _ops(t, res.name, _SIDE_OPS[role])]
+            users = [t for t in touching.get(res.name, ()) if _ops(t, res.name, _SIDE_OPS[role])]
             signals = [(t, _ops(t, res.name, (signal,))) for t in users]
             signals = [(t, ops) for t, ops in signals if ops]
             if not users:
@@ -140,7 +160,7 @@ def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
 
 def _warps(plan: KernelPlan) -> Iterator[Diagnostic]:
     tasks = list(plan.tasks)
-    for i, a in enumerate(tasks):
+    for a in tasks:
         if a.warp_start < 0 or a.num_warps < 1:
             yield Diagnostic(
                 "TS-V205",
@@ -157,17 +177,23 @@ def _warps(plan: KernelPlan) -> Iterator[Diagnostic]:
                 task=a.name,
                 location=a.location,
             )
-        for b in tasks[i + 1 :]:
-            shared = set(a.warps) & set(b.warps)
-            if shared:
-                yield Diagnostic(
-                    "TS-V204",
-                    f"tasks `{a.name}` (warps {a.warp_start}..{a.warp_end - 1}) and `{b.name}` "
-                    f"(warps {b.warp_start}..{b.warp_end - 1}) share warps "
-                    f"{sorted(shared)}; a warp runs one task",
-                    task=b.name,
-                    location=b.location,
-                )
+    # Which tasks claim each warp: linear in warps, and every overlapping pair once.
+    owners: dict[int, list[int]] = defaultdict(list)
+    for i, t in enumerate(tasks):
+        for w in t.warps:
+            owners[w].append(i)
+    pairs = sorted({(i, j) for ids in owners.values() for i in ids for j in ids if i < j})
+    for i, j in pairs:
+        a, b = tasks[i], tasks[j]
+        shared = set(a.warps) & set(b.warps)
+        yield Diagnostic(
+            "TS-V204",
+            f"tasks `{a.name}` (warps {a.warp_start}..{a.warp_end - 1}) and `{b.name}` "
+            f"(warps {b.warp_start}..{b.warp_end - 1}) share warps "
+            f"{sorted(shared)}; a warp runs one task",
+            task=b.name,
+            location=b.location,
+        )
 
 
 def _registers(plan: KernelPlan) -> Iterator[Diagnostic]:

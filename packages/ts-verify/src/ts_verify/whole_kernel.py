@@ -38,12 +38,13 @@ from ts_ir import (
     OpaqueCondition,
     Role,
     Skippable,
+    TaskSpec,
     WorkTileLoop,
     iter_nodes,
 )
 from ts_verify.counting import Polynomial, count_polynomial, evaluate
 from ts_verify.diagnostics import Diagnostic, Trace
-from ts_verify.kernel_checks import steps_by_resource
+from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
 
@@ -52,9 +53,9 @@ __all__ = ["check_counts", "check_runs", "run_valuation", "valuations"]
 _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 
 
-def _opens(plan: KernelPlan, resource: str) -> dict[str, Polynomial]:
+def _opens(plan: KernelPlan, resource: str, users: tuple[TaskSpec, ...]) -> dict[str, Polynomial]:
     out = {}
-    for t in plan.tasks:
+    for t in users:
         steps = steps_by_resource(t).get(resource, ())
         for role, stage in _OPENS.items():
             # Every task that runs this side's pipeline ops takes part, even one whose count is
@@ -106,10 +107,11 @@ def _witness(polys: dict[str, Polynomial]) -> tuple[str, dict[str, int]]:
 def check_counts(plan: KernelPlan) -> list[Diagnostic]:
     """TS-V301 for every resource whose tasks open its brackets unequally often."""
     out = []
+    touching = tasks_touching(plan)
     for res in plan.resources:
         if res.pipeline is None:
             continue
-        polys = _opens(plan, res.name)
+        polys = _opens(plan, res.name, touching.get(res.name, ()))
         if len({tuple(sorted(p.items())) for p in polys.values()}) <= 1:
             continue
         when, counts = _witness(polys)
@@ -136,10 +138,11 @@ _CYCLE_SEARCH_LIMIT = 20000
 def _ring_edges(plan: KernelPlan) -> list[tuple[str, str, int]]:
     """(task, task, stages) for every producer/consumer pair of every ring."""
     edges: list[tuple[str, str, int]] = []
+    users = tasks_touching(plan)
     for res in plan.resources:
         if res.pipeline is None:
             continue
-        touching = {t.name: steps_by_resource(t).get(res.name, ()) for t in plan.tasks}
+        touching = {t.name: steps_by_resource(t).get(res.name, ()) for t in users.get(res.name, ())}
         producers = [
             t
             for t, st in touching.items()
