@@ -56,3 +56,15 @@ def test_demo_rejects_unknown_example() -> None:
     )
     assert proc.returncode != 0
     assert "unknown example" in proc.stderr
+
+
+def test_demo_compiles_the_hopper_examples() -> None:
+    pytest.importorskip("cutlass")
+    out = run_demo("--table-only")
+    hopper = sorted(p.stem for p in (ROOT / "examples" / "hopper").glob("*.py"))
+    assert hopper
+    for name in hopper:
+        assert f"=== examples/hopper/{name}.py: compile for sm_90a ===" in out
+    results = [json.loads(line) for line in out.splitlines() if line.startswith('{"')]
+    assert len(results) == len(hopper)
+    assert all(r["same_counts"] and r["verified"] for r in results)

@@ -126,6 +126,7 @@ def test_facade_reexports_the_layer_objects() -> None:
             assert getattr(mod, name).__module__.split(".")[0] in {
                 "ts_ir",
                 "ts_trace",
+                "ts_runtime",
                 "typing",
                 "types",
             }, (

@@ -2,16 +2,22 @@
 
 For every ``examples/schedules/*.py`` module (each defines ``kernel() -> KernelPlan``), print
 the schedule table (one column per task), the verification report (ts-verify: brackets,
-declarations, deadlocks and races for all trip counts) and the plan as JSON. Usage::
+declarations, deadlocks and races for all trip counts) and the plan as JSON. Then, when the
+CuTe DSL is installed, compile every ``examples/hopper/*.py`` kernel for sm_90a and print its
+PTX instruction counts next to its hand-written twin's; on a machine with a CUDA GPU, also run
+it and check it against torch. Usage::
 
-    python tools/demo.py [--json-only | --table-only] [EXAMPLE ...]
+    python tools/demo.py [--json-only | --table-only] [--no-hopper] [EXAMPLE ...]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -19,6 +25,7 @@ from ts_ir import KernelPlan, render_plan_table, to_json
 from ts_verify import verify
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "schedules"
+HOPPER = EXAMPLES.parent / "hopper"
 
 
 def load_example(path: Path) -> ModuleType:
@@ -54,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--json-only", action="store_true", help="print only the JSON")
     group.add_argument("--table-only", action="store_true", help="print only the tables")
+    parser.add_argument("--no-hopper", action="store_true", help="skip the Hopper kernels")
     args = parser.parse_args(argv)
     failed = False
     for path in example_paths(args.examples):
@@ -68,7 +76,40 @@ def main(argv: list[str] | None = None) -> int:
         if not args.table_only:
             print(to_json(plan))
             print()
+    if not args.no_hopper and not args.examples:
+        failed |= not run_hopper_examples()
     return 1 if failed else 0
+
+
+def _gpu_present() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def run_hopper_examples() -> bool:
+    """Compile (and, with a GPU, run) every Hopper example; True when all succeed."""
+    if importlib.util.find_spec("cutlass") is None:
+        print("(the CuTe DSL is not installed: skipping examples/hopper)")
+        return True
+    modes = [["--compile-only"]] + ([[]] if _gpu_present() else [])
+    env = dict(os.environ, CUTE_DSL_ARCH=os.environ.get("CUTE_DSL_ARCH", "sm_90a"))
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="ts_demo_ptx_") as dump:
+        env.setdefault("CUTE_DSL_DUMP_DIR", dump)
+        for path in sorted(HOPPER.glob("*.py")):
+            for mode in modes:
+                what = "compile for sm_90a" if mode else "run on the GPU"
+                print(f"=== {path.relative_to(HOPPER.parent.parent)}: {what} ===", flush=True)
+                proc = subprocess.run(
+                    [sys.executable, str(path), *mode], env=env, capture_output=True, text=True
+                )
+                lines = (proc.stdout or proc.stderr).strip().splitlines()
+                print(lines[-1] if lines else "(no output)")
+                ok &= proc.returncode == 0
+    return ok
 
 
 if __name__ == "__main__":

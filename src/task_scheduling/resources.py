@@ -1,13 +1,15 @@
-"""Resources, work decorators and task-local variables (re-exported from :mod:`ts_trace`)."""
+"""Resources, work decorators, task-local variables and ``PipelineConfig`` (re-exports)."""
 
 from ts_ir.enums import WorkAttr
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
 from ts_trace.task_local import TaskLocalVariable
 from ts_trace.work import consumer_work, producer_work
+from ts_runtime.pipeline_config import PipelineConfig
 
 __all__ = [
     "MemoryResource",
+    "PipelineConfig",
     "StageInfo",
     "TaskLocalVariable",
     "WorkAttr",

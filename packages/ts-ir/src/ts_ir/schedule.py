@@ -140,10 +140,13 @@ class RuntimeBound:
     """A loop bound that is a runtime value (for example a DSL integer computed in the kernel).
 
     Attributes:
-        name: A readable name of the value (its ``repr`` at trace time).
+        name: A readable name of the value (its type name at trace time).
+        value: The value itself, kept for lowering; ignored by equality and JSON.
     """
 
     name: str
+    # Not compared, hashed or serialized: a plan means the same whatever the value is.
+    value: object = dataclasses.field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """A short rendering for tables and messages."""

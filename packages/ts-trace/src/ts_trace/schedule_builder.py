@@ -438,7 +438,7 @@ def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocati
                 **common,
             )
         return DynamicBound(qualname)
-    return RuntimeBound(type(value).__name__)
+    return RuntimeBound(type(value).__name__, value)
 
 
 class DomainLoopProxy:

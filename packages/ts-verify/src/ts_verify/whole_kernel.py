@@ -48,7 +48,7 @@ from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
 
-__all__ = ["check_counts", "check_runs", "run_valuation", "valuations"]
+__all__ = ["check_counts", "check_runs", "cycle_slack", "run_valuation", "valuations"]
 
 _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 

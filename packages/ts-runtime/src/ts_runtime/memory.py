@@ -1,0 +1,339 @@
+"""Shared memory: named allocations, a declarative layout, and typed views inside the kernel.
+
+On the host (or at kernel trace time, before any SMEM is touched) an :class:`SmemAllocator`
+collects :class:`SmemAllocation` s, from resources (``add_resource``) or directly (``add``), and
+alias groups whose phases share storage, then lays them out once (``compute_layout``, built on
+:func:`ts_ir.compute_smem_layout`; the mbarriers of every pipelined resource follow the data).
+
+Inside the ``@cute.kernel``, ``allocate()`` reserves the laid-out data block in SMEM with the
+CuTe DSL's ``cutlass.memory.SmemAllocator`` and ``get(alloc)`` returns a typed view of one
+allocation. The pipelines' mbarriers are carved after the data, from the same allocator
+(:meth:`SmemAllocator.allocate_array`, which the code generator calls).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from ts_ir import SmemAllocationSpec, SmemLayout, compute_smem_layout
+from ts_ir.smem import DEFAULT_SMEM_CAPACITY
+
+__all__ = ["ResourceContext", "SmemAllocation", "SmemAllocator"]
+
+
+def _dtype_name(dtype: Any) -> str:
+    return "" if dtype is None else str(getattr(dtype, "__name__", dtype))
+
+
+@dataclasses.dataclass
+class SmemAllocation:
+    """A named SMEM byte region.
+
+    If ``dtype`` is given and ``size_bytes`` is 0, the size is ``count * dtype.width // 8``.
+    ``offset`` is filled in by :meth:`SmemAllocator.compute_layout`.
+
+    Attributes:
+        name: Unique name within the kernel (``resource.region`` by convention).
+        size_bytes: Size in bytes.
+        alignment: Byte alignment, a power of two.
+        dtype: Element type of the typed view (a CuTe DSL numeric type), or None for bytes.
+        count: Number of elements of ``dtype``.
+        offset: Byte offset from the start of the SMEM block (after ``compute_layout``).
+    """
+
+    name: str
+    size_bytes: int = 0
+    alignment: int = 128
+    dtype: Any = None
+    count: int = 1
+    offset: int = dataclasses.field(default=0, init=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"SmemAllocation needs a non-empty name, got {self.name!r}")
+        a = self.alignment
+        if isinstance(a, bool) or not isinstance(a, int) or a < 1 or a & (a - 1):
+            raise ValueError(f"SmemAllocation {self.name!r}: alignment {a!r} is not a power of 2")
+        if self.count < 0:
+            raise ValueError(f"SmemAllocation {self.name!r}: count must be >= 0")
+        if self.size_bytes == 0 and self.dtype is not None:
+            width = getattr(self.dtype, "width", None)
+            if not isinstance(width, int):
+                raise ValueError(
+                    f"SmemAllocation {self.name!r}: dtype {self.dtype!r} has no integer bit "
+                    "width; pass size_bytes"
+                )
+            self.size_bytes = self.count * width // 8
+        if self.size_bytes < 0:
+            raise ValueError(f"SmemAllocation {self.name!r}: size_bytes must be >= 0")
+
+    def to_spec(self) -> SmemAllocationSpec:
+        """The allocation as IR."""
+        return SmemAllocationSpec(
+            self.name, self.size_bytes, self.alignment, _dtype_name(self.dtype), self.count
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ResourceContext:
+    """Kernel-wide context attached to every ``StageInfo`` (``stage_info.context``).
+
+    Attributes:
+        smem_base: The SMEM block (a ``Uint8`` pointer) allocated by :class:`SmemAllocator`.
+        tmem_ptr_i32: The SMEM word holding the TMEM base address (Blackwell; None on Hopper).
+        smem_allocator: The allocator, for typed views: ``context.smem_allocator.get(alloc)``.
+    """
+
+    smem_base: Any = None
+    tmem_ptr_i32: Any = None
+    smem_allocator: Any = None
+
+
+def _as_allocation(alloc: Any) -> SmemAllocation:
+    if isinstance(alloc, SmemAllocation):
+        return alloc
+    if isinstance(alloc, SmemAllocationSpec):
+        return SmemAllocation(alloc.name, alloc.size_bytes, alloc.alignment, None, alloc.count)
+    raise TypeError(f"expected an SmemAllocation, got {alloc!r}")
+
+
+class SmemAllocator:
+    """Declarative bump allocator for one SMEM block (data, then mbarriers).
+
+    ``compute_layout`` may run once; afterwards allocations have their ``offset`` and no more
+    can be added. Blocks are placed by alignment (largest first), alias-group phases share a
+    base, and each pipelined resource added with :meth:`add_resource` reserves
+    ``num_stages * 16`` bytes of mbarriers after the data.
+    """
+
+    def __init__(self) -> None:
+        self._allocs: list[SmemAllocation] = []
+        self._names: set[str] = set()
+        self._alias_groups: list[list[list[SmemAllocation]]] = []
+        self._resources: list[Any] = []
+        self._barrier_bytes = 0
+        self._layout: SmemLayout | None = None
+        self._capacity = DEFAULT_SMEM_CAPACITY
+        self._inner: Any = None
+        self._base: Any = None
+
+    # -- declaration ---------------------------------------------------------------------------
+
+    def _check_open(self, what: str) -> None:
+        if self._layout is not None:
+            raise RuntimeError(f"SmemAllocator.{what}: compute_layout() has already run")
+
+    def _register(self, alloc: Any) -> SmemAllocation:
+        a = _as_allocation(alloc)
+        if any(a is b for b in self._allocs):
+            return a
+        if a.name in self._names:
+            raise ValueError(
+                f"SMEM allocation {a.name!r} is declared twice; give each allocation a unique "
+                "name (by convention 'resource.region')"
+            )
+        self._names.add(a.name)
+        self._allocs.append(a)
+        return a
+
+    def add(self, alloc: SmemAllocation) -> SmemAllocation:
+        """Add one allocation; returns it (its ``offset`` is set by ``compute_layout``)."""
+        self._check_open("add")
+        return self._register(alloc)
+
+    def add_resource(self, resource: Any) -> Any:
+        """Add a resource's ``get_smem_requirements()`` and its pipeline's mbarrier bytes."""
+        self._check_open("add_resource")
+        if any(resource is r for r in self._resources):
+            return resource
+        self._resources.append(resource)
+        for alloc in resource.get_smem_requirements():
+            self._register(alloc)
+        cfg = getattr(resource, "pipeline_config", None)
+        if cfg is not None and getattr(cfg, "barrier_ptr", None) is None:
+            # A PipelineConfig (num_stages) or a ts_ir.PipelineSpec (stages).
+            stages: Any = getattr(cfg, "num_stages", getattr(cfg, "stages", 0))
+            self._barrier_bytes += int(stages) * 16
+        return resource
+
+    def add_alias_group(self, phases: Sequence[Sequence[SmemAllocation]]) -> None:
+        """Let the phases (lists of allocations) share one region: never live together.
+
+        Raises:
+            ValueError: Fewer than two phases.
+        """
+        self._check_open("add_alias_group")
+        if isinstance(phases, (str, bytes)) or len(phases) < 2:
+            raise ValueError(
+                f"an alias group needs at least two phases (lists of allocations), got {phases!r}"
+            )
+        group = [[self._register(a) for a in phase] for phase in phases]
+        self._alias_groups.append(group)
+
+    def compute_layout(self, capacity: int | None = None) -> SmemLayout:
+        """Lay out every allocation once and fill in the offsets.
+
+        Args:
+            capacity: SMEM bytes per CTA (default 232448); an overflow is reported by the
+                ``TaskManager``, not here.
+
+        Raises:
+            RuntimeError: The layout was already computed.
+            ts_ir.SmemLayoutError: Malformed declarations.
+        """
+        self._check_open("compute_layout")
+        if capacity is not None:
+            self._capacity = capacity
+        layout = compute_smem_layout(
+            tuple(a.to_spec() for a in self._allocs),
+            self.alias_groups_by_name(),
+            barrier_bytes=self._barrier_bytes,
+            capacity=self._capacity,
+        )
+        for a in self._allocs:
+            a.offset = layout.placement(a.name).offset
+        self._layout = layout
+        return layout
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def alias_groups_by_name(self) -> tuple[tuple[tuple[str, ...], ...], ...]:
+        """The alias groups as allocation names (what ``ts_trace.build_plan`` takes)."""
+        return tuple(
+            tuple(tuple(a.name for a in phase) for phase in group) for group in self._alias_groups
+        )
+
+    @property
+    def allocations(self) -> tuple[SmemAllocation, ...]:
+        """Every allocation, in declaration order."""
+        return tuple(self._allocs)
+
+    @property
+    def resources(self) -> tuple[Any, ...]:
+        """The resources added with :meth:`add_resource`."""
+        return tuple(self._resources)
+
+    @property
+    def layout(self) -> SmemLayout:
+        """The computed layout (computed now if needed)."""
+        if self._layout is None:
+            return self.compute_layout()
+        return self._layout
+
+    @property
+    def is_laid_out(self) -> bool:
+        """True once :meth:`compute_layout` has run."""
+        return self._layout is not None
+
+    @property
+    def barrier_smem_bytes(self) -> int:
+        """Bytes of mbarriers reserved for the added resources' pipelines."""
+        return self._barrier_bytes
+
+    @property
+    def data_smem_bytes(self) -> int:
+        """Bytes of the data region (rounded up to 8)."""
+        return self.layout.data_bytes
+
+    @property
+    def total(self) -> int:
+        """The size in bytes of the whole block, data plus mbarriers."""
+        return self.layout.total
+
+    @property
+    def total_smem_bytes(self) -> int:
+        """Same as :attr:`total`."""
+        return self.total
+
+    def print_usage_report(self) -> None:
+        """Print the layout table and the data / barrier / total / capacity summary."""
+        print(self.layout.report())
+
+    # -- inside the kernel ---------------------------------------------------------------------
+
+    def allocate(self, inner: Any = None) -> Any:
+        """Reserve the data block in SMEM (kernel trace time); returns its ``Uint8`` pointer.
+
+        Args:
+            inner: A ``cutlass.memory.SmemAllocator`` to allocate from (a new one when None);
+                the pipelines' mbarriers are allocated after the block from the same one.
+        """
+        if self._base is not None:
+            return self._base
+        import cutlass
+        from cutlass.memory import SmemAllocator as _DslAllocator
+
+        layout = self.layout
+        self._inner = _DslAllocator() if inner is None else inner
+        alignment = max((a.alignment for a in self._allocs), default=8)
+        size = max(layout.data_bytes, 8)
+        self._base = self._inner.allocate_array(
+            cutlass.Uint8, num_elems=size, byte_alignment=max(alignment, 8)
+        )
+        return self._base
+
+    @property
+    def smem_base(self) -> Any:
+        """The SMEM block's pointer (after :meth:`allocate`)."""
+        if self._base is None:
+            raise RuntimeError("SmemAllocator.smem_base: call allocate() inside the kernel first")
+        return self._base
+
+    @property
+    def dsl_allocator(self) -> Any:
+        """The CuTe DSL allocator the block came from (after :meth:`allocate`)."""
+        if self._inner is None:
+            raise RuntimeError("SmemAllocator: call allocate() inside the kernel first")
+        return self._inner
+
+    def allocate_array(
+        self, element_type: Any, num_elems: int = 1, *, byte_alignment: int = 1
+    ) -> Any:
+        """SMEM after the data block (the code generator takes mbarrier storage from here)."""
+        if self._inner is None:
+            self.allocate()
+        return self._inner.allocate_array(
+            element_type, num_elems=num_elems, byte_alignment=byte_alignment
+        )
+
+    def get_as_type(
+        self, alloc: SmemAllocation, dtype: Any, count: int = 1, *, layout: Any = None
+    ) -> Any:
+        """A tensor of ``dtype`` over ``alloc``'s bytes: 1-D of ``count`` elements, or ``layout``.
+
+        Raises:
+            KeyError: ``alloc`` was not added to this allocator.
+            ValueError: The view needs more bytes than the allocation has.
+        """
+        import cutlass.cute as cute
+
+        a = _as_allocation(alloc)
+        if a.name not in self._names:
+            raise KeyError(f"SMEM allocation {a.name!r} was not added to this allocator")
+        width = int(dtype.width)
+        if layout is not None:
+            count = int(cute.cosize(layout))
+        if count * width // 8 > a.size_bytes:
+            raise ValueError(
+                f"SMEM allocation {a.name!r} has {a.size_bytes} bytes, too few for {count} x "
+                f"{_dtype_name(dtype)}"
+            )
+        placement = self.layout.placement(a.name)
+        ptr = self.smem_base + placement.offset
+        typed = cute.recast_ptr(ptr, dtype=dtype)
+        return cute.make_tensor(typed, cute.make_layout(count) if layout is None else layout)
+
+    def get(self, alloc: SmemAllocation, *, layout: Any = None) -> Any:
+        """A typed tensor over ``alloc`` (kernel trace time).
+
+        The element type is ``alloc.dtype`` (bytes without one); the tensor is 1-D of
+        ``alloc.count`` elements, or shaped by ``layout`` (e.g. a multi-stage tile ring).
+        """
+        import cutlass
+
+        a = _as_allocation(alloc)
+        if a.dtype is None:
+            return self.get_as_type(a, cutlass.Uint8, a.size_bytes, layout=layout)
+        return self.get_as_type(a, a.dtype, a.count, layout=layout)

@@ -1,0 +1,396 @@
+"""``PipelineConfig``: the immutable description of a resource's mbarrier pipeline.
+
+Build one with a factory, one per pipeline type::
+
+    cfg = PipelineConfig.create_tma_async_pipeline_cfg(
+        num_stages=4,
+        producer_group=CooperativeGroup(Agent.Thread, 1),
+        consumer_group=CooperativeGroup(Agent.Thread, 256),
+        num_bytes=128 * 64 * 2,
+    )
+
+The fields are those of the documented API, in the documented order. Hopper lowering supports
+``AsyncAsync`` and ``TmaAsync`` with every thread signaling; every other option must keep its
+default, and setting it raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at
+construction (not a silent wrong kernel later). The Blackwell pipeline types (UMMA, CLC) raise
+:class:`~ts_runtime.errors.UnsupportedOnTarget` from their factories when the target is sm_90.
+
+This module does not need the CuTe DSL: ``producer_group`` / ``consumer_group`` are read by
+their ``agent`` and ``size`` (a ``cutlass.pipeline.CooperativeGroup`` or a
+:class:`ts_ir.CooperativeGroupSpec`), so a kernel can be planned and verified without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, SignalingThreads
+from ts_runtime.errors import RuntimeConfigError, UnsupportedFeatureError, UnsupportedOnTarget
+from ts_runtime.target import current_target, is_blackwell_or_later
+
+__all__ = ["InterleaveStride", "PipelineConfig", "default_pipeline_op"]
+
+InterleaveStride = int | tuple[int, int, int, int]
+"""One stride for every role, or (acquire, commit, wait, release)."""
+
+_HOPPER_TYPES = (PipelineType.AsyncAsync, PipelineType.TmaAsync)
+
+# What to use instead of a Blackwell-only pipeline type on Hopper.
+_HOPPER_ALTERNATIVE = {
+    PipelineType.TmaUmma: "TmaAsync (TMA loads into SMEM, consumed by WGMMA warpgroups)",
+    PipelineType.UmmaAsync: "AsyncAsync (WGMMA accumulators live in registers; hand results to "
+    "the epilogue through an AsyncAsync pipeline or keep them in the same task)",
+    PipelineType.AsyncUmma: "AsyncAsync (the consumer is a WGMMA warpgroup, not UMMA)",
+    PipelineType.UmmaUmma: "AsyncAsync between WGMMA warpgroups",
+    PipelineType.ClcFetchAsync: "a WorkQueue driven by a global atomic tile counter "
+    "(Hopper has no cluster launch control)",
+}
+
+
+def default_pipeline_op() -> Any:
+    """``cutlass.pipeline.PipelineOp.AsyncThread`` (``"AsyncThread"`` without the DSL)."""
+    try:
+        from cutlass.pipeline import PipelineOp
+    except ImportError:  # planning on a machine without the CuTe DSL
+        return "AsyncThread"
+    return PipelineOp.AsyncThread
+
+
+def _op_name(op: object) -> str:
+    return str(getattr(op, "name", op))
+
+
+def _group_size(group: object, side: str) -> int:
+    size = getattr(group, "size", None)
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise RuntimeConfigError(
+            f"PipelineConfig.{side}_group must have an integer size >= 1, got {group!r}",
+            fix=f"pass cutlass.pipeline.CooperativeGroup(Agent.Thread, n) as {side}_group",
+        )
+    return size
+
+
+def _group_spec(group: object, side: str) -> CooperativeGroupSpec:
+    if isinstance(group, CooperativeGroupSpec):
+        return group
+    agent = str(getattr(group, "agent", "thread")).lower()
+    return CooperativeGroupSpec("warp" if "warp" in agent else "thread", _group_size(group, side))
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineConfig:
+    """Immutable pipeline descriptor (fields in the documented order).
+
+    Attributes:
+        num_stages: Ring stages (a full and an empty mbarrier each).
+        num_bytes: Transaction bytes per stage (the bytes a TMA producer's loads deliver).
+        producer_group: Arrivals that complete a full barrier (``CooperativeGroup``).
+        consumer_group: Arrivals that complete an empty barrier (``CooperativeGroup``).
+        pipeline_type: The ``<Producer><Consumer>`` barrier protocol.
+        barrier_ptr: Preset barrier storage (not supported yet: must be None).
+        cta_layout_vmnk: Cluster layout for multicast (not supported yet: None).
+        producer_signaling_threads: Which producer threads signal (only ``All`` yet).
+        consumer_signaling_threads: Which consumer threads signal (only ``All`` yet).
+        consumer_wait_signaling_threads: Which consumer threads wait (only None yet).
+        umma_consumer_producer_op: Producer op of UMMA-consumer pipelines (``AsyncThread``).
+        advance_on_wait: Advance the consumer state on wait (not supported yet: False).
+        advance_on_acquire: Advance the producer state on acquire (not supported yet: False).
+        num_bytes_per_warp_per_cta: Per-warp transaction bytes (not supported yet: None).
+        mcast_mode_mn: Multicast mode (not supported yet: ``(1, 1)``).
+        interleave_stride: Per-role op interleaving (not supported yet: 1).
+        async_producer_op: Producer op of async producers (``AsyncThread``).
+    """
+
+    num_stages: int
+    num_bytes: int
+    producer_group: Any
+    consumer_group: Any
+    pipeline_type: PipelineType
+    barrier_ptr: Any = None
+    cta_layout_vmnk: Any = None
+    producer_signaling_threads: SignalingThreads = SignalingThreads.All
+    consumer_signaling_threads: SignalingThreads = SignalingThreads.All
+    consumer_wait_signaling_threads: SignalingThreads | None = None
+    umma_consumer_producer_op: Any = dataclasses.field(default_factory=default_pipeline_op)
+    advance_on_wait: bool = False
+    advance_on_acquire: bool = False
+    num_bytes_per_warp_per_cta: int | None = None
+    mcast_mode_mn: tuple[int, int] = (1, 1)
+    interleave_stride: InterleaveStride = 1
+    async_producer_op: Any = dataclasses.field(default_factory=default_pipeline_op)
+
+    def __post_init__(self) -> None:
+        ptype = self.pipeline_type
+        if not isinstance(ptype, PipelineType):
+            try:
+                ptype = PipelineType(str(getattr(ptype, "value", ptype)))
+            except ValueError:
+                raise RuntimeConfigError(
+                    f"PipelineConfig.pipeline_type={self.pipeline_type!r} is not a PipelineType",
+                    fix="use a PipelineConfig.create_*_pipeline_cfg factory",
+                ) from None
+            object.__setattr__(self, "pipeline_type", ptype)
+        if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int):
+            raise RuntimeConfigError(
+                f"PipelineConfig.num_stages must be a Python int, got {self.num_stages!r}"
+            )
+        if self.num_stages < 1:
+            raise RuntimeConfigError(
+                f"PipelineConfig.num_stages must be >= 1, got {self.num_stages}"
+            )
+        if isinstance(self.num_bytes, bool) or not isinstance(self.num_bytes, int):
+            raise RuntimeConfigError(
+                f"PipelineConfig.num_bytes must be a Python int, got {self.num_bytes!r}"
+            )
+        if self.num_bytes < 0:
+            raise RuntimeConfigError(f"PipelineConfig.num_bytes must be >= 0, got {self.num_bytes}")
+        if ptype.producer_is_tma and self.num_bytes == 0:
+            raise RuntimeConfigError(
+                f"a {ptype.value} pipeline needs num_bytes > 0: the full barrier of a stage "
+                "completes when the TMA loads have delivered that many bytes",
+                fix="pass num_bytes=<bytes one stage's TMA loads write>",
+            )
+        _group_size(self.producer_group, "producer")
+        _group_size(self.consumer_group, "consumer")
+        for name in ("producer_signaling_threads", "consumer_signaling_threads"):
+            value = getattr(self, name)
+            SignalingThreads.validate(value, name)
+        self._check_defaults()
+
+    def _check_defaults(self) -> None:
+        """Options not lowered yet must keep their default."""
+        unsupported: list[tuple[str, object, object]] = []
+        if self.barrier_ptr is not None:
+            unsupported.append(("barrier_ptr", self.barrier_ptr, None))
+        if self.cta_layout_vmnk is not None:
+            unsupported.append(("cta_layout_vmnk", self.cta_layout_vmnk, None))
+        for name in ("producer_signaling_threads", "consumer_signaling_threads"):
+            if getattr(self, name) != SignalingThreads.All:
+                unsupported.append((name, getattr(self, name), "SignalingThreads.All"))
+        if self.consumer_wait_signaling_threads is not None:
+            unsupported.append(
+                ("consumer_wait_signaling_threads", self.consumer_wait_signaling_threads, None)
+            )
+        for name in ("umma_consumer_producer_op", "async_producer_op"):
+            if _op_name(getattr(self, name)) != "AsyncThread":
+                unsupported.append((name, getattr(self, name), "PipelineOp.AsyncThread"))
+        for name in ("advance_on_wait", "advance_on_acquire"):
+            if getattr(self, name) is not False:
+                unsupported.append((name, getattr(self, name), False))
+        if self.num_bytes_per_warp_per_cta is not None:
+            unsupported.append(
+                ("num_bytes_per_warp_per_cta", self.num_bytes_per_warp_per_cta, None)
+            )
+        if tuple(self.mcast_mode_mn) != (1, 1):
+            unsupported.append(("mcast_mode_mn", self.mcast_mode_mn, (1, 1)))
+        if self.interleave_strides != (1, 1, 1, 1):
+            unsupported.append(("interleave_stride", self.interleave_stride, 1))
+        if unsupported:
+            name, value, default = unsupported[0]
+            raise UnsupportedFeatureError(
+                f"PipelineConfig.{name}={value!r} is not supported by this TS version (only "
+                f"{default!r}); the Hopper lowering would ignore it and build a different "
+                "kernel than described",
+                fix=f"leave {name} at its default",
+            )
+
+    # -- interleave strides (documented properties) -------------------------------------------
+
+    @property
+    def interleave_strides(self) -> tuple[int, int, int, int]:
+        """(acquire, commit, wait, release) strides after normalisation."""
+        s = self.interleave_stride
+        if isinstance(s, int):
+            return (s, s, s, s)
+        t = tuple(s)
+        if len(t) != 4 or not all(isinstance(x, int) for x in t):
+            raise RuntimeConfigError(
+                f"PipelineConfig.interleave_stride={s!r} must be an int or a 4-tuple of ints"
+            )
+        return (t[0], t[1], t[2], t[3])
+
+    @property
+    def producer_acquire_interleave_stride(self) -> int:
+        """Stride of producer acquires."""
+        return self.interleave_strides[0]
+
+    @property
+    def producer_commit_interleave_stride(self) -> int:
+        """Stride of producer commits."""
+        return self.interleave_strides[1]
+
+    @property
+    def consumer_wait_interleave_stride(self) -> int:
+        """Stride of consumer waits."""
+        return self.interleave_strides[2]
+
+    @property
+    def consumer_release_interleave_stride(self) -> int:
+        """Stride of consumer releases."""
+        return self.interleave_strides[3]
+
+    @property
+    def max_interleave_stride(self) -> int:
+        """The largest per-role stride."""
+        return max(self.interleave_strides)
+
+    @property
+    def has_interleaved_stride(self) -> bool:
+        """True when any role's stride is above 1."""
+        return self.max_interleave_stride > 1
+
+    # -- IR ----------------------------------------------------------------------------------
+
+    @property
+    def barrier_bytes(self) -> int:
+        """SMEM bytes of the ring's mbarriers (16 per stage)."""
+        return self.num_stages * 16
+
+    def to_spec(self) -> PipelineSpec:
+        """The pipeline as a :class:`ts_ir.PipelineSpec` (what verification and lowering read)."""
+        return PipelineSpec(
+            type=self.pipeline_type,
+            stages=self.num_stages,
+            bytes_per_stage=self.num_bytes,
+            producer_group=_group_spec(self.producer_group, "producer"),
+            consumer_group=_group_spec(self.consumer_group, "consumer"),
+            producer_signaling=self.producer_signaling_threads,
+            consumer_signaling=self.consumer_signaling_threads,
+        )
+
+    # -- factories ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _make(
+        ptype: PipelineType,
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int,
+        options: dict[str, Any],
+    ) -> PipelineConfig:
+        if ptype not in _HOPPER_TYPES:
+            target = current_target()
+            if not is_blackwell_or_later(target):
+                factory = _factory_name(ptype)
+                raise UnsupportedOnTarget(
+                    f"PipelineConfig.{factory}: the {ptype.value} pipeline needs Blackwell "
+                    f"(sm_100a: UMMA/TMEM or CLC), but the target is {target}",
+                    pipeline_type=ptype.value,
+                    target=target,
+                    fix=f"on Hopper use {_HOPPER_ALTERNATIVE[ptype]}; or compile for sm_100a "
+                    "(CUTE_DSL_ARCH=sm_100a)",
+                )
+        return PipelineConfig(
+            num_stages, num_bytes, producer_group, consumer_group, ptype, **options
+        )
+
+    @staticmethod
+    def create_async_async_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """An ``AsyncAsync`` pipeline: threads arrive on both barriers (``PipelineAsync``).
+
+        ``options`` are further PipelineConfig fields by name.
+        """
+        return PipelineConfig._make(
+            PipelineType.AsyncAsync, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_tma_async_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``TmaAsync`` pipeline: TMA loads complete the full barrier with ``num_bytes``."""
+        return PipelineConfig._make(
+            PipelineType.TmaAsync, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_tma_umma_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``TmaUmma`` pipeline (Blackwell only)."""
+        return PipelineConfig._make(
+            PipelineType.TmaUmma, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_umma_async_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``UmmaAsync`` pipeline (Blackwell only)."""
+        return PipelineConfig._make(
+            PipelineType.UmmaAsync, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_async_umma_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """An ``AsyncUmma`` pipeline (Blackwell only)."""
+        return PipelineConfig._make(
+            PipelineType.AsyncUmma, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_umma_umma_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``UmmaUmma`` pipeline (Blackwell only)."""
+        return PipelineConfig._make(
+            PipelineType.UmmaUmma, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_clc_fetch_async_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``ClcFetchAsync`` pipeline (Blackwell only: cluster launch control)."""
+        return PipelineConfig._make(
+            PipelineType.ClcFetchAsync,
+            num_stages,
+            producer_group,
+            consumer_group,
+            num_bytes,
+            options,
+        )
+
+
+def _factory_name(ptype: PipelineType) -> str:
+    snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in ptype.value).lstrip("_")
+    return f"create_{snake}_pipeline_cfg"
+
+
+def blackwell_alternative(ptype: PipelineType) -> str:
+    """What to use on Hopper instead of a Blackwell-only pipeline type."""
+    return _HOPPER_ALTERNATIVE.get(ptype, "AsyncAsync or TmaAsync")
