@@ -1,11 +1,11 @@
 """Resources, work decorators, task-local variables and ``PipelineConfig`` (re-exports)."""
 
 from ts_ir.enums import WorkAttr
+from ts_runtime.pipeline_config import PipelineConfig
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
 from ts_trace.task_local import TaskLocalVariable
 from ts_trace.work import consumer_work, producer_work
-from ts_runtime.pipeline_config import PipelineConfig
 
 __all__ = [
     "MemoryResource",
