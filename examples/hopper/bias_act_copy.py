@@ -426,7 +426,7 @@ def _kernels(act: str) -> tuple[tuple[str, Any], ...]:
     return (("ts", TsBiasAct(act)), ("twin", TwinBiasAct(act)))
 
 
-def compile_only(shape: tuple[int, int], act: str = DEFAULT_ACT) -> dict[str, Any]:
+def compile_only(shape: tuple[int, int] = DEFAULT_SHAPE, act: str = DEFAULT_ACT) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     try:
         from ts_verify import verify

@@ -144,7 +144,7 @@ def twin_copy(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def compile_only(n: int) -> dict[str, Any]:
+def compile_only(n: int = DEFAULT_N) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     from cutlass.cute.runtime import make_fake_compact_tensor
 

@@ -483,7 +483,9 @@ def _kernels(variant: str) -> tuple[tuple[str, Any], ...]:
     return (("ts", TsCopy(variant)), ("twin", TwinCopy(variant)))
 
 
-def compile_only(shape: tuple[int, int], variant: str = DEFAULT_VARIANT) -> dict[str, Any]:
+def compile_only(
+    shape: tuple[int, int] = DEFAULT_SHAPE, variant: str = DEFAULT_VARIANT
+) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     from cutlass.cute.runtime import make_fake_compact_tensor
 

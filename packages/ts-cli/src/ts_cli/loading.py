@@ -15,7 +15,13 @@ from types import ModuleType
 
 from ts_ir import KernelPlan
 
-__all__ = ["DEFAULT_FUNCTION", "KernelSpecError", "load_plan"]
+__all__ = [
+    "DEFAULT_FUNCTION",
+    "KernelSpecError",
+    "load_module",
+    "load_plan",
+    "plan_from_module",
+]
 
 DEFAULT_FUNCTION = "kernel"
 
@@ -35,6 +41,20 @@ def _module_from_file(path: Path) -> ModuleType:
     return module
 
 
+def load_module(spec: str) -> ModuleType:
+    """The module named by ``spec`` (its ``:function`` part ignored)."""
+    target = spec.partition(":")[0]
+    path = Path(target)
+    if target.endswith(".py") or path.is_file():
+        if not path.is_file():
+            raise KernelSpecError(f"no such file: {target}")
+        return _module_from_file(path)
+    try:
+        return importlib.import_module(target)
+    except ImportError as err:
+        raise KernelSpecError(f"cannot import module {target!r}: {err}") from None
+
+
 def load_plan(spec: str) -> KernelPlan:
     """Load the kernel plan named by ``spec``.
 
@@ -45,18 +65,17 @@ def load_plan(spec: str) -> KernelPlan:
     Raises:
         KernelSpecError: Nothing to load, no such function, or it does not return a plan.
     """
+    return plan_from_module(load_module(spec), spec)
+
+
+def plan_from_module(module: ModuleType, spec: str) -> KernelPlan:
+    """Call the plan function named by ``spec`` (default ``kernel``) in ``module``."""
     target, _, func = spec.partition(":")
-    func = func or DEFAULT_FUNCTION
-    path = Path(target)
-    if target.endswith(".py") or path.is_file():
-        if not path.is_file():
-            raise KernelSpecError(f"no such file: {target}")
-        module = _module_from_file(path)
-    else:
-        try:
-            module = importlib.import_module(target)
-        except ImportError as err:
-            raise KernelSpecError(f"cannot import module {target!r}: {err}") from None
+    if not func:
+        # `kernel` by convention; the Hopper examples name theirs `make_plan`.
+        func = next(
+            (f for f in (DEFAULT_FUNCTION, "make_plan") if hasattr(module, f)), DEFAULT_FUNCTION
+        )
     maker = getattr(module, func, None)
     if not callable(maker):
         raise KernelSpecError(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata
+import importlib.util
+import json
 import os
 import platform
 import shutil
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ts_cli.graph import render_dot
-from ts_cli.loading import KernelSpecError, load_plan
+from ts_cli.loading import KernelSpecError, load_module, plan_from_module
 from ts_cli.timeline import render_svg
 from ts_ir import (
     DomainLoop,
@@ -133,21 +135,46 @@ def cmd_timeline(plan: KernelPlan, args: argparse.Namespace) -> int:
 
 
 def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
-    """Compile for sm_90a and print PTX statistics (needs the code generator)."""
-    try:
-        importlib.import_module("ts_codegen")
-    except ImportError:
+    """Compile the kernel for sm_90a with fake tensors and print its PTX statistics.
+
+    The kernel file provides ``compile_only()`` (as the Hopper examples do): it compiles the TS
+    kernel (and, where it has one, its hand-written twin) and returns the PTX instruction counts.
+    """
+    if (
+        importlib.util.find_spec("ts_codegen") is None
+        or importlib.util.find_spec("cutlass") is None
+    ):
         print(
-            f"ts compile: cannot compile {plan.name}: the code generator (ts-codegen) is not "
-            "installed in this environment; `ts verify` and `ts show` work without it",
+            f"ts compile: cannot compile {plan.name}: the code generator (ts-codegen) and the CuTe "
+            "DSL (nvidia-cutlass-dsl) must be installed; `ts verify` and `ts show` work without",
             file=sys.stderr,
         )
         return 2
-    print(
-        "ts compile: ts-codegen is installed but exposes no compile entry point yet",
-        file=sys.stderr,
-    )
-    return 2
+    compile_only = getattr(args.module, "compile_only", None)
+    if not callable(compile_only):
+        print(
+            f"ts compile: {args.kernel} has no compile_only() function; define one that compiles "
+            "the kernel with fake tensors (see examples/hopper/tma_copy.py)",
+            file=sys.stderr,
+        )
+        return 2
+    dump = Path(os.environ["CUTE_DSL_DUMP_DIR"])
+    _progress(f"compiling {plan.name} for {os.environ['CUTE_DSL_ARCH']}")
+    result = compile_only()
+    result["ptx_dir"] = str(dump)
+    print(json.dumps(result, sort_keys=True, default=str))
+    same = result.get("same_counts", True)
+    return 0 if same else 1
+
+
+def _prepare_ptx_dump(args: argparse.Namespace) -> None:
+    """Ask the CuTe DSL to keep the PTX; it reads these settings when it is first imported."""
+    stem = Path(args.kernel.partition(":")[0]).stem or "kernel"
+    dump = Path(args.ptx_dir or f"ts_ptx/{stem}").resolve()
+    dump.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+    os.environ["CUTE_DSL_KEEP"] = "ptx"
+    os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(dump))
 
 
 def _version(dist: str) -> str:
@@ -210,7 +237,9 @@ def _parser() -> argparse.ArgumentParser:
         help="trip count of every non-constant loop in a verified run",
     )
     timeline.add_argument("--tiles", type=int, default=2, help="work tiles in a verified run")
-    kernel_command("compile", "compile for sm_90a and print PTX statistics")
+    kernel_command("compile", "compile for sm_90a and print PTX statistics").add_argument(
+        "--ptx-dir", help="where the PTX is written (default: ts_ptx/<kernel>)"
+    )
     sub.add_parser("doctor", help="print versions for bug reports")
     return parser
 
@@ -240,7 +269,10 @@ def _run(argv: Sequence[str] | None) -> int:
         print("\n".join(doctor_lines()))
         return 0
     try:
-        plan = load_plan(args.kernel)
+        if args.command == "compile":
+            _prepare_ptx_dump(args)
+        args.module = load_module(args.kernel)
+        plan = plan_from_module(args.module, args.kernel)
     except KernelSpecError as err:
         print(f"ts {args.command}: {err}", file=sys.stderr)
         return 2
