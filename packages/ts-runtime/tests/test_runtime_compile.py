@@ -128,3 +128,20 @@ def test_plan_fingerprint_is_stable_and_sensitive() -> None:
 def test_from_torch_rejects_other_objects() -> None:
     with pytest.raises(TypeError, match="torch"):
         from_torch([1, 2, 3])
+
+
+def test_compiled_kernel_as_text_at_each_stage(kernels: Any) -> None:
+    n = 1 << 12
+    compiled = compile_kernel(
+        kernels.grid_stride_copy, _fake((n,)), _fake((n,)), cutlass.Int32(n), cache=CompileCache()
+    )
+    mlir = compiled.as_text("mlir")
+    assert mlir.startswith("module attributes") and "llvm.func" in mlir
+    try:
+        ptx = compiled.as_text("ptx")
+    except ValueError as err:  # compiled without CUTE_DSL_KEEP=ptx
+        assert "CUTE_DSL_KEEP=ptx" in str(err)
+    else:
+        assert ".target sm_90a" in ptx and "ld.global" in ptx
+    with pytest.raises(ValueError, match="unknown stage 'sass'"):
+        compiled.as_text("sass")

@@ -51,6 +51,7 @@ __all__ = [
     "producer_barrier",
     "producer_commit",
     "producer_try_acquire",
+    "ptx_text",
     "set_max_registers",
     "state_advance",
     "state_index",
@@ -345,11 +346,21 @@ def compile_ptx(jit_fn: Any, *args: Any) -> tuple[Any, str]:
     if dump:
         os.makedirs(dump, exist_ok=True)
     compiled = cute.compile(jit_fn, *args, options="--keep-ptx")
-    ptx = compiled.artifacts.PTX
+    return compiled, ptx_text(compiled)
+
+
+def ptx_text(compiled: Any) -> str:
+    """The PTX of a compiled kernel ("" when it was compiled without keeping PTX)."""
+    import os
+
+    artifacts = getattr(compiled, "artifacts", None)
+    ptx = getattr(artifacts, "PTX", None)
+    if ptx is None:
+        return ""
     if isinstance(ptx, (bytes, bytearray)):
         ptx = ptx.decode()
     text = str(ptx)
     if ".version" not in text and os.path.exists(text):
         with open(text) as f:
             text = f.read()
-    return compiled, text
+    return text if ".version" in text else ""

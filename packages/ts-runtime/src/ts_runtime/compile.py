@@ -113,6 +113,28 @@ class CompiledKernel:
         """Run the compiled kernel."""
         return self.compiled(*args, **kwargs)
 
+    def as_text(self, stage: str = "ptx") -> str:
+        """The kernel at a stage: ``"mlir"`` (the lowered CuTe DSL module) or ``"ptx"``.
+
+        The PTX is there when the DSL was asked to keep it (``CUTE_DSL_KEEP=ptx``).
+
+        Raises:
+            ValueError: Unknown stage, or the stage's text was not kept.
+        """
+        if stage == "mlir":
+            module = getattr(self.compiled, "ir_module", None)
+            if module is None:
+                raise ValueError("the compiled kernel kept no MLIR module")
+            return str(module)
+        if stage == "ptx":
+            from ts_codegen.dsl import ptx_text
+
+            text = ptx_text(self.compiled)
+            if not text:
+                raise ValueError("no PTX kept: compile with CUTE_DSL_KEEP=ptx")
+            return text
+        raise ValueError(f"unknown stage {stage!r}; use 'mlir' or 'ptx'")
+
 
 class CompileCache:
     """Compiled kernels by key; counts hits and misses.
