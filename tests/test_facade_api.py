@@ -148,3 +148,16 @@ def test_every_validation_matches_documentation() -> None:
         Every(1.5)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         Every(2**31)
+
+
+def test_runtime_facade_modules() -> None:
+    from task_scheduling.memory import ResourceContext, SmemAllocation, SmemAllocator
+    from task_scheduling.task import Task as FacadeTask
+    from task_scheduling.task_manager import TaskManager as FacadeManager
+    from ts_runtime import Task, TaskManager
+
+    assert FacadeTask is Task and FacadeManager is TaskManager
+    assert SmemAllocation.__module__ == "ts_runtime.memory"
+    assert SmemAllocator is not None and ResourceContext is not None
+    # As documented: task / task_manager are imported explicitly, not by the package.
+    assert "task" not in task_scheduling.__all__ and "task_manager" not in task_scheduling.__all__

@@ -257,15 +257,3 @@ def test_run_before_setup() -> None:
     tm = build()
     with pytest.raises(RuntimeError, match="setup_resources_and_tasks"):
         tm.run()
-
-
-def test_facade_modules() -> None:
-    import task_scheduling
-    from task_scheduling.memory import ResourceContext, SmemAllocation, SmemAllocator
-    from task_scheduling.task import Task as FacadeTask
-    from task_scheduling.task_manager import TaskManager as FacadeManager
-
-    assert FacadeTask is Task and FacadeManager is TaskManager
-    assert SmemAllocation.__module__ == "ts_runtime.memory"
-    assert SmemAllocator is not None and ResourceContext is not None
-    assert "task" not in vars(task_scheduling).get("__all__", [])
