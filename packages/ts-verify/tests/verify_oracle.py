@@ -549,7 +549,7 @@ def bracket_errors(schedule: Schedule) -> list[str]:
     def walk(nodes: tuple[Node, ...], state: dict[Side, tuple[int, bool]]) -> None:
         for n in nodes:
             if isinstance(n, ConditionalBlock):
-                raise NotImplementedError("condition blocks")
+                raise ValueError("the oracle checks brackets of plans without condition blocks")
             if not isinstance(n, Step):
                 inner = dict(state)
                 walk(n.body, inner)
