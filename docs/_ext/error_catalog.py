@@ -44,6 +44,21 @@ LAYERS: tuple[tuple[str, str, str, str], ...] = (
         "Reported by :func:`ts_verify.verify` in its :class:`~ts_verify.diagnostics.Report`: "
         "``TS-V1xx`` per task, ``TS-V2xx`` across tasks, ``TS-V3xx`` for the whole kernel.",
     ),
+    (
+        "ts-codegen",
+        "ts_codegen",
+        "Code-generation errors (TS-C)",
+        "Raised as :class:`~ts_codegen.lower.LoweringError` while a verified plan is lowered "
+        "inside the ``@cute.kernel``.",
+    ),
+    (
+        "ts-runtime",
+        "ts_runtime",
+        "Runtime errors (TS-R)",
+        "Raised by :class:`~ts_runtime.task.Task`, :class:`~ts_runtime.task_manager.TaskManager` "
+        "and :class:`~ts_runtime.pipeline_config.PipelineConfig` before anything is compiled "
+        "(subclasses of :class:`~ts_runtime.errors.RuntimeConfigError`).",
+    ),
 )
 
 _SPECIAL = re.compile(r"([\\*_|])")

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import dsl
+from ts_codegen.catalog_entries import CODEGEN_ENTRIES
 from ts_ir import (
     ConditionalBlock,
     ConstBound,
@@ -41,9 +42,13 @@ from ts_ir import (
     Step,
     TaskSpec,
     WorkTileLoop,
+    docs_url,
     iter_nodes,
+    register,
 )
 from ts_trace import MemoryResource, StageInfo
+
+register(CODEGEN_ENTRIES)
 
 __all__ = ["LoweringError", "TaskLowering", "lower_task"]
 
@@ -55,7 +60,15 @@ ValueKey = tuple[str, str]
 
 
 class LoweringError(Exception):
-    """A schedule construct that this code generator cannot lower (names task and node)."""
+    """A schedule construct that this code generator cannot lower (names task and node).
+
+    The message starts with the code ``TS-C001`` and ends with the code's catalog page.
+    """
+
+    code = "TS-C001"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.code}: {message}\n  see: {docs_url(self.code)}")
 
 
 @dataclasses.dataclass

@@ -7,6 +7,13 @@ validation errors do.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from ts_ir import docs_url, register
+from ts_runtime.catalog_entries import RUNTIME_ENTRIES
+
+register(RUNTIME_ENTRIES)
+
 __all__ = [
     "GroupSizeError",
     "RuntimeConfigError",
@@ -26,16 +33,22 @@ class RuntimeConfigError(ValueError):
         fix: How to fix it ("" when obvious from the message).
     """
 
+    code: ClassVar[str] = "TS-R005"
+
     def __init__(self, message: str, *, task: str = "", resource: str = "", fix: str = "") -> None:
         self.task = task
         self.resource = resource
         self.fix = fix
-        text = message if not fix else f"{message}\n  fix: {fix}"
-        super().__init__(text)
+        text = f"{self.code}: {message}"
+        if fix:
+            text += f"\n  fix: {fix}"
+        super().__init__(f"{text}\n  see: {docs_url(self.code)}")
 
 
 class UnsupportedFeatureError(RuntimeConfigError):
     """A documented option that this implementation does not lower yet, set to a non-default."""
+
+    code: ClassVar[str] = "TS-R001"
 
 
 class UnsupportedOnTarget(RuntimeConfigError):
@@ -45,6 +58,8 @@ class UnsupportedOnTarget(RuntimeConfigError):
         pipeline_type: Name of the pipeline type (e.g. ``"TmaUmma"``).
         target: The target architecture (e.g. ``"sm_90a"``).
     """
+
+    code: ClassVar[str] = "TS-R002"
 
     def __init__(
         self,
@@ -64,10 +79,16 @@ class UnsupportedOnTarget(RuntimeConfigError):
 class GroupSizeError(RuntimeConfigError):
     """A pipeline's cooperative-group size contradicts the warp counts of the tasks that signal."""
 
+    code: ClassVar[str] = "TS-R003"
+
 
 class SmemBudgetError(RuntimeConfigError):
     """The kernel's shared memory (data plus mbarriers) exceeds the per-CTA capacity."""
 
+    code: ClassVar[str] = "TS-R004"
+
 
 class TaskDeclarationError(RuntimeConfigError):
     """A task declared with impossible arguments (warp range, register count, schedule)."""
+
+    code: ClassVar[str] = "TS-R005"
