@@ -454,3 +454,14 @@ def test_traceback_hides_internal_frames(src: Src, buf: Buf) -> None:
     assert files[0] == __file__
     assert not any("_internal" in f for f in files)
     assert len(files) <= 2
+
+
+def test_key_on_an_iteration_predicate(src: Src) -> None:
+    @schedule
+    def sched(s: Any) -> None:
+        with domain_loop(4), when_true(Every(2), key="k"):  # T014c
+            s.load()
+
+    with pytest.raises(ScheduleError) as err:
+        sched(src)
+    check(err, "TS-T014", "T014c", "takes no key", "drop key=")

@@ -645,6 +645,15 @@ def _guard_of(cond: object, key: Hashable | None, negated: bool) -> tuple[Any, S
     if isinstance(cond, DataFlowToken):
         return _opaque(builder, cond, key, negated, loc), builder
     if isinstance(cond, IterationPredicate):
+        if key is not None:
+            raise ScheduleError(
+                "TS-T014",
+                f"{name}({cond.describe()}, key={key!r}): key= names a runtime condition; an "
+                "iteration predicate is decided by the loop count and takes no key",
+                schedule=builder.name,
+                location=loc,
+                fix=f"drop key=: {name}({cond.describe()})",
+            )
         if negated:
             raise ScheduleError(
                 "TS-T009",
