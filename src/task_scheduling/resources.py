@@ -2,6 +2,7 @@
 
 from ts_ir.enums import WorkAttr
 from ts_runtime.pipeline_config import PipelineConfig
+from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
 from ts_trace.task_local import TaskLocalVariable
@@ -12,7 +13,9 @@ __all__ = [
     "PipelineConfig",
     "StageInfo",
     "TaskLocalVariable",
+    "TileSchedulerConfig",
     "WorkAttr",
+    "WorkQueue",
     "consumer_work",
     "producer_work",
 ]

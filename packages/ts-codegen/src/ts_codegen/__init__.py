@@ -9,10 +9,14 @@ from ts_codegen.__about__ import __version__
 from ts_codegen.kernel import emit_tasks, resources_by_name
 from ts_codegen.lower import LoweringError, TaskLowering, lower_task
 from ts_codegen.ptx import count_instructions, diff_counts, opcode_counts
+from ts_codegen.work_queues import AtomicTiles, StaticTiles, TileSource
 
 __all__ = [
+    "AtomicTiles",
     "LoweringError",
+    "StaticTiles",
     "TaskLowering",
+    "TileSource",
     "__version__",
     "count_instructions",
     "diff_counts",

@@ -1,4 +1,6 @@
-"""Thin adapters over the public CuTe DSL: the only module of ts-codegen that imports cutlass.
+"""Thin adapters over the public CuTe DSL (with ``dsl_tiles``: the cutlass importers).
+
+Only this module and :mod:`ts_codegen.dsl_tiles` of ts-codegen import cutlass.
 
 Everything here runs at *kernel trace time*, inside a ``@cute.kernel`` (or a ``@cute.jit``
 function it calls), and emits MLIR through the DSL's public builders. Control flow is built with
@@ -44,8 +46,10 @@ __all__ = [
     "for_range",
     "if_then",
     "in_range",
+    "logical_not",
     "make_pipeline",
     "make_state",
+    "new_smem_allocator",
     "pipelines_ready",
     "producer_acquire",
     "producer_barrier",
@@ -178,6 +182,11 @@ def if_then(
     return _unflatten(args, sizes, list(if_op.results))
 
 
+def logical_not(value: Any) -> Any:
+    """``not value`` as a DSL boolean."""
+    return _D.not_(Boolean(value))
+
+
 def in_range(value: Any, start: int, stop: int) -> Any:
     """``start <= value < stop`` as a DSL boolean (one comparison when ``start`` is 0)."""
     if start == 0:
@@ -206,6 +215,13 @@ def set_max_registers(count: int, *, increase: bool) -> None:
 def block_threads_default(num_threads: int) -> int:
     """Registers per thread a CTA of ``num_threads`` threads starts with (multiple of 8)."""
     return min(256, (65536 // max(num_threads, 1)) // 8 * 8)
+
+
+def new_smem_allocator() -> Any:
+    """A fresh ``cutlass.utils.SmemAllocator`` (starts at the kernel's dynamic SMEM base)."""
+    from cutlass.memory import SmemAllocator
+
+    return SmemAllocator()
 
 
 def barrier_storage(allocator: Any, stages: int) -> Any:
@@ -364,3 +380,121 @@ def ptx_text(compiled: Any) -> str:
         with open(text) as f:
             text = f.read()
     return text if ".version" in text else ""
+
+
+# ---------------------------------------------------------------------------------------------
+# debug bounded waits (the primitives of ts_codegen.debug_wait)
+# ---------------------------------------------------------------------------------------------
+#
+# Kept in their own section, after everything else, so that the rest of this module is left as
+# it was. Imports are local to the functions for the same reason.
+
+__all__ += [
+    "block_index_linear",
+    "device_print",
+    "poll_barrier",
+    "thread_index_linear",
+    "trap",
+    "wait_barrier",
+]
+
+
+def wait_barrier(pipe: Any, state: Any, *, producer: bool) -> Any:
+    """The mbarrier the blocking wait of ``state`` waits on, as an SMEM pointer.
+
+    ``producer_acquire`` waits on the stage's *empty* barrier and ``consumer_wait`` on its *full*
+    barrier, both at ``state.index`` with parity ``state.phase``. The pointer comes from the
+    pipeline's ``sync_object_empty`` / ``sync_object_full`` fields (dataclass fields of
+    ``cutlass.pipeline.PipelineAsync``, inherited by ``PipelineTmaAsync``) and their
+    ``get_barrier(index)``: the very objects and method ``PipelineAsync.producer_acquire`` and
+    ``consumer_wait`` go through, so a probe on this pointer watches the barrier the blocking
+    call then waits on.
+
+    Args:
+        pipe: A ``cutlass.pipeline`` pipeline object (``PipelineAsync`` or a subclass).
+        state: The ``PipelineState`` of the waiting side.
+        producer: ``True`` for a producer acquire (empty barrier), ``False`` for a consumer
+            wait (full barrier).
+
+    Returns:
+        A ``cute.Pointer`` to the stage's mbarrier in shared memory.
+
+    Raises:
+        TypeError: ``pipe`` has no ``sync_object_empty`` / ``sync_object_full`` with
+            ``get_barrier`` (a pipeline kind whose waits this cannot mirror).
+    """
+    field = "sync_object_empty" if producer else "sync_object_full"
+    sync = getattr(pipe, field, None)
+    get_barrier = getattr(sync, "get_barrier", None)
+    if get_barrier is None:
+        raise TypeError(
+            f"{type(pipe).__name__} has no {field}.get_barrier: cannot probe its barriers"
+        )
+    return get_barrier(state.index)
+
+
+def poll_barrier(barrier: Any, phase: Any, limit: int) -> Any:
+    """Emit a loop of at most ``limit`` ``mbarrier.try_wait.parity`` on ``barrier``.
+
+    An ``scf.while`` carrying ``(tries, done)``: it stops as soon as one try succeeds or after
+    ``limit`` tries. Each ``try_wait`` may itself suspend the thread for a system-dependent
+    time before it reports failure, so ``limit`` bounds the number of tries, not the time.
+
+    Args:
+        barrier: The mbarrier pointer (from :func:`wait_barrier`).
+        phase: The parity to wait for (a DSL ``Int32`` or a Python int).
+        limit: The most tries, ``1 <= limit < 2**31``.
+
+    Returns:
+        A DSL ``Boolean``: whether the phase completed within ``limit`` tries.
+    """
+    loop = _D.while_generate(
+        [Int32(0), Boolean(False)],
+        lambda tries, done: (~done) & (tries < limit),
+    )
+    with loop as (tries, _):
+        yield_out([tries + 1, cute.arch.mbarrier_try_wait(barrier, phase)])
+    return loop.results[1]
+
+
+def block_index_linear() -> Any:
+    """The CTA's linear index in the grid (``x + y * nx + z * nx * ny``), as ``Int32``."""
+    bx, by, bz = cute.arch.block_idx()
+    nx, ny, _ = cute.arch.grid_dim()
+    return bx + (by + bz * ny) * nx
+
+
+def thread_index_linear() -> Any:
+    """The thread's linear index in its CTA (``x + y * nx + z * nx * ny``), as ``Int32``."""
+    tx, ty, tz = cute.arch.thread_idx()
+    nx, ny, _ = cute.arch.block_dim()
+    return tx + (ty + tz * ny) * nx
+
+
+def device_print(fmt: str, *args: Any) -> None:
+    """``cute.printf(fmt, *args)``: one ``vprintf`` call, a newline appended.
+
+    ``{}`` in ``fmt`` takes the next argument (C conversions such as ``%d`` work too); a
+    literal ``%`` must be written ``%%``.
+    """
+    cute.printf(fmt, *args)
+
+
+def trap() -> None:
+    """Emit the PTX ``trap;`` instruction (inline asm with side effects).
+
+    The ``llvm.intr.trap`` intrinsic lowers to ``trap;`` as well; inline asm is used so the
+    instruction does not depend on how the backend lowers (or, being ``noreturn``, optimises
+    around) the intrinsic. The kernel aborts: the launch fails with an error on the host.
+    """
+    from cutlass._mlir.dialects import llvm
+
+    llvm.inline_asm(
+        None,
+        [],
+        "trap;",
+        "",
+        has_side_effects=True,
+        is_align_stack=False,
+        asm_dialect=llvm.AsmDialect.AD_ATT,
+    )

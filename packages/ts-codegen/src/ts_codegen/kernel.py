@@ -4,7 +4,8 @@
 
 1. creates the pipeline of every pipelined resource (``cutlass.pipeline``), its mbarriers in
    SMEM, and makes their initialisation visible with one fence + CTA barrier;
-2. reads the warp index once (warp-uniform);
+2. asks every work queue for its tile source (:class:`ts_codegen.TileSource`), which may carve
+   SMEM slots, and reads the warp index once (warp-uniform);
 3. per task: opens ``if start <= warp < end`` (omitted when the task spans the whole block),
    applies ``setmaxnreg`` for the task's warpgroups (``.inc`` above the CTA's starting
    budget, ``.dec`` otherwise), and lowers the task's schedule (:func:`ts_codegen.lower_task`).
@@ -20,6 +21,7 @@ from typing import Any
 
 from ts_codegen import dsl
 from ts_codegen.lower import LoweringError, lower_task
+from ts_codegen.work_queues import TileSource
 from ts_ir import WARP_SIZE, WARPGROUP_WARPS, KernelPlan, PipelineType, TaskSpec
 from ts_trace import MemoryResource, resource_name
 
@@ -93,6 +95,26 @@ def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
     return pipelines
 
 
+def _tile_sources(
+    plan: KernelPlan, live: Mapping[str, MemoryResource], allocator: Any
+) -> dict[str, TileSource]:
+    sources: dict[str, TileSource] = {}
+    for spec in plan.resources:
+        if not spec.is_work_queue:
+            continue
+        make = getattr(live[spec.name], "ts_tile_source", None)
+        if make is None:
+            continue  # a queue no task iterates with work_tile_loop needs no source
+        source = make()
+        if not isinstance(source, TileSource):
+            raise LoweringError(
+                f"resource `{spec.name}`: ts_tile_source() returned {source!r}, not a TileSource"
+            )
+        source.prepare(allocator, 0 if spec.pipeline is None else spec.pipeline.stages)
+        sources[spec.name] = source
+    return sources
+
+
 def emit_tasks(
     plan: KernelPlan,
     resources: Mapping[str, MemoryResource] | Iterable[MemoryResource],
@@ -100,6 +122,7 @@ def emit_tasks(
     bounds: Mapping[str, Sequence[tuple[Any, Any, Any] | None]] | None = None,
     smem_allocator: Any = None,
     context: Any = None,
+    debug: bool | Iterable[str] = False,
 ) -> dict[str, Any]:
     """Lower every task of ``plan`` at the current point of the kernel being traced.
 
@@ -111,6 +134,8 @@ def emit_tasks(
         smem_allocator: A ``cutlass.utils.SmemAllocator`` to carve barrier storage from (a new
             one when None).
         context: Passed to every work call as ``stage_info.context``.
+        debug: Bounded, trapping waits (see :func:`ts_codegen.lower_task`) for every task
+            (True) or for the tasks named.
 
     Returns:
         The created pipelines by resource name.
@@ -125,7 +150,12 @@ def emit_tasks(
         for name in (*t.sources, *t.destinations):
             if name not in live:
                 raise LoweringError(f"task `{t.name}` uses resource `{name}`, which was not given")
+    if smem_allocator is None:
+        # One allocator for every barrier array and slot: separate ones would overlap.
+        smem_allocator = dsl.new_smem_allocator()
     pipelines = _emit_pipelines(plan, smem_allocator)
+    queues = _tile_sources(plan, live, smem_allocator)
+    debug_tasks = {t.name for t in plan.tasks} if debug is True else set(debug or ())
     block_warps = plan.num_warps
     baseline = dsl.block_threads_default(block_warps * WARP_SIZE)
     fused, shared = _register_plan(plan)
@@ -152,6 +182,8 @@ def emit_tasks(
                 pipelines,
                 bounds=all_bounds.get(task.name, ()),
                 context=context,
+                queues=queues,
+                debug=task.name in debug_tasks,
             )
             return carried
 

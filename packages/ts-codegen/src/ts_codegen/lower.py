@@ -13,10 +13,17 @@
   the pipeline states the body touches and the task-local values that cross iterations or
   leave the loop;
 * iteration-predicate blocks (``first_iter``, ``last_iter``, ``Every``) as ``scf.if`` on the
-  iteration index, carrying the states and values their body updates.
+  iteration index, carrying the states and values their body updates;
+* runtime conditions (``when_true`` / ``when_false`` on a work call's output) as ``scf.if`` on
+  the stored task-local value (the work method is not called again);
+* the work-tile loop as ``scf.while`` over the tiles of the queue's
+  :class:`~ts_codegen.work_queues.TileSource`, carrying the queue cursor, the current work tile
+  and the states and values of the body; ``skippable()`` regions as ``scf.if`` on the negated
+  ``skip_if(work_queue, work_tile)``; per-tile loop bounds (a task method) evaluated with the
+  tile's coordinate.
 
-Not lowered yet (a :class:`LoweringError` names the node): work-tile loops, opaque-condition
-blocks, per-tile (``DynamicBound``) loop bounds.
+Blocking waits can be lowered as bounded waits that trap with the task, resource, stage and
+phase (``debug=True``), see :mod:`ts_codegen.debug_wait`.
 """
 
 from __future__ import annotations
@@ -25,20 +32,24 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ts_codegen import dsl
+from ts_codegen import debug_wait, dsl, dsl_tiles
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
+from ts_codegen.work_queues import TileSource
 from ts_ir import (
     ConditionalBlock,
     ConstBound,
     DomainLoop,
+    DynamicBound,
     Every,
     FirstIteration,
     LastIteration,
     Node,
+    OpaqueCondition,
     ResourceSpec,
     Role,
     RuntimeBound,
     ScheduleStage,
+    Skippable,
     Step,
     TaskSpec,
     WorkTileLoop,
@@ -46,7 +57,7 @@ from ts_ir import (
     iter_nodes,
     register,
 )
-from ts_trace import MemoryResource, StageInfo
+from ts_trace import MemoryResource, StageInfo, skip_predicate
 
 register(CODEGEN_ENTRIES)
 
@@ -84,6 +95,15 @@ class _Loop:
 
 
 @dataclasses.dataclass
+class _Tile:
+    """The current work tile of the persistent loop, as DSL values."""
+
+    info: Any
+    coord: Any
+    skip: Any
+
+
+@dataclasses.dataclass
 class _Env:
     """Everything that changes while the schedule is walked."""
 
@@ -91,6 +111,7 @@ class _Env:
     values: dict[ValueKey, Any]
     tokens: dict[StateKey, Any]
     loop: _Loop | None = None
+    tile: _Tile | None = None
 
 
 class TaskLowering:
@@ -104,6 +125,8 @@ class TaskLowering:
         pipelines: Mapping[str, Any],
         bounds: Sequence[tuple[Any, Any, Any] | None] = (),
         context: Any = None,
+        queues: Mapping[str, TileSource] | None = None,
+        debug: bool = False,
     ) -> None:
         self.task = task
         self.resources = resources
@@ -111,6 +134,8 @@ class TaskLowering:
         self.pipelines = pipelines
         self.bounds = list(bounds)
         self.context = context
+        self.queues = dict(queues or {})
+        self.debug = debug
         self._loop_ordinal: dict[int, int] = {}
         steps = {s.id: s for s in task.schedule.steps()}
         self._steps = steps
@@ -150,10 +175,7 @@ class TaskLowering:
             elif isinstance(node, ConditionalBlock):
                 self._conditional(node, env, rest)
             elif isinstance(node, WorkTileLoop):
-                raise LoweringError(
-                    f"task `{self.task.name}`: {node.describe()} at {node.location} is not "
-                    "lowered yet"
-                )
+                self._work_tile_loop(node, env, rest)
 
     def _where(self, step: Step) -> str:
         return f"task `{self.task.name}`, step {step.describe()} at {step.location}"
@@ -170,6 +192,7 @@ class TaskLowering:
         if st is ScheduleStage.ProducerTryAcquire:
             env.tokens[key] = dsl.producer_try_acquire(self._pipe(step), env.states[key])
         elif st is ScheduleStage.ProducerAcquire:
+            self._bounded(step, env.states[key], producer=True)
             dsl.producer_acquire(self._pipe(step), env.states[key], env.tokens.pop(key, None))
         elif st is ScheduleStage.ProducerCommit:
             dsl.producer_commit(self._pipe(step), env.states[key])
@@ -177,12 +200,26 @@ class TaskLowering:
         elif st is ScheduleStage.ConsumerTryWait:
             env.tokens[key] = dsl.consumer_try_wait(self._pipe(step), env.states[key])
         elif st is ScheduleStage.ConsumerWait:
+            self._bounded(step, env.states[key], producer=False)
             dsl.consumer_wait(self._pipe(step), env.states[key], env.tokens.pop(key, None))
         elif st is ScheduleStage.ConsumerRelease:
             dsl.consumer_release(self._pipe(step), env.states[key])
             env.states[key] = dsl.state_advance(env.states[key])
         else:
             self._work(step, env)
+
+    def _bounded(self, step: Step, state: Any, *, producer: bool) -> None:
+        """In debug mode: a bounded probe that traps with a message before the blocking wait."""
+        if self.debug:
+            debug_wait.bounded_wait(
+                self._pipe(step),
+                state,
+                producer=producer,
+                task=self.task.name,
+                resource=step.resource,
+                step=f"{'producer_acquire' if producer else 'consumer_wait'} at line "
+                f"{step.location.line}",
+            )
 
     def _stage_info(self, step: Step, env: _Env) -> StageInfo:
         key = (step.resource, step.stage.role)
@@ -205,7 +242,7 @@ class TaskLowering:
             stage_idx=None if state is None else dsl.state_index(state),
             label=step.label,
             barrier=barrier,
-            work_tile=None,
+            work_tile=None if env.tile is None else env.tile.info,
             num_active_stages=0 if spec is None else spec.stages,
             context=self.context,
             iter_idx=0 if loop is None else loop.iter_idx,
@@ -257,6 +294,7 @@ class TaskLowering:
             if isinstance(node, Step):
                 for r in node.inputs:
                     found.add((self._steps[r.source_step].resource, r.output))
+            found |= _condition_reads(node)
         return found
 
     def _carried_reads(self, body: Sequence[Node]) -> set[ValueKey]:
@@ -270,6 +308,8 @@ class TaskLowering:
                 guarded.add(node.id)
         found: set[ValueKey] = set()
         for node, _ in iter_nodes(tuple(body)):
+            # A runtime condition may test a value of an earlier iteration: carry it.
+            found |= _condition_reads(node)
             if not isinstance(node, Step):
                 continue
             for r in node.inputs:
@@ -321,17 +361,23 @@ class TaskLowering:
 
     # -- domain loops -----------------------------------------------------------------------
 
-    def _bounds(self, node: DomainLoop) -> tuple[Any, Any, Any]:
+    def _bounds(self, node: DomainLoop, env: _Env) -> tuple[Any, Any, Any]:
         ordinal = self._loop_ordinal[id(node)]
         given = self.bounds[ordinal] if ordinal < len(self.bounds) else None
         out: list[Any] = []
         for i, (b, what) in enumerate(
             zip((node.start, node.end, node.step), ("start", "end", "step"), strict=True)
         ):
+            value = None if given is None else given[i]
             if isinstance(b, ConstBound):
                 out.append(b.value)
-            elif isinstance(b, RuntimeBound) and given is not None and given[i] is not None:
-                out.append(given[i])
+            elif isinstance(b, DynamicBound) and callable(value):
+                # A per-tile bound: the task method, called with this tile's coordinate (the
+                # block index outside a work-tile loop).
+                coord = env.tile.coord if env.tile is not None else dsl_tiles.block_index()
+                out.append(value(coord))
+            elif isinstance(b, RuntimeBound) and value is not None:
+                out.append(value)
             else:
                 raise LoweringError(
                     f"task `{self.task.name}`: {node.describe()} at {node.location}: the "
@@ -340,7 +386,7 @@ class TaskLowering:
         return out[0], out[1], out[2]
 
     def _domain_loop(self, node: DomainLoop, env: _Env, rest: Sequence[Node]) -> None:
-        start, end, step = self._bounds(node)
+        start, end, step = self._bounds(node, env)
         trip = node.static_trip_count()
         if trip == 0:
             return
@@ -362,7 +408,7 @@ class TaskLowering:
         reverse = isinstance(step, int) and step < 0
 
         def body(iv: Any, carried: list[Any]) -> list[Any]:
-            inner = _Env(dict(env.states), dict(env.values), {}, None)
+            inner = _Env(dict(env.states), dict(env.values), {}, None, env.tile)
             self._unpack(inner, skeys, vkeys, carried)
             if reverse:
                 offset, iter_idx = start + iv * step, iv
@@ -379,35 +425,129 @@ class TaskLowering:
         self._unpack(env, skeys, vkeys, results)
         env.loop = outer_loop
 
+    # -- work-tile loop ----------------------------------------------------------------------
+
+    def _skip_function(self, node: WorkTileLoop) -> Callable[..., Any] | None:
+        if node.skip_if is None:
+            return None
+        fn = skip_predicate(node.skip_if)
+        if fn is None:
+            # A plan decoded from JSON: the predicate must be a method of the queue's class.
+            fn = getattr(
+                type(self.resources[node.work_queue]), node.skip_if.rsplit(".", 1)[-1], None
+            )
+        if fn is None or not callable(fn):
+            raise LoweringError(
+                f"task `{self.task.name}`: {node.describe()} at {node.location}: skip_if "
+                f"`{node.skip_if}` was not traced in this process and is no method of the work "
+                "queue"
+            )
+        return fn
+
+    def _work_tile_loop(self, node: WorkTileLoop, env: _Env, rest: Sequence[Node]) -> None:
+        where = f"task `{self.task.name}`: {node.describe()} at {node.location}"
+        source = self.queues.get(node.work_queue)
+        if source is None:
+            raise LoweringError(
+                f"{where}: work queue `{node.work_queue}` has no tile source; use a "
+                "ts_runtime.WorkQueue (or a resource with ts_tile_source())"
+            )
+        fetched_key = None
+        if source.fetched_output is not None:
+            fetched_key = (node.work_queue, source.fetched_output)
+            if not any(
+                isinstance(n, Step)
+                and n.resource == node.work_queue
+                and n.stage in (ScheduleStage.ProducerWork, ScheduleStage.ConsumerWork)
+                for n in node.body
+            ):
+                raise LoweringError(
+                    f"{where}: the dynamic work queue `{node.work_queue}` hands each next tile "
+                    "over through its pipeline, but no work call on it sits directly in the "
+                    f"loop body (outside any block); call {node.work_queue}.fetch_next_tile() "
+                    "(the fetching warp, between acquire and commit) or "
+                    f"{node.work_queue}.read_next_tile() (between wait and release) once per tile"
+                )
+        skip_fn = self._skip_function(node)
+        queue = self.resources[node.work_queue]
+        skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=True)
+        cursor = source.cursor()
+
+        def cond(vals: list[Any]) -> Any:
+            return dsl_tiles.tile_valid(vals[1])
+
+        def body(vals: list[Any]) -> list[Any]:
+            inner = _Env(dict(env.states), dict(env.values), {}, None, None)
+            self._unpack(inner, skeys, vkeys, vals[2:])
+            tile = vals[1]
+            skip = None if skip_fn is None else skip_fn(queue, tile)
+            inner.tile = _Tile(tile, dsl_tiles.tile_coord(tile), skip)
+            self._body(node.body, inner, ())
+            fetched = None if fetched_key is None else inner.values.get(fetched_key)
+            nxt = source.next_cursor(vals[0], fetched)
+            return [nxt, source.tile(nxt), *self._pack(inner, skeys, vkeys)]
+
+        start = [cursor, source.tile(cursor), *self._pack(env, skeys, vkeys)]
+        results = dsl_tiles.while_loop(start, cond, body)
+        self._unpack(env, skeys, vkeys, results[2:])
+
     # -- guards -----------------------------------------------------------------------------
 
-    def _conditional(self, node: ConditionalBlock, env: _Env, rest: Sequence[Node]) -> None:
+    def _guard_condition(self, node: ConditionalBlock, env: _Env) -> Any:
         guard = node.guard
+        where = f"task `{self.task.name}`: {node.describe()} at {node.location}"
+        if isinstance(guard, Skippable):
+            if env.tile is None:
+                raise LoweringError(f"{where} is outside a work-tile loop")
+            # Without skip_if no tile is skipped: the region always runs.
+            return True if env.tile.skip is None else dsl.logical_not(env.tile.skip)
+        if isinstance(guard, OpaqueCondition):
+            key = _condition_key(guard)
+            if key is None or key not in env.values:
+                raise LoweringError(f"{where} tests {guard.describe()}, which has no value here")
+            value = dsl.Boolean(env.values[key])
+            return dsl.logical_not(value) if guard.negated else value
         loop = env.loop
         if loop is None or not isinstance(guard, (FirstIteration, LastIteration, Every)):
-            raise LoweringError(
-                f"task `{self.task.name}`: {node.describe()} at {node.location} is not "
-                "lowered yet (only first_iter / last_iter / every inside a domain loop)"
-            )
+            raise LoweringError(f"{where} is not lowered (an iteration predicate needs a loop)")
         i = loop.iter_idx
         if isinstance(guard, FirstIteration):
-            cond: Any = i == 0
-        elif isinstance(guard, LastIteration):
-            cond = i == loop.num_iters() - 1
-        else:
-            cond = i >= guard.start
-            if guard.period > 1:
-                cond = cond & ((i - guard.start) % guard.period == 0)
+            return i == 0
+        if isinstance(guard, LastIteration):
+            return i == loop.num_iters() - 1
+        cond = i >= guard.start
+        if guard.period > 1:
+            cond = cond & ((i - guard.start) % guard.period == 0)
+        return cond
+
+    def _conditional(self, node: ConditionalBlock, env: _Env, rest: Sequence[Node]) -> None:
+        cond = self._guard_condition(node, env)
+        loop = env.loop
         skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=False)
 
         def then(carried: list[Any]) -> list[Any]:
-            inner = _Env(dict(env.states), dict(env.values), {}, loop)
+            inner = _Env(dict(env.states), dict(env.values), {}, loop, env.tile)
             self._unpack(inner, skeys, vkeys, carried)
             self._body(node.body, inner, ())
             return self._pack(inner, skeys, vkeys)
 
         results = dsl.if_then(cond, self._pack(env, skeys, vkeys), then)
         self._unpack(env, skeys, vkeys, results)
+
+
+def _condition_reads(node: Node) -> set[ValueKey]:
+    """The task-local value a runtime-condition block tests (empty for other nodes)."""
+    if isinstance(node, ConditionalBlock) and isinstance(node.guard, OpaqueCondition):
+        key = _condition_key(node.guard)
+        return set() if key is None else {key}
+    return set()
+
+
+def _condition_key(guard: OpaqueCondition) -> ValueKey | None:
+    """The (resource, output) a runtime condition tests, or None when it names no output."""
+    if guard.result_name is None or guard.resource is None:
+        return None
+    return (str(getattr(guard.resource, "name", guard.resource)), guard.result_name)
 
 
 def lower_task(
@@ -418,6 +558,8 @@ def lower_task(
     *,
     bounds: Sequence[tuple[Any, Any, Any] | None] = (),
     context: Any = None,
+    queues: Mapping[str, TileSource] | None = None,
+    debug: bool = False,
 ) -> None:
     """Emit ``task``'s schedule at the current insertion point of the kernel being traced.
 
@@ -428,9 +570,13 @@ def lower_task(
         pipelines: The ``cutlass.pipeline`` objects by resource name.
         bounds: Values of runtime domain-loop bounds: entry ``k`` is ``(start, end, step)`` of
             the ``k``-th domain loop of the schedule in pre-order; constant bounds may be None.
+            A per-tile bound (a task method in the schedule) is given as a callable, called
+            with the work tile's coordinate (the block index outside a work-tile loop).
         context: Passed to every work call as ``stage_info.context``.
+        queues: The tile source of every work queue, by resource name.
+        debug: Lower every blocking wait as a bounded wait that traps with a message.
 
     Raises:
         LoweringError: A construct that is not lowered yet, or a bound without a value.
     """
-    TaskLowering(task, resources, specs, pipelines, bounds, context).run()
+    TaskLowering(task, resources, specs, pipelines, bounds, context, queues, debug).run()

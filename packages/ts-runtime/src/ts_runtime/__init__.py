@@ -31,6 +31,7 @@ from ts_runtime.pipeline_config import PipelineConfig
 from ts_runtime.target import current_target
 from ts_runtime.task import Task
 from ts_runtime.task_manager import TaskManager
+from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 
 __all__ = [
     "CompileCache",
@@ -45,8 +46,10 @@ __all__ = [
     "Task",
     "TaskDeclarationError",
     "TaskManager",
+    "TileSchedulerConfig",
     "UnsupportedFeatureError",
     "UnsupportedOnTarget",
+    "WorkQueue",
     "__version__",
     "compile_kernel",
     "current_target",

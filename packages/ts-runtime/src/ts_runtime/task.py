@@ -223,7 +223,8 @@ class Task:
         """Values of every domain loop's non-constant bounds, in pre-order (for the lowering).
 
         Constant bounds are None. A runtime bound is the DSL value traced with the schedule; a
-        task-method bound is that method's result for ``work_tile_coord``.
+        task-method bound is that method's result for ``work_tile_coord``, or, when no
+        coordinate is given, the bound method itself (the lowering calls it per work tile).
 
         Raises:
             TaskDeclarationError: A runtime bound whose value was not traced in this process
@@ -247,7 +248,7 @@ class Task:
                             task=self.name,
                             fix=f"build the task as an instance of the class defining {b.getter}",
                         )
-                    vals.append(method(work_tile_coord))
+                    vals.append(method if work_tile_coord is None else method(work_tile_coord))
                 elif v is _bounds.MISSING:
                     raise TaskDeclarationError(
                         f"task `{self.name}`: the {what} bound of {loop.describe()} at "

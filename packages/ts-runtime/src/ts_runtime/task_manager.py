@@ -16,18 +16,13 @@ with :func:`ts_codegen.emit_tasks`.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ts_ir import (
-    DomainLoop,
-    DynamicBound,
     KernelPlan,
-    Node,
     Role,
-    RuntimeBound,
     ScheduleStage,
     SmemLayout,
     SmemLayoutError,
@@ -35,7 +30,6 @@ from ts_ir import (
     plan_smem_layout,
     render_mermaid,
 )
-from ts_ir.schedule import ConditionalBlock, WorkTileLoop
 from ts_ir.smem import DEFAULT_SMEM_CAPACITY
 from ts_runtime.errors import (
     GroupSizeError,
@@ -70,24 +64,6 @@ _SIDE_OPS = {
 
 def _uses_side(task: TaskSpec, resource: str, role: Role) -> bool:
     return any(s.resource == resource and s.stage in _SIDE_OPS[role] for s in task.schedule.steps())
-
-
-def _dynamic_to_runtime(body: tuple[Node, ...]) -> tuple[Node, ...]:
-    """The body with per-tile (task-method) bounds as runtime bounds, whose values are given."""
-    out: list[Node] = []
-    for node in body:
-        if isinstance(node, DomainLoop):
-            start, end, step = (
-                RuntimeBound(b.getter) if isinstance(b, DynamicBound) else b
-                for b in (node.start, node.end, node.step)
-            )
-            node = dataclasses.replace(
-                node, start=start, end=end, step=step, body=_dynamic_to_runtime(node.body)
-            )
-        elif isinstance(node, (ConditionalBlock, WorkTileLoop)):
-            node = dataclasses.replace(node, body=_dynamic_to_runtime(node.body))
-        out.append(node)
-    return tuple(out)
 
 
 class TaskManager:
@@ -142,6 +118,7 @@ class TaskManager:
         tmem_capacity_columns: int | None = None,
         exhaustive_deadlock_race_check: bool = True,
         assume_pdl_wait_completed: bool = False,
+        debug_bounded_waits: bool = False,
     ) -> None:
         del exhaustive_deadlock_race_check  # always exhaustive
         unsupported = {
@@ -186,6 +163,7 @@ class TaskManager:
         self.resource_dependency_graph = dict(resource_dependency_graph)
         self.skip_validation = skip_validation
         self.verbose = verbose
+        self.debug_bounded_waits = debug_bounded_waits
         self.target = target or current_target()
         self.smem_capacity_bytes = smem_capacity_bytes or DEFAULT_SMEM_CAPACITY
         self._smem_allocator = smem_allocator
@@ -402,16 +380,6 @@ class TaskManager:
         """The context every work call sees as ``stage_info.context`` (after setup)."""
         return self._context
 
-    def _lowering_plan(self) -> KernelPlan:
-        tasks = tuple(
-            dataclasses.replace(
-                t,
-                schedule=dataclasses.replace(t.schedule, body=_dynamic_to_runtime(t.schedule.body)),
-            )
-            for t in self._plan.tasks
-        )
-        return dataclasses.replace(self._plan, tasks=tasks)
-
     def run(self) -> dict[str, Any]:
         """Emit every task at this point of the kernel: pipelines, warp dispatch, schedules.
 
@@ -424,23 +392,22 @@ class TaskManager:
             raise RuntimeError("TaskManager.run() may run only once")
         import ts_codegen
 
-        tile: Any = None
         bounds: dict[str, list[tuple[Any, Any, Any] | None]] = {}
         for t in self.tasks:
             if t.debug_print:
                 print(f"task {t.name}:\n{t.schedule.as_text()}")
             if t.has_runtime_bounds():
-                if tile is None:
-                    import cutlass.cute as cute
-
-                    tile = cute.arch.block_idx()
-                bounds[t.name] = t.loop_bounds(tile)
+                # Per-tile bounds come as the task's methods; the lowering calls them with
+                # each work tile's coordinate.
+                bounds[t.name] = t.loop_bounds()
+        debug = [t.name for t in self.tasks if t.debug_print or self.debug_bounded_waits]
         alloc = self._smem_allocator
         self._run_done = True
         return ts_codegen.emit_tasks(
-            self._lowering_plan(),
+            self._plan,
             {resource_name(r): r for r in self.resources},
             bounds=bounds,
             smem_allocator=alloc,
             context=self._context,
+            debug=debug,
         )

@@ -552,6 +552,18 @@ class WorkTileLoopProxy:
             yield
 
 
+_SKIP_PREDICATES: dict[str, Callable[..., Any]] = {}
+
+
+def skip_predicate(name: str) -> Callable[..., Any] | None:
+    """The ``skip_if`` callable last traced under the qualified name ``name`` (or None).
+
+    The IR keeps only the name of a skip predicate; the lowering gets the function back here
+    when it is not a method of the work-queue resource.
+    """
+    return _SKIP_PREDICATES.get(name)
+
+
 @contextlib.contextmanager
 def work_tile_loop(
     wq: object,
@@ -592,6 +604,8 @@ def work_tile_loop(
             fix="pass a function (work_queue, work_tile) -> Boolean",
         )
     skip_name = None if skip_if is None else getattr(skip_if, "__qualname__", repr(skip_if))
+    if skip_if is not None and skip_name is not None:
+        _SKIP_PREDICATES[skip_name] = skip_if
     queue = wq._ts_name
 
     def make(body: tuple[Node, ...]) -> Node:

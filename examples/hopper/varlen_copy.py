@@ -1,0 +1,679 @@
+"""Variable-length segment copy on a persistent work queue: TS kernels and hand-written twins.
+
+The tensor is a sequence of ``64 x 256`` fp16 chunks (row-major tile order). Segment ``s`` owns
+chunks ``offsets[s] .. offsets[s + 1]`` (lengths may be 0) and is one work tile; its domain
+loop's end is computed per tile by ``SegmentTask.segment_chunks`` from the offsets tensor, so a
+zero-length segment runs no body work and the SMEM ring stays balanced. A per-segment flag
+(``copy_flags[s]``, read once per tile by a work call and kept as a task-local value) guards the
+segment in both tasks (``when_true(..., key="copy")``): unflagged segments stay zero in dst.
+
+Warp 0 (load task) TMA-loads the chunks into a 6-stage ring, warp 1 (store task) TMA-stores
+them. Two schedulers (``--scheduler``):
+
+* ``static``: CTA ``c`` of ``G`` copies segments ``c, c + G, ...``;
+* ``dynamic``: after its first segment, a CTA claims the next one from a global atomic counter:
+  the load warp fetches it (``wq.acquire(); wq.fetch_next_tile(); wq.commit()``) and hands it to
+  the store warp through the queue's 2-stage SMEM pipeline (``wq.wait(); wq.read_next_tile();
+  wq.release()``). The counters reset themselves at the end of each launch.
+
+Usage::
+
+    python examples/hopper/varlen_copy.py --compile-only [--scheduler dynamic]
+    python examples/hopper/varlen_copy.py --scheduler dynamic --segments 2000 --imbalance 64
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils as cutils
+from cutlass.cute.nvgpu import cpasync
+from cutlass.memory import SmemAllocator
+
+import ts_codegen
+from ts_codegen.dsl import compile_ptx
+from ts_codegen.ptx import opcode_counts
+from ts_ir import WorkAttr
+from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, WorkQueue
+from ts_trace import (
+    MemoryResource,
+    ResourceProxy,
+    TaskLocalVariable,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+    when_true,
+    work_tile_loop,
+)
+
+CTAS = 132
+TILE_M, TILE_N, STAGES, QUEUE_STAGES = 64, 256, 6, 2
+TILE_BYTES = TILE_M * TILE_N * 2
+LOAD_WARP, STORE_WARP = 0, 1
+BLOCK_THREADS = 64
+SCHEDULERS = ("static", "dynamic")
+
+
+def smem_tile_layout() -> Any:
+    """One stage: a row-major chunk."""
+    return cute.make_layout((TILE_M, TILE_N), stride=(TILE_N, 1))
+
+
+def ring_layout() -> Any:
+    """All stages."""
+    return cute.make_layout((TILE_M, TILE_N, STAGES), stride=(TILE_N, 1, TILE_M * TILE_N))
+
+
+def chunk_coord(chunk: Any, tiles_n: Any) -> tuple[Any, Any]:
+    """Row-major chunk order."""
+    return chunk // tiles_n, chunk % tiles_n
+
+
+@cute.jit
+def tma_load(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any, bar: Any) -> None:
+    """TMA-load chunk ``(m, n)`` into ``stage``; completes on ``bar``."""
+    t_s, t_g = cpasync.tma_partition(
+        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
+    )
+    cute.copy(atom, t_g[(None, (m, n))], t_s[(None, stage)], tma_bar_ptr=bar)
+
+
+@cute.jit
+def tma_store(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any) -> None:
+    """One lane TMA-stores ``stage`` into chunk ``(m, n)`` and commits the bulk group."""
+    cute.arch.fence_proxy("async.shared", space="cta")
+    t_s, t_g = cpasync.tma_partition(
+        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
+    )
+    with cute.arch.elect_one():
+        cute.copy(atom, t_s[(None, stage)], t_g[(None, (m, n))])
+        cute.arch.cp_async_bulk_commit_group()
+
+
+@cute.jit
+def tma_store_wait() -> None:
+    """Wait until the warp's stores have read SMEM."""
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+    cute.arch.sync_warp()
+
+
+# ---------------------------------------------------------------------------------------------
+# TS kernel
+# ---------------------------------------------------------------------------------------------
+
+
+class SegmentTask(Task):
+    """A task whose domain loop runs over the chunks of the current segment."""
+
+    def __init__(self, *args: Any, offsets: Any = None, **kwargs: Any) -> None:
+        self.offsets = offsets
+        super().__init__(*args, **kwargs)
+
+    def segment_chunks(self, work_tile_coord: Any) -> Any:
+        """Chunks in segment ``work_tile_coord[0]`` (0 for an empty segment)."""
+        s = work_tile_coord[0]
+        return self.offsets[s + 1] - self.offsets[s]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Segments(MemoryResource):
+    """Per-segment metadata: the copy flag."""
+
+    flags: Any = None
+    copy: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.copy = TaskLocalVariable(dtype="Boolean", default=False)
+
+    @consumer_work(returns=copy)
+    def read_flag(self, stage_info: Any) -> Any:
+        """Whether the tile's segment is copied."""
+        return self.flags[stage_info.work_tile.tile_idx[0]] != 0
+
+
+@dataclasses.dataclass(kw_only=True)
+class Ring(MemoryResource):
+    """The SMEM ring between the TMA load and the TMA store."""
+
+    load_atom: Any = None
+    g_src: Any = None
+    store_atom: Any = None
+    g_dst: Any = None
+    s_tiles: Any = None
+    offsets: Any = None
+    tiles_n: Any = 1
+
+    def _chunk(self, stage_info: Any) -> tuple[Any, Any]:
+        s = stage_info.work_tile.tile_idx[0]
+        return chunk_coord(self.offsets[s] + stage_info.loop_offset, self.tiles_n)
+
+    @producer_work
+    def load(self, stage_info: Any) -> None:
+        """TMA-load chunk ``loop_offset`` of the segment into the acquired stage."""
+        m, n = self._chunk(stage_info)
+        tma_load(
+            self.load_atom, self.s_tiles, self.g_src, stage_info.stage_idx, m, n, stage_info.barrier
+        )
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
+    def store(self, stage_info: Any) -> None:
+        """Start the TMA store of the waited stage."""
+        m, n = self._chunk(stage_info)
+        tma_store(self.store_atom, self.s_tiles, self.g_dst, stage_info.stage_idx, m, n)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
+    def store_wait(self, stage_info: Any) -> None:
+        """``cp.async.bulk.wait_group.read 0``."""
+        tma_store_wait()
+
+
+@schedule
+def static_load(wq: ResourceProxy, meta: ResourceProxy, ring: ResourceProxy) -> None:
+    """Per flagged segment: load its chunks."""
+    with work_tile_loop(wq):
+        copy = meta.read_flag()
+        with when_true(copy, key="copy"), domain_loop(SegmentTask.segment_chunks):
+            ring.acquire()
+            ring.load()
+            ring.commit()
+
+
+@schedule
+def static_store(wq: ResourceProxy, meta: ResourceProxy, ring: ResourceProxy) -> None:
+    """Per flagged segment: store its chunks."""
+    with work_tile_loop(wq):
+        copy = meta.read_flag()
+        with when_true(copy, key="copy"), domain_loop(SegmentTask.segment_chunks):
+            ring.wait()
+            ring.store()
+            ring.store_wait()
+            ring.release()
+
+
+@schedule
+def dynamic_load(wq: ResourceProxy, meta: ResourceProxy, ring: ResourceProxy) -> None:
+    """Claim the next segment first (it is handed to the store warp), then load this one."""
+    with work_tile_loop(wq):
+        wq.acquire()
+        wq.fetch_next_tile()
+        wq.commit()
+        copy = meta.read_flag()
+        with when_true(copy, key="copy"), domain_loop(SegmentTask.segment_chunks):
+            ring.acquire()
+            ring.load()
+            ring.commit()
+
+
+@schedule
+def dynamic_store(wq: ResourceProxy, meta: ResourceProxy, ring: ResourceProxy) -> None:
+    """Take the next segment from the load warp, then store this one."""
+    with work_tile_loop(wq):
+        wq.wait()
+        wq.read_next_tile()
+        wq.release()
+        copy = meta.read_flag()
+        with when_true(copy, key="copy"), domain_loop(SegmentTask.segment_chunks):
+            ring.wait()
+            ring.store()
+            ring.store_wait()
+            ring.release()
+
+
+def ring_pipeline() -> PipelineConfig:
+    """TMA producer (1 thread arms the barrier) -> 1 store warp."""
+    return PipelineConfig.create_tma_async_pipeline_cfg(
+        STAGES,
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+        TILE_BYTES,
+    )
+
+
+def queue_pipeline() -> PipelineConfig:
+    """The dynamic queue's hand-off: load warp -> store warp."""
+    return PipelineConfig.create_async_async_pipeline_cfg(
+        QUEUE_STAGES,
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+    )
+
+
+def make_queue(scheduler: str, params: Any, counters: Any) -> WorkQueue:
+    """The work queue of ``scheduler``."""
+    if scheduler == "dynamic":
+        cfg = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(
+            params, counters
+        )
+        return WorkQueue(cfg, name="segments", pipeline_config=queue_pipeline())
+    cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
+    return WorkQueue(cfg, name="segments")
+
+
+def build_tasks(
+    scheduler: str, wq: WorkQueue, meta: Segments, ring: Ring, offsets: Any, alloc: Any = None
+) -> TaskManager:
+    """The two tasks and their manager (plans and verifies the kernel)."""
+    dynamic = scheduler == "dynamic"
+    load, store = (dynamic_load, dynamic_store) if dynamic else (static_load, static_store)
+    # With the dynamic scheduler the load warp also produces into the queue (it fetches).
+    load_src, load_dst = ([meta], [ring, wq]) if dynamic else ([wq, meta], [ring])
+    tasks = [
+        SegmentTask(
+            load_src,
+            load_dst,
+            LOAD_WARP,
+            1,
+            schedule=load(wq, meta, ring),
+            name="load",
+            offsets=offsets,
+        ),
+        SegmentTask(
+            [wq, meta, ring],
+            [],
+            STORE_WARP,
+            1,
+            schedule=store(wq, meta, ring),
+            name="store",
+            offsets=offsets,
+        ),
+    ]
+    graph: dict[Any, list[Any]] = {ring: [wq, meta]}
+    return TaskManager(tasks, graph, smem_allocator=alloc, name=f"varlen_copy_{scheduler}")
+
+
+def make_plan(scheduler: str = "static") -> Any:
+    """The kernel plan, built on the host with placeholder resources."""
+    wq = make_queue(scheduler, None, 0)
+    ring = Ring(name="ring", pipeline_config=ring_pipeline())
+    return build_tasks(scheduler, wq, Segments(name="meta"), ring, None).plan
+
+
+def _ts_kernel(scheduler: str) -> Any:
+    @cute.kernel
+    def kernel(
+        load_atom: cute.CopyAtom,
+        g_src: cute.Tensor,
+        store_atom: cute.CopyAtom,
+        g_dst: cute.Tensor,
+        offsets: cute.Tensor,
+        flags: cute.Tensor,
+        counters: cute.Tensor,
+        params: cutils.PersistentTileSchedulerParams,
+        tiles_n: cutlass.Int32,
+    ) -> None:
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+        wq = make_queue(scheduler, params, counters)
+        ring = Ring(
+            name="ring",
+            pipeline_config=ring_pipeline(),
+            load_atom=load_atom,
+            g_src=cute.zipped_divide(g_src, (TILE_M, TILE_N)),
+            store_atom=store_atom,
+            g_dst=cute.zipped_divide(g_dst, (TILE_M, TILE_N)),
+            s_tiles=s_tiles,
+            offsets=offsets,
+            tiles_n=tiles_n,
+        )
+        tm = build_tasks(scheduler, wq, Segments(name="meta", flags=flags), ring, offsets, alloc)
+        tm.setup_resources_and_tasks()
+        tm.run()
+
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written twins: the same schedules in plain CuTe DSL
+# ---------------------------------------------------------------------------------------------
+
+
+def _twin_kernel(scheduler: str) -> Any:
+    dynamic = scheduler == "dynamic"
+
+    @cute.kernel
+    def kernel(
+        load_atom: cute.CopyAtom,
+        g_src: cute.Tensor,
+        store_atom: cute.CopyAtom,
+        g_dst: cute.Tensor,
+        offsets: cute.Tensor,
+        flags: cute.Tensor,
+        counters: cute.Tensor,
+        params: cutils.PersistentTileSchedulerParams,
+        tiles_n: cutlass.Int32,
+    ) -> None:
+        alloc = SmemAllocator()
+        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+        g_in = cute.zipped_divide(g_src, (TILE_M, TILE_N))
+        g_out = cute.zipped_divide(g_dst, (TILE_M, TILE_N))
+        bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8)
+        pipe = cpipe.PipelineTmaAsync.create(
+            num_stages=STAGES,
+            producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+            consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+            tx_count=TILE_BYTES,
+            barrier_storage=bars,
+            enable_multicast_signaling=True,
+            defer_sync=True,
+        )
+        qpipe = None
+        slots = None
+        if cutlass.const_expr(dynamic):
+            qbars = alloc.allocate_array(
+                cutlass.Int64, num_elems=2 * QUEUE_STAGES, byte_alignment=8
+            )
+            qpipe = cpipe.PipelineAsync.create(
+                num_stages=QUEUE_STAGES,
+                producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+                consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+                barrier_storage=qbars,
+                defer_sync=True,
+            )
+            slot_ptr = alloc.allocate_array(cutlass.Int32, num_elems=QUEUE_STAGES, byte_alignment=4)
+            slots = cute.make_tensor(slot_ptr, cute.make_layout(QUEUE_STAGES))
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        lane = cute.arch.lane_idx()
+        if warp == LOAD_WARP:
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
+            qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
+            sched = cutils.StaticPersistentTileScheduler.create(
+                params, cute.arch.block_idx(), cute.arch.grid_dim()
+            )
+            tile = sched.get_current_work()
+            while tile.is_valid_tile:
+                nxt = cutlass.Int32(0)
+                if cutlass.const_expr(dynamic):
+                    qpipe.producer_acquire(qstate)
+                    claimed = cutlass.Int32(0)
+                    if lane == 0:
+                        claimed = cutlass.Int32(
+                            cute.arch.atomic_add(
+                                counters.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu"
+                            )
+                        )
+                    nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_persistent_clusters
+                    if lane == 0:
+                        slots[qstate.index] = nxt
+                    total = cute.size(params.problem_layout_ncluster_mnl)
+                    if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
+                        if lane == 0:
+                            done = cute.arch.atomic_add(
+                                counters.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
+                            )
+                            if (
+                                cutlass.Int32(done)
+                                == cutlass.min(sched.num_persistent_clusters, total) - 1
+                            ):
+                                cute.arch.atomic_exch(
+                                    counters.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
+                                )
+                                cute.arch.atomic_exch(
+                                    counters.iterator + 1,
+                                    cutlass.Int32(0),
+                                    sem="relaxed",
+                                    scope="gpu",
+                                )
+                    qpipe.producer_commit(qstate)
+                    qstate.advance()
+                s = tile.tile_idx[0]
+                if flags[s] != 0:
+                    for i in cutlass.range(0, offsets[s + 1] - offsets[s], 1):
+                        pipe.producer_acquire(state)
+                        m, n = chunk_coord(offsets[s] + i, tiles_n)
+                        tma_load(
+                            load_atom,
+                            s_tiles,
+                            g_in,
+                            state.index,
+                            m,
+                            n,
+                            pipe.producer_get_barrier(state),
+                        )
+                        pipe.producer_commit(state)
+                        state.advance()
+                if cutlass.const_expr(dynamic):
+                    sched = cutils.StaticPersistentTileScheduler(
+                        sched.params,
+                        sched.num_persistent_clusters,
+                        nxt,
+                        sched.cta_id_in_cluster,
+                        sched._num_tiles_executed + cutlass.Int32(1),
+                    )
+                else:
+                    sched.advance_to_next_work()
+                tile = sched.get_current_work()
+        if warp == STORE_WARP:
+            state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+            qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
+            sched = cutils.StaticPersistentTileScheduler.create(
+                params, cute.arch.block_idx(), cute.arch.grid_dim()
+            )
+            tile = sched.get_current_work()
+            while tile.is_valid_tile:
+                nxt = cutlass.Int32(0)
+                if cutlass.const_expr(dynamic):
+                    qpipe.consumer_wait(qstate)
+                    nxt = cutlass.Int32(slots[qstate.index])
+                    qpipe.consumer_release(qstate)
+                    qstate.advance()
+                s = tile.tile_idx[0]
+                if flags[s] != 0:
+                    for i in cutlass.range(0, offsets[s + 1] - offsets[s], 1):
+                        pipe.consumer_wait(state)
+                        m, n = chunk_coord(offsets[s] + i, tiles_n)
+                        tma_store(store_atom, s_tiles, g_out, state.index, m, n)
+                        tma_store_wait()
+                        pipe.consumer_release(state)
+                        state.advance()
+                if cutlass.const_expr(dynamic):
+                    sched = cutils.StaticPersistentTileScheduler(
+                        sched.params,
+                        sched.num_persistent_clusters,
+                        nxt,
+                        sched.cta_id_in_cluster,
+                        sched._num_tiles_executed + cutlass.Int32(1),
+                    )
+                else:
+                    sched.advance_to_next_work()
+                tile = sched.get_current_work()
+
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# host side
+# ---------------------------------------------------------------------------------------------
+
+
+def _launcher(kernel: Any) -> Any:
+    @cute.jit
+    def launch(
+        src: cute.Tensor,
+        dst: cute.Tensor,
+        offsets: cute.Tensor,
+        flags: cute.Tensor,
+        counters: cute.Tensor,
+    ) -> None:
+        load_atom, g_src = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
+        )
+        store_atom, g_dst = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(), (TILE_M, TILE_N)
+        )
+        tiles_n = cute.size(dst, mode=[1]) // TILE_N
+        segments = cute.size(flags, mode=[0])
+        params = cutils.PersistentTileSchedulerParams((segments, 1, 1), (1, 1, 1))
+        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, CTAS)
+        kernel(
+            load_atom,
+            g_src,
+            store_atom,
+            g_dst,
+            offsets,
+            flags,
+            counters,
+            params,
+            cutlass.Int32(tiles_n),
+        ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))
+
+    return launch
+
+
+def kernels(scheduler: str) -> tuple[tuple[str, Any], ...]:
+    """The TS kernel and its twin for ``scheduler``, as ``(name, launcher)``."""
+    return (
+        ("ts", _launcher(_ts_kernel(scheduler))),
+        ("twin", _launcher(_twin_kernel(scheduler))),
+    )
+
+
+def compile_only(scheduler: str = "static", segments: int = 1000) -> dict[str, Any]:
+    """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    make_plan(scheduler)  # plans and verifies (raises on an error)
+    result: dict[str, Any] = {"example": "varlen_copy", "scheduler": scheduler, "verified": True}
+    shape = (TILE_M * 4 * segments, TILE_N)
+    for name, fn in kernels(scheduler):
+        src = make_fake_compact_tensor(
+            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
+        )
+        dst = make_fake_compact_tensor(
+            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
+        )
+        offs = make_fake_compact_tensor(cutlass.Int32, (segments + 1,), assumed_align=4)
+        flags = make_fake_compact_tensor(cutlass.Int32, (segments,), assumed_align=4)
+        counters = make_fake_compact_tensor(cutlass.Int32, (2,), assumed_align=4)
+        _, ptx = compile_ptx(fn, src, dst, offs, flags, counters)
+        result[name] = ts_codegen.count_instructions(ptx)
+        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
+    result["same_counts"] = result["ts"] == result["twin"]
+    return result
+
+
+def segment_lengths(segments: int, mean: int, imbalance: int, seed: int = 0) -> list[int]:
+    """Chunk counts per segment: random in ``[0, 2 * mean]`` (zeros included).
+
+    With ``imbalance > 1`` every segment ``s`` with ``s % CTAS == 0`` is ``imbalance`` times
+    longer, so that the static scheduler gives all long segments to CTA 0.
+    """
+    import random
+
+    rng = random.Random(seed)
+    lengths = [rng.randint(0, 2 * mean) for _ in range(segments)]
+    if imbalance > 1:
+        lengths = [n * imbalance if s % CTAS == 0 else n for s, n in enumerate(lengths)]
+    return lengths
+
+
+def make_inputs(lengths: list[int], flag_every: int = 7) -> dict[str, Any]:
+    """Torch inputs: offsets, flags (every ``flag_every``-th segment is not copied), tensors."""
+    import torch
+
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    chunks = max(offsets[-1], 1)
+    src = torch.randn(chunks * TILE_M, TILE_N, device="cuda", dtype=torch.float16)
+    flags = [
+        0 if flag_every and s % flag_every == flag_every - 1 else 1 for s in range(len(lengths))
+    ]
+    return {
+        "src": src,
+        "offsets": torch.tensor(offsets, dtype=torch.int32, device="cuda"),
+        "flags": torch.tensor(flags, dtype=torch.int32, device="cuda"),
+        "expected": _expected(src, offsets, flags),
+    }
+
+
+def _expected(src: Any, offsets: list[int], flags: list[int]) -> Any:
+    import torch
+
+    out = torch.zeros_like(src)
+    for s, f in enumerate(flags):
+        if f:
+            lo, hi = offsets[s] * TILE_M, offsets[s + 1] * TILE_M
+            out[lo:hi] = src[lo:hi]
+    return out
+
+
+def run_case(scheduler: str, inputs: dict[str, Any], iters: int) -> dict[str, Any]:
+    """Run the TS kernel and its twin on ``inputs``; check and time both."""
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    src_t = inputs["src"]
+    result: dict[str, Any] = {"scheduler": scheduler}
+    for name, fn in kernels(scheduler):
+        dst_t = torch.zeros_like(src_t)
+        counters_t = torch.zeros(2, dtype=torch.int32, device="cuda")
+        args = [
+            from_dlpack(src_t, assumed_align=16),
+            from_dlpack(dst_t, assumed_align=16),
+            from_dlpack(inputs["offsets"], assumed_align=4),
+            from_dlpack(inputs["flags"], assumed_align=4),
+            from_dlpack(counters_t, assumed_align=4),
+        ]
+        compiled = cute.compile(fn, *args)
+        ok = True
+        for _ in range(2):  # twice: the second launch runs on the counters the first reset
+            dst_t.zero_()
+            compiled(*args)
+            torch.cuda.synchronize()
+            ok = ok and bool(torch.equal(dst_t, inputs["expected"]))
+        ok = ok and int(counters_t.abs().sum()) == 0
+        ms = _time(lambda c=compiled, a=args: c(*a), iters)
+        result[name] = {"ok": ok, "ms": ms}
+    result["ts_over_twin"] = result["twin"]["ms"] / result["ts"]["ms"]
+    return result
+
+
+def _time(fn: Any, iters: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / iters
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
+    parser.add_argument("--scheduler", choices=SCHEDULERS, default="static")
+    parser.add_argument("--segments", type=int, default=1000)
+    parser.add_argument("--mean", type=int, default=4, help="mean chunks per segment")
+    parser.add_argument("--imbalance", type=int, default=1, help="long-segment factor")
+    parser.add_argument("--iters", type=int, default=20)
+    args = parser.parse_args(argv)
+    if args.compile_only:
+        out = compile_only(args.scheduler)
+        print(json.dumps(out, sort_keys=True))
+        return 0 if out["same_counts"] else 1
+    inputs = make_inputs(segment_lengths(args.segments, args.mean, args.imbalance))
+    out = run_case(args.scheduler, inputs, args.iters)
+    out.update(segments=args.segments, mean=args.mean, imbalance=args.imbalance)
+    print(json.dumps(out, sort_keys=True))
+    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

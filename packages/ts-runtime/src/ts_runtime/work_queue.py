@@ -1,0 +1,200 @@
+"""The persistent work queue: ``TileSchedulerConfig`` and the ``WorkQueue`` resource.
+
+A persistent kernel launches about one CTA per SM; every task of the CTA walks the same sequence
+of work tiles in ``with work_tile_loop(wq):``. Two schedulers hand the tiles out:
+
+* **static persistent** (``create_static_persistent_tile_scheduler_params``): CTA ``c`` of
+  ``G`` runs tiles ``c, c + G, ...`` in the rasterization of CUTLASS's
+  ``PersistentTileSchedulerParams`` (along M or N, swizzled for L2 reuse, clusters). The
+  schedules need no queue steps.
+* **atomic dynamic** (``create_atomic_dynamic_persistent_tile_scheduler_params``, Hopper): a
+  CTA's first tile is its index; every further tile is claimed from a global counter by one
+  fetching warp, which publishes it through the queue's own small SMEM pipeline (give the
+  ``WorkQueue`` an AsyncAsync ``pipeline_config``) to the CTA's other tasks. The fetching task
+  writes ``wq.acquire(); wq.fetch_next_tile(); wq.commit()`` in its tile loop, the others
+  ``wq.wait(); wq.read_next_tile(); wq.release()``, so ts-verify checks this hand-off like any
+  other pipeline. The last CTA to run out of tiles zeroes the counters: no host memset between
+  launches.
+
+CLC (Blackwell's hardware scheduler) is rejected on Hopper targets with
+:class:`~ts_runtime.UnsupportedOnTarget`.
+
+Example (inside a ``@cute.jit`` host function, then in the kernel)::
+
+    params = cutlass.utils.PersistentTileSchedulerParams((tiles_m, tiles_n, 1), (1, 1, 1))
+    cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
+    grid = cfg.grid_shape(132)
+    ...
+    wq = WorkQueue(cfg, name="tiles")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ts_ir import TileSchedulerType
+from ts_runtime.errors import RuntimeConfigError, UnsupportedOnTarget
+from ts_runtime.target import current_target, is_blackwell_or_later
+from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
+
+__all__ = ["TileSchedulerConfig", "WorkQueue"]
+
+
+@dataclasses.dataclass(frozen=True)
+class TileSchedulerConfig:
+    """Which persistent scheduler a :class:`WorkQueue` uses, with its CUTLASS parameters.
+
+    Build it with one of the ``create_*`` factories.
+
+    Attributes:
+        tile_scheduler_type: The scheduler flavour.
+        tile_scheduler_params: CUTLASS ``PersistentTileSchedulerParams`` (the problem in tiles,
+            the cluster shape, swizzle and rasterization order).
+        response_ptr: The SMEM CLC response buffer (CLC only; Blackwell).
+        counters: A global Int32 tensor of 2 elements, zero before the first launch (atomic
+            dynamic only; the kernel keeps it zero between launches).
+    """
+
+    tile_scheduler_type: TileSchedulerType
+    tile_scheduler_params: Any
+    response_ptr: Any = None
+    counters: Any = None
+
+    @staticmethod
+    def create_static_persistent_tile_scheduler_params(
+        tile_scheduler_params: Any,
+    ) -> TileSchedulerConfig:
+        """A static persistent schedule: CTA ``c`` runs tiles ``c, c + G, c + 2G, ...``."""
+        return TileSchedulerConfig(TileSchedulerType.StaticPersistent, tile_scheduler_params)
+
+    @staticmethod
+    def create_clc_dynamic_persistent_tile_scheduler_params(
+        tile_scheduler_params: Any, response_ptr: Any
+    ) -> TileSchedulerConfig:
+        """A CLC (cluster launch control) dynamic schedule: Blackwell only.
+
+        Raises:
+            UnsupportedOnTarget: On Hopper (and older) targets.
+        """
+        target = current_target()
+        if not is_blackwell_or_later(target):
+            raise UnsupportedOnTarget(
+                "TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params: CLC "
+                f"(clusterlaunchcontrol.try_cancel) needs Blackwell (sm_100a), but the target is "
+                f"{target}",
+                pipeline_type="ClcFetchAsync",
+                target=target,
+                fix="on Hopper use create_atomic_dynamic_persistent_tile_scheduler_params"
+                "(params, counters) (a global atomic tile counter) or the static scheduler",
+            )
+        raise UnsupportedOnTarget(
+            "the CLC dynamic scheduler is not lowered yet",
+            pipeline_type="ClcFetchAsync",
+            target=target,
+            fix="use create_atomic_dynamic_persistent_tile_scheduler_params",
+        )
+
+    @staticmethod
+    def create_atomic_dynamic_persistent_tile_scheduler_params(
+        tile_scheduler_params: Any, counters: Any
+    ) -> TileSchedulerConfig:
+        """A dynamic schedule on a global atomic tile counter (Hopper and later).
+
+        Args:
+            tile_scheduler_params: CUTLASS ``PersistentTileSchedulerParams`` with cluster
+                shape 1 x 1.
+            counters: A global Int32 tensor of 2 elements, all zero before the first launch
+                (e.g. ``torch.zeros(2, dtype=torch.int32)``); the kernel leaves it zero.
+        """
+        if counters is None:
+            raise RuntimeConfigError(
+                "create_atomic_dynamic_persistent_tile_scheduler_params needs a counters tensor",
+                fix="pass a zero-initialised global Int32 tensor of 2 elements",
+            )
+        return TileSchedulerConfig(
+            TileSchedulerType.AtomicDynamicPersistent, tile_scheduler_params, counters=counters
+        )
+
+    @property
+    def is_dynamic(self) -> bool:
+        """True when tiles are claimed at run time (the queue needs its fetch pipeline)."""
+        return self.tile_scheduler_type is not TileSchedulerType.StaticPersistent
+
+    def grid_shape(self, max_active_clusters: Any) -> Any:
+        """The launch grid: one CTA (cluster) per tile, at most ``max_active_clusters``."""
+        return self.tile_scheduler_params.get_grid_shape(max_active_clusters)
+
+
+@dataclasses.dataclass(kw_only=True)
+class WorkQueue(MemoryResource):
+    """The persistent work queue, a resource of every task with ``work_tile_loop(wq)``.
+
+    Args:
+        tile_scheduler_config: The scheduler (positional, as documented).
+        name: Resource name (default ``"WorkQueue"``).
+        pipeline_config: For a dynamic scheduler: the AsyncAsync pipeline that hands fetched
+            tiles from the fetching warp (producer, 32 threads) to the other tasks (consumers).
+
+    Work methods (dynamic schedulers only):
+        ``fetch_next_tile`` (producer, one warp): claims the next tile and publishes it in the
+        acquired stage; the fetching task continues with it.
+        ``read_next_tile`` (consumer): reads the index of the waited stage into ``next_tile``.
+    """
+
+    is_work_queue = True
+
+    # Positional (kw_only=False) so that ``WorkQueue(cfg, name=...)`` works, also for
+    # dataclass subclasses that add fields (e.g. what a skip predicate reads).
+    tile_scheduler_config: Any = dataclasses.field(default=None, kw_only=False)
+    next_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tile_scheduler_config, TileSchedulerConfig):
+            raise RuntimeConfigError(
+                f"WorkQueue: tile_scheduler_config={self.tile_scheduler_config!r} is not a "
+                "TileSchedulerConfig",
+                resource=self.name,
+                fix="build it with TileSchedulerConfig.create_static_persistent_tile_scheduler"
+                "_params(params) or create_atomic_dynamic_persistent_tile_scheduler_params",
+            )
+        self.next_tile = TaskLocalVariable(dtype="Int32", default=0)
+        self._source: Any = None
+
+    def ts_tile_source(self) -> Any:
+        """The lowering's view of the queue (one per kernel trace)."""
+        if self._source is None:
+            import ts_codegen
+
+            cfg = self.tile_scheduler_config
+            if cfg.tile_scheduler_type is TileSchedulerType.AtomicDynamicPersistent:
+                self._source = ts_codegen.AtomicTiles(cfg.tile_scheduler_params, cfg.counters)
+            else:
+                self._source = ts_codegen.StaticTiles(cfg.tile_scheduler_params)
+        return self._source
+
+    @producer_work
+    def fetch_next_tile(self, stage_info: Any) -> None:
+        """Claim the next tile (one warp) and publish it in the acquired stage.
+
+        The fetching task's own loop continues with the claimed tile (producer work has no
+        task-local outputs; the tile source remembers the index).
+        """
+        self._dynamic("fetch_next_tile").fetch(stage_info.stage_idx)
+
+    @consumer_work(returns=next_tile)
+    def read_next_tile(self, stage_info: Any) -> Any:
+        """The tile index published in the waited stage."""
+        return self._dynamic("read_next_tile").read(stage_info.stage_idx)
+
+    def _dynamic(self, what: str) -> Any:
+        source = self.ts_tile_source()
+        if not hasattr(source, "fetch"):
+            raise RuntimeConfigError(
+                f"WorkQueue `{self.name}`.{what}: the "
+                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands tiles "
+                "out without fetching",
+                resource=self.name,
+                fix=f"remove the {what}() step, or use the atomic dynamic scheduler",
+            )
+        return source
