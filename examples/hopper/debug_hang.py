@@ -32,7 +32,14 @@ import cutlass.pipeline as cpipe
 
 from ts_codegen.dsl import compile_ptx
 from ts_runtime import PipelineConfig, Task, TaskManager
-from ts_trace import MemoryResource, ResourceProxy, consumer_work, domain_loop, producer_work, schedule
+from ts_trace import (
+    MemoryResource,
+    ResourceProxy,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+)
 
 LIMIT_NOTE = "TS debug: task `consume` waits forever on resource `ring`"
 

@@ -542,26 +542,28 @@ def kernels(scheduler: str) -> tuple[tuple[str, Any], ...]:
 
 def compile_only(scheduler: str = "static", segments: int = 1000) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
     make_plan(scheduler)  # plans and verifies (raises on an error)
     result: dict[str, Any] = {"example": "varlen_copy", "scheduler": scheduler, "verified": True}
-    shape = (TILE_M * 4 * segments, TILE_N)
     for name, fn in kernels(scheduler):
-        src = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        dst = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        offs = make_fake_compact_tensor(cutlass.Int32, (segments + 1,), assumed_align=4)
-        flags = make_fake_compact_tensor(cutlass.Int32, (segments,), assumed_align=4)
-        counters = make_fake_compact_tensor(cutlass.Int32, (2,), assumed_align=4)
-        _, ptx = compile_ptx(fn, src, dst, offs, flags, counters)
+        _, ptx = compile_ptx(fn, *fake_args(segments))
         result[name] = ts_codegen.count_instructions(ptx)
         result[f"{name}_total"] = sum(opcode_counts(ptx).values())
     result["same_counts"] = result["ts"] == result["twin"]
     return result
+
+
+def fake_args(segments: int = 1000) -> tuple[Any, ...]:
+    """Fake tensors for a CPU compile: src, dst, offsets, flags, counters."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    shape = (TILE_M * 4 * segments, TILE_N)
+    return (
+        make_fake_compact_tensor(cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16),
+        make_fake_compact_tensor(cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16),
+        make_fake_compact_tensor(cutlass.Int32, (segments + 1,), assumed_align=4),
+        make_fake_compact_tensor(cutlass.Int32, (segments,), assumed_align=4),
+        make_fake_compact_tensor(cutlass.Int32, (2,), assumed_align=4),
+    )
 
 
 def segment_lengths(segments: int, mean: int, imbalance: int, seed: int = 0) -> list[int]:

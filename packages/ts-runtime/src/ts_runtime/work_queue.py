@@ -158,6 +158,16 @@ class WorkQueue(MemoryResource):
                 fix="build it with TileSchedulerConfig.create_static_persistent_tile_scheduler"
                 "_params(params) or create_atomic_dynamic_persistent_tile_scheduler_params",
             )
+        if self.tile_scheduler_config.is_dynamic and self.pipeline_config is None:
+            raise RuntimeConfigError(
+                f"WorkQueue `{self.name}`: the "
+                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands each "
+                "fetched tile to the other tasks through the queue's own pipeline, but "
+                "pipeline_config is None",
+                resource=self.name,
+                fix="pass pipeline_config=PipelineConfig.create_async_async_pipeline_cfg(2, "
+                "<fetching warp: 32 threads>, <threads of the other tasks>)",
+            )
         self.next_tile = TaskLocalVariable(dtype="Int32", default=0)
         self._source: Any = None
 

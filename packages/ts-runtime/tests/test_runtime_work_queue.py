@@ -1,0 +1,173 @@
+"""WorkQueue and TileSchedulerConfig: construction, typed errors, and verified persistent plans."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, TileSchedulerType
+from ts_runtime import (
+    RuntimeConfigError,
+    Task,
+    TaskManager,
+    TileSchedulerConfig,
+    UnsupportedOnTarget,
+    WorkQueue,
+)
+from ts_trace import (
+    MemoryResource,
+    ResourceProxy,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+    work_tile_loop,
+)
+from ts_verify import VerificationError
+
+STATIC = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(None)
+
+
+def _async(stages: int, producer: int, consumer: int) -> PipelineSpec:
+    return PipelineSpec(
+        PipelineType.AsyncAsync,
+        stages,
+        0,
+        CooperativeGroupSpec("thread", producer),
+        CooperativeGroupSpec("thread", consumer),
+    )
+
+
+def test_static_queue_is_a_work_queue_resource() -> None:
+    wq = WorkQueue(STATIC, name="tiles")
+    assert type(wq).is_work_queue
+    assert wq.tile_scheduler_config.tile_scheduler_type is TileSchedulerType.StaticPersistent
+    assert not wq.tile_scheduler_config.is_dynamic
+    assert set(type(wq).work_methods()) == {"fetch_next_tile", "read_next_tile"}
+
+
+def test_subclass_keeps_the_positional_config() -> None:
+    @dataclasses.dataclass(kw_only=True)
+    class Padded(WorkQueue):
+        tiles_m: Any = None
+
+        def beyond(self, work_tile: Any) -> Any:
+            return work_tile[0] >= self.tiles_m
+
+    wq = Padded(STATIC, name="padded", tiles_m=3)
+    assert wq.tiles_m == 3 and wq.tile_scheduler_config is STATIC
+    assert wq.beyond((3, 0, 0)) and not wq.beyond((2, 0, 0))
+
+
+def test_queue_without_config_names_the_fix() -> None:
+    with pytest.raises(RuntimeConfigError, match=r"TS-R005.*not a TileSchedulerConfig") as info:
+        WorkQueue("static", name="tiles")  # type: ignore[arg-type]
+    assert info.value.resource == "tiles"
+    assert "create_static_persistent_tile_scheduler_params" in info.value.fix
+
+
+def test_clc_is_rejected_on_hopper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    with pytest.raises(UnsupportedOnTarget, match=r"TS-R002.*Blackwell.*sm_90a") as info:
+        TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params(None, None)
+    assert info.value.target == "sm_90a"
+    assert "create_atomic_dynamic_persistent_tile_scheduler_params" in info.value.fix
+
+
+def test_atomic_scheduler_needs_counters_and_a_pipeline() -> None:
+    with pytest.raises(RuntimeConfigError, match="counters"):
+        TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(None, None)
+    cfg = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(None, 0)
+    assert cfg.is_dynamic
+    with pytest.raises(RuntimeConfigError, match=r"`tiles`.*pipeline_config is None") as info:
+        WorkQueue(cfg, name="tiles")
+    assert "create_async_async_pipeline_cfg" in info.value.fix
+    WorkQueue(cfg, name="tiles", pipeline_config=_async(2, 32, 32))
+
+
+# ---------------------------------------------------------------------------------------------
+# persistent plans on the host: verified for every tile count, or rejected with a line
+# ---------------------------------------------------------------------------------------------
+
+
+def empty_tile(work_queue: Any, work_tile: Any) -> Any:
+    return work_tile.tile_idx[0] == 0
+
+
+class ChunkTask(Task):
+    def chunks(self, work_tile_coord: Any) -> Any:
+        return work_tile_coord[0]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Ring(MemoryResource):
+    @producer_work
+    def fill(self, stage_info: Any) -> None:
+        """Write a stage."""
+
+    @consumer_work
+    def drain(self, stage_info: Any) -> None:
+        """Read a stage."""
+
+
+@schedule
+def fetcher(wq: ResourceProxy, ring: ResourceProxy) -> None:
+    with work_tile_loop(wq, skip_if=empty_tile) as tiles:
+        wq.acquire()
+        wq.fetch_next_tile()
+        wq.commit()
+        with tiles.skippable(), domain_loop(ChunkTask.chunks):
+            ring.acquire()
+            ring.fill()
+            ring.commit()
+
+
+@schedule
+def reader(wq: ResourceProxy, ring: ResourceProxy) -> None:
+    with work_tile_loop(wq, skip_if=empty_tile) as tiles:
+        wq.wait()
+        wq.read_next_tile()
+        wq.release()
+        with tiles.skippable(), domain_loop(ChunkTask.chunks):
+            ring.wait()
+            ring.drain()
+            ring.release()
+
+
+@schedule
+def reader_skipping_the_handoff(wq: ResourceProxy, ring: ResourceProxy) -> None:
+    with work_tile_loop(wq, skip_if=empty_tile) as tiles, tiles.skippable():
+        wq.wait()
+        wq.read_next_tile()
+        wq.release()
+        with domain_loop(ChunkTask.chunks):
+            ring.wait()
+            ring.drain()
+            ring.release()
+
+
+def _manager(read: Any) -> TaskManager:
+    cfg = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(None, 0)
+    wq = WorkQueue(cfg, name="tiles", pipeline_config=_async(2, 32, 32))
+    ring = Ring(name="ring", pipeline_config=_async(4, 32, 32))
+    tasks = [
+        ChunkTask([], [wq, ring], 0, 1, schedule=fetcher(wq, ring), name="fetch"),
+        ChunkTask([wq, ring], [], 1, 1, schedule=read(wq, ring), name="read"),
+    ]
+    return TaskManager(tasks, {ring: [wq]}, name="dynamic_chunks")
+
+
+def test_dynamic_queue_plan_is_proven_for_all_tile_counts() -> None:
+    tm = _manager(reader)
+    assert tm.report.ok
+    assert any("skipped tiles" in p for p in tm.report.proven)
+
+
+def test_skipping_the_handoff_on_one_side_is_rejected_with_the_line() -> None:
+    with pytest.raises(VerificationError) as info:
+        _manager(reader_skipping_the_handoff)
+    text = str(info.value)
+    assert "tiles" in text and "read" in text
+    assert "reader_skipping_the_handoff" in text or "test_runtime_work_queue.py" in text
