@@ -67,4 +67,8 @@ def test_demo_compiles_the_hopper_examples() -> None:
         assert f"=== examples/hopper/{name}.py: compile for sm_90a ===" in out
     results = [json.loads(line) for line in out.splitlines() if line.startswith('{"')]
     assert len(results) == len(hopper)
-    assert all(r["same_counts"] and r["verified"] for r in results)
+    for r in results:
+        if r["example"] == "debug_hang":  # no twin, verification off on purpose
+            assert r["debug"]["trap"] > 0 and r["plain"]["trap"] == 0
+        else:
+            assert r["same_counts"] and r["verified"], r["example"]

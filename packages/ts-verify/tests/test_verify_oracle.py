@@ -110,6 +110,27 @@ SOUND: dict[str, KernelPlan] = {
             ("mma", 1, [loop(N, "P.wait P.wait P.use P.release P.release")]),
         ],
     ),
+    # The WGMMA main loop: release the previous stage on every iteration but the first, and
+    # the last stage on the last iteration (every(1, start=1) + last_iter).
+    "lagged_every_ok": make_plan(
+        "lagged_every_ok",
+        {"P": 2},
+        [
+            ("load", 1, [loop(N, "P.acquire P.load P.commit")]),
+            (
+                "mma",
+                1,
+                [
+                    loop(
+                        N,
+                        "P.wait P.use",
+                        when(Every(1, start=1), "P.release"),
+                        when(LAST_ITER, "P.release"),
+                    )
+                ],
+            ),
+        ],
+    ),
     "prologue_ok": make_plan(
         "prologue_ok",
         {"P": 2},
@@ -142,6 +163,26 @@ SOUND: dict[str, KernelPlan] = {
 }
 
 DEADLOCKING: dict[str, KernelPlan] = {
+    # The same lagged loop on a one-stage ring: the second wait needs the stage still held.
+    "lagged_every_one_stage": make_plan(
+        "lagged_every_one_stage",
+        {"P": 1},
+        [
+            ("load", 1, [loop(N, "P.acquire P.load P.commit")]),
+            (
+                "mma",
+                1,
+                [
+                    loop(
+                        N,
+                        "P.wait P.use",
+                        when(Every(1, start=1), "P.release"),
+                        when(LAST_ITER, "P.release"),
+                    )
+                ],
+            ),
+        ],
+    ),
     # Each task waits for the other's pipeline before filling its own.
     "cross_wait": make_plan(
         "cross_wait",

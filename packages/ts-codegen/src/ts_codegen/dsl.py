@@ -266,7 +266,9 @@ def make_pipeline(
             barrier_storage=storage,
             defer_sync=True,
         )
-    if kind == "TmaAsync":
+    if kind in ("TmaAsync", "TmaWgmma"):
+        # TmaWgmma has TmaAsync's barrier protocol; the difference (releases wait for
+        # wgmma.wait_group) is in the schedule, which ts-verify checks.
         return cpipe.PipelineTmaAsync.create(
             num_stages=stages,
             producer_group=pg,

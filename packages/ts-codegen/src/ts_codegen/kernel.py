@@ -27,7 +27,7 @@ from ts_trace import MemoryResource, resource_name
 
 __all__ = ["emit_tasks", "resources_by_name"]
 
-_LOWERED_PIPELINES = (PipelineType.AsyncAsync, PipelineType.TmaAsync)
+_LOWERED_PIPELINES = (PipelineType.AsyncAsync, PipelineType.TmaAsync, PipelineType.TmaWgmma)
 
 
 def resources_by_name(
@@ -80,7 +80,7 @@ def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
         if p.type not in _LOWERED_PIPELINES:
             raise LoweringError(
                 f"resource `{spec.name}`: pipeline type {p.type.value} is not lowered for "
-                "Hopper (AsyncAsync and TmaAsync are)"
+                "Hopper (AsyncAsync, TmaAsync and TmaWgmma are)"
             )
         pipelines[spec.name] = dsl.make_pipeline(
             p.type.value,

@@ -112,6 +112,12 @@ class _Env:
     tokens: dict[StateKey, Any]
     loop: _Loop | None = None
     tile: _Tile | None = None
+    current: dict[StateKey, Any] = dataclasses.field(default_factory=dict)
+    """Lagged consumers: the state of the stage waited last (what work calls see)."""
+
+    def inner(self, loop: _Loop | None) -> _Env:
+        """A copy for a nested region (loop body or branch)."""
+        return _Env(dict(self.states), dict(self.values), {}, loop, self.tile, dict(self.current))
 
 
 class TaskLowering:
@@ -144,6 +150,7 @@ class TaskLowering:
             if isinstance(node, DomainLoop):
                 self._loop_ordinal[id(node)] = ordinal
                 ordinal += 1
+        self._lagged = _lagged_consumers(task.schedule.body)
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -161,6 +168,8 @@ class TaskLowering:
             key = (step.resource, step.stage.role)
             if key not in states:
                 states[key] = dsl.make_state(step.stage.role is Role.PRODUCER, spec.stages)
+            if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
+                states[_release_key(step.resource)] = dsl.make_state(False, spec.stages)
         return states
 
     # -- tree walk -------------------------------------------------------------------------
@@ -202,7 +211,14 @@ class TaskLowering:
         elif st is ScheduleStage.ConsumerWait:
             self._bounded(step, env.states[key], producer=False)
             dsl.consumer_wait(self._pipe(step), env.states[key], env.tokens.pop(key, None))
+            if step.resource in self._lagged:
+                # Waits and releases run on separate states: the work after this wait sees
+                # the waited stage, the next wait the following one.
+                env.current[key] = env.states[key]
+                env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ConsumerRelease:
+            if step.resource in self._lagged:
+                key = _release_key(step.resource)
             dsl.consumer_release(self._pipe(step), env.states[key])
             env.states[key] = dsl.state_advance(env.states[key])
         else:
@@ -223,7 +239,7 @@ class TaskLowering:
 
     def _stage_info(self, step: Step, env: _Env) -> StageInfo:
         key = (step.resource, step.stage.role)
-        state = env.states.get(key)
+        state = env.current.get(key, env.states.get(key))
         spec = self.specs[step.resource].pipeline
         barrier = None
         if (
@@ -281,9 +297,17 @@ class TaskLowering:
         values: set[ValueKey] = set()
         for node, _ in iter_nodes(tuple(body)):
             if isinstance(node, Step):
-                # Only commit / release advance a state; the other steps only read it.
-                if node.stage in (ScheduleStage.ProducerCommit, ScheduleStage.ConsumerRelease):
+                # Only commit / release advance a state (and a lagged consumer's wait); the
+                # other steps only read it.
+                lagged = node.resource in self._lagged
+                if node.stage is ScheduleStage.ProducerCommit or (
+                    node.stage is ScheduleStage.ConsumerRelease and not lagged
+                ):
                     states.add((node.resource, node.stage.role))
+                elif node.stage is ScheduleStage.ConsumerRelease:
+                    states.add(_release_key(node.resource))
+                elif node.stage is ScheduleStage.ConsumerWait and lagged:
+                    states.add((node.resource, Role.CONSUMER))
                 for out in node.outputs:
                     values.add((node.resource, out))
         return states, values
@@ -408,7 +432,7 @@ class TaskLowering:
         reverse = isinstance(step, int) and step < 0
 
         def body(iv: Any, carried: list[Any]) -> list[Any]:
-            inner = _Env(dict(env.states), dict(env.values), {}, None, env.tile)
+            inner = env.inner(None)
             self._unpack(inner, skeys, vkeys, carried)
             if reverse:
                 offset, iter_idx = start + iv * step, iv
@@ -477,7 +501,7 @@ class TaskLowering:
             return dsl_tiles.tile_valid(vals[1])
 
         def body(vals: list[Any]) -> list[Any]:
-            inner = _Env(dict(env.states), dict(env.values), {}, None, None)
+            inner = env.inner(None)
             self._unpack(inner, skeys, vkeys, vals[2:])
             tile = vals[1]
             skip = None if skip_fn is None else skip_fn(queue, tile)
@@ -526,13 +550,64 @@ class TaskLowering:
         skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=False)
 
         def then(carried: list[Any]) -> list[Any]:
-            inner = _Env(dict(env.states), dict(env.values), {}, loop, env.tile)
+            inner = env.inner(loop)
             self._unpack(inner, skeys, vkeys, carried)
             self._body(node.body, inner, ())
             return self._pack(inner, skeys, vkeys)
 
         results = dsl.if_then(cond, self._pack(env, skeys, vkeys), then)
         self._unpack(env, skeys, vkeys, results)
+
+
+_RELEASE = "\x00release"
+
+
+def _release_key(resource: str) -> StateKey:
+    """The separate release state of a lagged consumer of ``resource``."""
+    return (resource + _RELEASE, Role.CONSUMER)
+
+
+def _lagged_consumers(body: Sequence[Node]) -> set[str]:
+    """Resources whose consumer releases lag behind its waits in this schedule.
+
+    A release that runs while two or more stages of the resource are waited and not released
+    frees an older stage than the newest wait (a software-pipelined WGMMA main loop releases
+    the previous stage after waiting on the next): such a consumer needs separate wait and
+    release states. Schedules that release each stage before the next wait keep one state, as
+    hand-written code does. Found by walking each loop's first, a middle and its last iteration
+    with the blocks that fire there (the verifier has checked that the brackets balance).
+    """
+    lagged: set[str] = set()
+
+    def fires(guard: object, position: str) -> bool:
+        if isinstance(guard, FirstIteration):
+            return position == "first"
+        if isinstance(guard, LastIteration):
+            return position == "last"
+        if isinstance(guard, Every):
+            return guard.fires(0 if position == "first" else guard.start, guard.start + 1)
+        return True  # runtime conditions and skippable regions: assume they run
+
+    def walk(nodes: Sequence[Node], open_: dict[str, int], position: str) -> None:
+        for node in nodes:
+            if isinstance(node, Step):
+                if node.stage is ScheduleStage.ConsumerWait:
+                    open_[node.resource] = open_.get(node.resource, 0) + 1
+                elif node.stage is ScheduleStage.ConsumerRelease:
+                    if open_.get(node.resource, 0) >= 2:
+                        lagged.add(node.resource)
+                    open_[node.resource] = max(open_.get(node.resource, 0) - 1, 0)
+            elif isinstance(node, DomainLoop):
+                for pos in ("first", "middle", "last"):
+                    walk(node.body, open_, pos)
+            elif isinstance(node, WorkTileLoop):
+                walk(node.body, open_, position)
+                walk(node.body, open_, position)
+            elif fires(node.guard, position):
+                walk(node.body, open_, position)
+
+    walk(body, {}, "")
+    return lagged
 
 
 def _condition_reads(node: Node) -> set[ValueKey]:

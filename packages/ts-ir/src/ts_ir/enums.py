@@ -166,6 +166,7 @@ class PipelineType(enum.Enum):
 
     AsyncAsync = "AsyncAsync"
     TmaAsync = "TmaAsync"
+    TmaWgmma = "TmaWgmma"
     TmaUmma = "TmaUmma"
     UmmaAsync = "UmmaAsync"
     AsyncUmma = "AsyncUmma"
@@ -181,6 +182,15 @@ class PipelineType(enum.Enum):
     def producer_is_tma(self) -> bool:
         """True when the producer completes the full barrier with TMA transaction bytes."""
         return self.value.startswith("Tma")
+
+    @property
+    def consumer_reads_async(self) -> bool:
+        """True when the consumer's work reads a stage asynchronously (Hopper WGMMA).
+
+        A ``TmaWgmma`` stage is read by ``wgmma.mma_async`` after the work call returns: the
+        stage may be released only once a ``wgmma.wait_group`` has retired that MMA.
+        """
+        return self is PipelineType.TmaWgmma
 
 
 class SignalingThreads(enum.IntFlag):

@@ -10,8 +10,8 @@ Build one with a factory, one per pipeline type::
     )
 
 The fields are those of the documented API, in the documented order. Hopper lowering supports
-``AsyncAsync`` and ``TmaAsync`` with every thread signaling; every other option must keep its
-default, and setting it raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at
+``AsyncAsync``, ``TmaAsync`` and ``TmaWgmma`` with every thread signaling; every other option
+must keep its default, and setting it raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at
 construction (not a silent wrong kernel later). The Blackwell pipeline types (UMMA, CLC) raise
 :class:`~ts_runtime.errors.UnsupportedOnTarget` from their factories when the target is sm_90.
 
@@ -34,7 +34,7 @@ __all__ = ["InterleaveStride", "PipelineConfig", "default_pipeline_op"]
 InterleaveStride = int | tuple[int, int, int, int]
 """One stride for every role, or (acquire, commit, wait, release)."""
 
-_HOPPER_TYPES = (PipelineType.AsyncAsync, PipelineType.TmaAsync)
+_HOPPER_TYPES = (PipelineType.AsyncAsync, PipelineType.TmaAsync, PipelineType.TmaWgmma)
 
 # What to use instead of a Blackwell-only pipeline type on Hopper.
 _HOPPER_ALTERNATIVE = {
@@ -313,6 +313,26 @@ class PipelineConfig:
         """A ``TmaAsync`` pipeline: TMA loads complete the full barrier with ``num_bytes``."""
         return PipelineConfig._make(
             PipelineType.TmaAsync, num_stages, producer_group, consumer_group, num_bytes, options
+        )
+
+    @staticmethod
+    def create_tma_wgmma_pipeline_cfg(
+        num_stages: int,
+        producer_group: Any,
+        consumer_group: Any,
+        num_bytes: int = 0,
+        **options: Any,
+    ) -> PipelineConfig:
+        """A ``TmaWgmma`` pipeline (Hopper): TMA loads feed ``wgmma.mma_async`` warpgroups.
+
+        The barrier protocol is ``TmaAsync``'s. What differs is the consumer: its work reads
+        the stage asynchronously, so ts-verify requires a ``WorkAttr.ASYNC_WAIT_ALL`` /
+        ``ASYNC_WAIT_PRIOR`` work call (``wgmma.wait_group``) that retires the MMA before each
+        ``release()`` (TS-V113). A software-pipelined main loop releases the previous stage
+        after ``wgmma.wait_group 1``.
+        """
+        return PipelineConfig._make(
+            PipelineType.TmaWgmma, num_stages, producer_group, consumer_group, num_bytes, options
         )
 
     @staticmethod

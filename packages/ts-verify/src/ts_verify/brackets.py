@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from ts_ir import (
     ConditionalBlock,
     DomainLoop,
+    Every,
     FirstIteration,
     KernelPlan,
     LastIteration,
@@ -135,7 +136,16 @@ class _Checker:
                 f"{step.describe()} runs outside a {bracket} bracket of `{res.name}`, so it may "
                 "touch a stage the other side is still using",
             )
-        elif step.attrs & WorkAttr.ASYNC_READ and side.open_steps:
+        elif side.open_steps and (
+            step.attrs & WorkAttr.ASYNC_READ
+            or (
+                # On a TmaWgmma pipeline the consumer's work is the WGMMA reading the stage.
+                role is Role.CONSUMER
+                and res.pipeline is not None
+                and res.pipeline.type.consumer_reads_async
+                and not step.is_auxiliary
+            )
+        ):
             self.async_seq += 1
             marks = side.marks()
             side = dataclasses.replace(side, async_reads=(*marks[:-1], self.async_seq))
@@ -242,8 +252,13 @@ class _Checker:
 
     def block(self, node: ConditionalBlock, state: State, position: str) -> State:
         guard = node.guard
-        if isinstance(guard, (FirstIteration, LastIteration)):
-            wanted = ("only", "first") if isinstance(guard, FirstIteration) else ("only", "last")
+        if isinstance(guard, (FirstIteration, LastIteration)) or _after_first(guard):
+            if isinstance(guard, FirstIteration):
+                wanted: tuple[str, ...] = ("only", "first")
+            elif isinstance(guard, LastIteration):
+                wanted = ("only", "last")
+            else:  # every iteration but the first: the complement of a first_iter() edge
+                wanted = ("middle", "last")
             return self.body(node.body, state, "inner") if position in wanted else state
         after = self.body(node.body, state, "inner")
         self.balanced(node.body, state, after, f"the `{guard.describe()}` block")
@@ -251,7 +266,8 @@ class _Checker:
 
     def loop(self, node: DomainLoop, entry: State) -> State:
         has_edges = any(
-            isinstance(n, ConditionalBlock) and isinstance(n.guard, (FirstIteration, LastIteration))
+            isinstance(n, ConditionalBlock)
+            and (isinstance(n.guard, (FirstIteration, LastIteration)) or _after_first(n.guard))
             for n in node.body
         )
         if not has_edges:
@@ -302,6 +318,11 @@ class _Checker:
                     first,
                     f"{what} {close}s more stages of `{resource}` than it opens",
                 )
+
+
+def _after_first(guard: object) -> bool:
+    """``every(1, start=1)``: every iteration but the first (a lagged release's guard)."""
+    return isinstance(guard, Every) and guard.period == 1 and guard.start == 1
 
 
 def _past(verb: str) -> str:

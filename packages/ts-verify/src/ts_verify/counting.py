@@ -121,6 +121,11 @@ def _block(
     if n is not None:
         return _mul(body, None, _const_fires(guard, n))
     key = loop_key(loop)
+    if isinstance(guard, Every) and guard.period == 1 and guard.start <= 1:
+        # every(1) fires trip times, every(1, start=1) trip - [trip >= 1] times: written
+        # with the loop's own factors, so that a lagged release balances the waits.
+        trips = _mul(body, f"trip {key}")
+        return trips if guard.start == 0 else _add(trips, _mul(body, f"nonempty {key}"), -1)
     if isinstance(guard, Every):
         return _mul(body, f"every {guard.period} {guard.start} {key}")
     return _mul(body, f"nonempty {key}")
