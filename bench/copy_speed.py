@@ -64,24 +64,28 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--iters", type=int, default=20)
     args = parser.parse_args()
-    cases: list[tuple[str, Any]] = [
-        ("grid_stride_copy", GIB_HALVES),
-        ("tma_copy", (16384, 32768)),
-        ("bias_act_copy", (16384, 32768)),
+    cases: list[tuple[str, Any, str | None]] = [
+        ("grid_stride_copy", GIB_HALVES, None),
+        ("tma_copy", (16384, 32768), "tma_store"),
+        ("tma_copy", (16384, 32768), "two_tiles"),
+        ("tma_copy", (16384, 32768), "one_tile"),
+        ("bias_act_copy", (16384, 32768), None),
     ]
     failed = False
-    for name, size in cases:
+    for name, size, variant in cases:
         module = _example(name)
         rounds = []
         torch_ms = []
+        extra = () if variant is None else (variant,)
         for _ in range(args.rounds):
-            rounds.append(module.run_on_gpu(size, args.iters))
+            rounds.append(module.run_on_gpu(size, args.iters, *extra))
             torch_ms.append(torch_copy_ms(GIB_HALVES, args.iters))
         ts, twin = best(rounds, "ts"), best(rounds, "twin")
         t_ms = min(torch_ms)
         line = {
             "bench": "copy",
             "example": name,
+            "variant": variant,
             "bytes_moved": 2 * GIB_HALVES * 2,
             "ts_ms": round(ts["ms"], 4),
             "twin_ms": round(twin["ms"], 4),

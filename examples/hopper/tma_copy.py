@@ -18,6 +18,11 @@ Variants (``--variant``; the TS kernel and its twin are the same code in each):
 * ``regs``: the same tiles and stages, stored SMEM -> registers -> 16-byte global stores by
   the 256 store threads (one warp writes one 512-byte row segment per pass).
 * ``baseline``: the first version, 4 stages of 128 x 64 tiles, 16-byte register stores.
+* ``two_tiles``: the ``tma_store`` kernel with a 2-stage ring, launched with one CTA per two
+  tiles (grid = tiles / 2) instead of 132 persistent CTAs, so the hardware keeps every SM
+  busy until the end: 0.98 of ``torch`` copy on 1 GiB, where every persistent variant stays at
+  0.94-0.95 (``bench/tma_copy_probe.py``, ``bench/RESULTS.md``).
+* ``one_tile``: the same with 1 stage and one CTA per tile (0.985 of ``torch`` copy).
 
 Usage::
 
@@ -76,6 +81,7 @@ class Variant:
     tile_n: int
     stages: int
     tma_store: bool
+    tiles_per_cta: int = 0  # launch ceil(tiles / tiles_per_cta) CTAs; 0: CTAS persistent CTAs
 
     @property
     def tile_bytes(self) -> int:
@@ -92,6 +98,8 @@ VARIANTS: dict[str, Variant] = {
         Variant("tma_store", 64, 256, 6, True),
         Variant("regs", 64, 256, 6, False),
         Variant("baseline", 128, 64, 4, False),
+        Variant("two_tiles", 64, 256, 2, True, tiles_per_cta=2),
+        Variant("one_tile", 64, 256, 1, True, tiles_per_cta=1),
     )
 }
 DEFAULT_VARIANT = "tma_store"
@@ -321,6 +329,14 @@ def _tiles(v: Variant, dst: cute.Tensor) -> tuple[int, int]:
     return cute.size(dst, mode=[0]) // v.tile_m, cute.size(dst, mode=[1]) // v.tile_n
 
 
+def _grid(v: Variant, dst: cute.Tensor) -> Any:
+    """CTAs to launch: ``CTAS`` persistent ones, or one per ``tiles_per_cta`` tiles."""
+    if v.tiles_per_cta == 0:
+        return CTAS
+    tiles_m, tiles_n = _tiles(v, dst)
+    return (tiles_m * tiles_n + v.tiles_per_cta - 1) // v.tiles_per_cta
+
+
 def _tma_atoms(v: Variant, src: cute.Tensor, dst: cute.Tensor) -> tuple[Any, Any, Any, Any]:
     """TMA load atom over ``src`` and, for the TMA store path, TMA store atom over ``dst``."""
     load_atom, g_src = cpasync.make_tiled_tma_atom(
@@ -378,7 +394,7 @@ class TsCopy:
     def __call__(self, src: cute.Tensor, dst: cute.Tensor) -> None:
         tma_atom, g_src, store_atom, g_dst = _tma_atoms(self.v, src, dst)
         self.kernel(tma_atom, g_src, store_atom, g_dst, dst).launch(
-            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+            grid=(_grid(self.v, dst), 1, 1), block=(BLOCK_THREADS, 1, 1)
         )
 
 
@@ -464,7 +480,7 @@ class TwinCopy:
     def __call__(self, src: cute.Tensor, dst: cute.Tensor) -> None:
         tma_atom, g_src, store_atom, g_dst = _tma_atoms(self.v, src, dst)
         self.kernel(tma_atom, g_src, store_atom, g_dst, dst).launch(
-            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
+            grid=(_grid(self.v, dst), 1, 1), block=(BLOCK_THREADS, 1, 1)
         )
 
 
