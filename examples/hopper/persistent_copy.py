@@ -296,7 +296,7 @@ def _launcher(kernel: Any, extra_rows: int) -> Any:
         tiles_m = cute.size(dst, mode=[0]) // TILE_M
         tiles_n = cute.size(dst, mode=[1]) // TILE_N
         params = cutils.PersistentTileSchedulerParams((tiles_m + extra_rows, tiles_n, 1), (1, 1, 1))
-        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, CTAS)
+        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, CTAS)  # type: ignore[arg-type]
         kernel(load_atom, g_src, store_atom, g_dst, params, cutlass.Int32(tiles_m)).launch(
             grid=grid, block=(BLOCK_THREADS, 1, 1)
         )

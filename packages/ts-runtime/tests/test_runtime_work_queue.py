@@ -63,7 +63,7 @@ def test_subclass_keeps_the_positional_config() -> None:
 
 def test_queue_without_config_names_the_fix() -> None:
     with pytest.raises(RuntimeConfigError, match=r"TS-R005.*not a TileSchedulerConfig") as info:
-        WorkQueue("static", name="tiles")  # type: ignore[arg-type]
+        WorkQueue("static", name="tiles")
     assert info.value.resource == "tiles"
     assert "create_static_persistent_tile_scheduler_params" in info.value.fix
 

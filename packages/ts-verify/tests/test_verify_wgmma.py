@@ -116,6 +116,7 @@ def test_release_before_wait_group_is_rejected() -> None:
     (diag,) = [d for d in report.errors if d.code == "TS-V113"]
     assert diag.task == "mma" and diag.resource == "ab"
     assert "ab.release" in diag.step
+    assert diag.location is not None
     assert diag.location.function == "mma_release_before_wait"
 
 

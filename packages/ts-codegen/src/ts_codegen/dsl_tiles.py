@@ -23,7 +23,7 @@ import cutlass.utils as cutils
 from cutlass._mlir import ir as _ir
 from cutlass._mlir.dialects import scf as _scf
 
-from ts_codegen.dsl import Boolean, _flatten, _unflatten, if_then, yield_out
+from ts_codegen.dsl import _D, Boolean, _flatten, _unflatten, if_then, yield_out
 
 ir: Any = _ir
 scf: Any = _scf
@@ -140,7 +140,7 @@ def tile_coord(tile: Any) -> Any:
 
 def min_int(a: Any, b: Any) -> Any:
     """``min(a, b)`` of two DSL integers."""
-    return cutlass.min(Int32(a), Int32(b))
+    return _D.min(Int32(a), Int32(b))
 
 
 def when(cond: Any, then: Callable[[], None]) -> None:

@@ -59,6 +59,7 @@ __all__ = [
     "WorkTileLoopProxy",
     "domain_loop",
     "schedule",
+    "skip_predicate",
     "when_false",
     "when_true",
     "work_tile_loop",
