@@ -1,7 +1,9 @@
 """GPU check of kernels written with ``Task`` / ``TaskManager`` (ts-runtime's test kernels).
 
-Runs the grid-stride copy, the copy with a per-tile ``get_domain`` bound and the TMA copy of
-``packages/ts-runtime/tests/runtime_kernels.py`` on the GPU and compares with the source::
+Runs the grid-stride copy, the copy with a per-tile ``get_domain`` bound, the TMA copy and the
+persistent guard kernel (per-row domains, first/last/every blocks, a loop-carried value and a
+``when_false`` condition) of ``packages/ts-runtime/tests/runtime_kernels.py`` on the GPU and
+compares with the source or a Python model::
 
     source .gpu/setup.sh && python3 tools/gpu_check_runtime.py
 
@@ -46,6 +48,19 @@ def main() -> int:
     ok = bool(torch.equal(dst2, src2))
     failed |= not ok
     print(json.dumps({"kernel": "tma_copy", "shape": [4096, 4096], "correct": ok}), flush=True)
+    rows = 1000
+    lengths = [(r * 7) % 13 for r in range(rows)]  # 0..12, zeros included
+    flags = [1 if r % 5 == 0 else 0 for r in range(rows)]
+    out3 = torch.full((rows, 5), -1, dtype=torch.int32, device="cuda")
+    len_t = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+    flag_t = torch.tensor(flags, dtype=torch.int32, device="cuda")
+    args3 = [from_dlpack(t, assumed_align=4) for t in (out3, len_t, flag_t)]
+    compiled3: Any = cute.compile(rk.guard_rows, *args3)
+    compiled3(*args3)
+    torch.cuda.synchronize()
+    ok = out3.cpu().tolist() == rk.guards_reference(lengths, flags)
+    failed |= not ok
+    print(json.dumps({"kernel": "guard_rows", "rows": rows, "correct": ok}), flush=True)
     return 1 if failed else 0
 
 

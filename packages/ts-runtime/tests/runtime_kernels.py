@@ -9,9 +9,18 @@ from typing import Any
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+import cutlass.utils as cutils
 from cutlass.cute.nvgpu import cpasync
 
-from ts_runtime import PipelineConfig, SmemAllocation, SmemAllocator, Task, TaskManager
+from ts_runtime import (
+    PipelineConfig,
+    SmemAllocation,
+    SmemAllocator,
+    Task,
+    TaskManager,
+    TileSchedulerConfig,
+    WorkQueue,
+)
 from ts_trace import (
     MemoryResource,
     ResourceProxy,
@@ -20,6 +29,8 @@ from ts_trace import (
     domain_loop,
     producer_work,
     schedule,
+    when_false,
+    work_tile_loop,
 )
 
 # ---------------------------------------------------------------------------------------------
@@ -289,3 +300,158 @@ def tma_copy(src: cute.Tensor, dst: cute.Tensor) -> None:
         cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
     )
     tma_kernel(tma_atom, g_src, dst).launch(grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1))
+
+
+# ---------------------------------------------------------------------------------------------
+# Guards in a persistent loop: one warp per CTA walks rows (work tiles) with the static
+# scheduler; per row a task-method domain (the row's length, 0 allowed), first/last-iteration
+# blocks, an every(2) block feeding a loop-carried counter, and a when_false runtime condition.
+# Lane 0 writes; tools/gpu_check_runtime.py compares with a Python model (guards_reference).
+# ---------------------------------------------------------------------------------------------
+
+GUARD_CTAS = 8
+
+
+class RowTask(Task):
+    """The domain of a row is its length."""
+
+    def __init__(self, *args: Any, lengths: Any = None, **kwargs: Any) -> None:
+        self.lengths = lengths
+        super().__init__(*args, **kwargs)
+
+    def row_length(self, work_tile_coord: Any) -> Any:
+        return self.lengths[work_tile_coord[0]]
+
+
+@dataclasses.dataclass(kw_only=True)
+class RowMeta(MemoryResource):
+    flags: Any = None
+    skip: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.skip = TaskLocalVariable(dtype="Boolean", default=False)
+
+    @consumer_work(returns=skip)
+    def read_skip(self, stage_info: Any) -> Any:
+        return self.flags[stage_info.work_tile.tile_idx[0]] != 0
+
+
+@dataclasses.dataclass(kw_only=True)
+class Counter(MemoryResource):
+    count: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.count = TaskLocalVariable(dtype="Int32", default=0)
+
+    @consumer_work(returns=count)
+    def reset(self, stage_info: Any) -> Any:
+        return cutlass.Int32(0)
+
+    @consumer_work(returns=count)
+    def bump(self, stage_info: Any, *, count: Any) -> Any:
+        return count + stage_info.loop_offset + 1
+
+
+@dataclasses.dataclass(kw_only=True)
+class RowOut(MemoryResource):
+    """``out[row] = (first, last, total, unskipped, even)``: what the guards saw for the row."""
+
+    out: Any = None
+
+    def _put(self, row: Any, col: int, value: Any) -> None:
+        with cute.arch.elect_one():
+            self.out[row, col] = cutlass.Int32(value)
+
+    @producer_work
+    def first(self, stage_info: Any) -> None:
+        self._put(stage_info.work_tile.tile_idx[0], 0, stage_info.loop_offset + 100)
+
+    @producer_work
+    def last(self, stage_info: Any) -> None:
+        self._put(stage_info.work_tile.tile_idx[0], 1, stage_info.loop_offset + 100)
+
+    @producer_work
+    def total(self, stage_info: Any, *, count: Any) -> None:
+        self._put(stage_info.work_tile.tile_idx[0], 2, count)
+
+    @producer_work
+    def mark(self, stage_info: Any) -> None:
+        self._put(stage_info.work_tile.tile_idx[0], 3, 1)
+
+    @producer_work
+    def zero_even(self, stage_info: Any) -> None:
+        self._put(stage_info.work_tile.tile_idx[0], 4, 0)
+
+    @producer_work
+    def even(self, stage_info: Any) -> None:
+        row = stage_info.work_tile.tile_idx[0]
+        with cute.arch.elect_one():
+            self.out[row, 4] = self.out[row, 4] + stage_info.loop_offset + 1
+
+
+@schedule
+def guard_schedule(wq: ResourceProxy, meta: ResourceProxy, ctr: ResourceProxy, out: Any) -> None:
+    with work_tile_loop(wq):
+        skip = meta.read_skip()
+        with when_false(skip):
+            out.mark()
+        count = ctr.reset()
+        out.zero_even()
+        with domain_loop(RowTask.row_length) as k:
+            with k.first_iter():
+                out.first()
+            count = ctr.bump(count=count)
+            with k.every(2):
+                out.even()
+            with k.last_iter():
+                out.last()
+                out.total(count=count)
+
+
+def guards_reference(lengths: list[int], flags: list[int]) -> list[list[int]]:
+    """What guard_kernel writes, computed in Python (rows start as -1)."""
+    rows = []
+    for n, f in zip(lengths, flags, strict=True):
+        first = 100 if n > 0 else -1
+        last = 100 + n - 1 if n > 0 else -1
+        total = sum(i + 1 for i in range(n)) if n > 0 else -1
+        even = sum(i + 1 for i in range(0, n, 2))
+        rows.append([first, last, total, -1 if f else 1, even])
+    return rows
+
+
+@cute.kernel
+def guard_kernel(
+    out: cute.Tensor,
+    lengths: cute.Tensor,
+    flags: cute.Tensor,
+    params: cutils.PersistentTileSchedulerParams,
+) -> None:
+    cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
+    wq = WorkQueue(cfg, name="rows")
+    meta, ctr, res = (
+        RowMeta(name="meta", flags=flags),
+        Counter(name="ctr"),
+        RowOut(name="out", out=out),
+    )
+    task = RowTask(
+        [wq, meta, ctr],
+        [res],
+        0,
+        1,
+        schedule=guard_schedule(wq, meta, ctr, res),
+        name="rows",
+        lengths=lengths,
+    )
+    tm = TaskManager([task], {res: [wq, meta, ctr]})
+    MANAGERS.append(tm)
+    tm.setup_resources_and_tasks()
+    tm.run()
+
+
+@cute.jit
+def guard_rows(out: cute.Tensor, lengths: cute.Tensor, flags: cute.Tensor) -> None:
+    rows = cute.size(lengths, mode=[0])
+    params = cutils.PersistentTileSchedulerParams((rows, 1, 1), (1, 1, 1))
+    grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, GUARD_CTAS)  # type: ignore[arg-type]
+    guard_kernel(out, lengths, flags, params).launch(grid=grid, block=(32, 1, 1))

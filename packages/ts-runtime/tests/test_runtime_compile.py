@@ -145,3 +145,24 @@ def test_compiled_kernel_as_text_at_each_stage(kernels: Any) -> None:
         assert ".target sm_90a" in ptx and "ld.global" in ptx
     with pytest.raises(ValueError, match="unknown stage 'sass'"):
         compiled.as_text("sass")
+
+
+def test_persistent_guard_kernel_compiles(kernels: Any) -> None:
+    """Per-tile domains, edge and every blocks, a carried value and when_false, in a while loop."""
+    import cutlass
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    from ts_codegen.dsl import compile_ptx
+
+    out = make_fake_compact_tensor(cutlass.Int32, (100, 5), stride_order=(1, 0), assumed_align=4)
+    lengths = make_fake_compact_tensor(cutlass.Int32, (100,), assumed_align=4)
+    flags = make_fake_compact_tensor(cutlass.Int32, (100,), assumed_align=4)
+    _, ptx = compile_ptx(kernels.guard_rows, out, lengths, flags)
+    assert "elect.sync" in ptx  # lane-0 writes
+    assert ptx.count("st.global") >= 6  # first, last, total, mark, zero, even
+    assert "atom." not in ptx  # the static scheduler needs no atomics
+    assert kernels.guards_reference([0, 3], [0, 1]) == [
+        [-1, -1, -1, 1, 0],
+        [100, 102, 6, -1, 4],
+    ]
+    assert kernels.MANAGERS[-1].report.ok
