@@ -501,3 +501,19 @@ def test_bad_plan_fields(sample_plan: KernelPlan) -> None:
 
 def test_error_type_is_value_error() -> None:
     assert issubclass(IRFormatError, ValueError)
+
+
+def test_pipeline_cluster_round_trips_and_defaults() -> None:
+    from ts_ir.serialize import _pipeline_from_dict, _pipeline_to_dict
+
+    group = CooperativeGroupSpec("thread", 1)
+    spec = PipelineSpec(PipelineType.TmaWgmma, 4, 1024, group, group, cluster_mn=(1, 2))
+    d = _pipeline_to_dict(spec)
+    assert d["cluster_mn"] == [1, 2]
+    assert _pipeline_from_dict(d, "$") == spec
+    del d["cluster_mn"]  # IR written before clusters existed
+    assert _pipeline_from_dict(d, "$").cluster_mn == (1, 1)
+    with pytest.raises(IRFormatError, match=r"\$\.cluster_mn: expected two ints"):
+        _pipeline_from_dict({**d, "cluster_mn": [2]}, "$")
+    with pytest.raises(ValueError, match="cluster_mn"):
+        PipelineSpec(PipelineType.TmaWgmma, 4, 1024, group, group, cluster_mn=(0, 1))

@@ -180,3 +180,22 @@ def test_blackwell_factories_build_on_sm100(
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     cfg = getattr(PipelineConfig, factory)(2, G("thread", 1), G("thread", 1), 1024)
     assert cfg.pipeline_type is PipelineType(ptype)
+
+
+def test_cluster_layout_becomes_the_spec_cluster() -> None:
+    cfg = PipelineConfig.create_tma_wgmma_pipeline_cfg(
+        4, G("thread", 1), G("thread", 256), 49152, cta_layout_vmnk=(1, 2, 1, 1)
+    )
+    spec = cfg.to_spec()
+    assert spec.type is PipelineType.TmaWgmma
+    assert spec.cluster_mn == (2, 1) and spec.is_multicast
+    plain = PipelineConfig.create_tma_async_pipeline_cfg(2, G("thread", 1), G("thread", 32), 64)
+    assert plain.to_spec().cluster_mn == (1, 1) and not plain.to_spec().is_multicast
+
+
+@pytest.mark.parametrize("layout", [(1, 2, 1, 2), (1, 0, 1, 1), "2x1", (1, 2, 1)])
+def test_other_cluster_layouts_are_refused(layout: object) -> None:
+    with pytest.raises(UnsupportedFeatureError, match=r"cta_layout_vmnk.*\(1, CM, CN, 1\)"):
+        PipelineConfig.create_tma_async_pipeline_cfg(
+            2, G("thread", 1), G("thread", 32), 64, cta_layout_vmnk=layout
+        )

@@ -54,6 +54,7 @@ __all__ = [
     "producer_acquire",
     "producer_barrier",
     "producer_commit",
+    "producer_tail",
     "producer_try_acquire",
     "ptx_text",
     "set_max_registers",
@@ -251,11 +252,14 @@ def make_pipeline(
     consumer: tuple[str, int],
     tx_bytes: int,
     storage: Any,
+    cluster_mn: tuple[int, int] = (1, 1),
 ) -> Any:
     """Create a ``cutlass.pipeline`` object (``AsyncAsync`` or ``TmaAsync``), sync deferred.
 
-    The caller emits one ``mbarrier_init_fence`` + CTA barrier after creating every pipeline
-    (:func:`pipelines_ready`).
+    The caller makes the initialisation visible once, after creating every pipeline
+    (:func:`pipelines_ready`). A TMA ring over a cluster (``cluster_mn`` other than 1 x 1)
+    gets the cluster layout, so its consumers release the stage in every CTA that multicast
+    into it.
     """
     pg, cg = _group(*producer), _group(*consumer)
     if kind == "AsyncAsync":
@@ -275,6 +279,9 @@ def make_pipeline(
             consumer_group=cg,
             tx_count=tx_bytes,
             barrier_storage=storage,
+            cta_layout_vmnk=(
+                None if cluster_mn == (1, 1) else cute.make_layout((1, *cluster_mn, 1))
+            ),
             # The consumer group counts the threads that release; PipelineTmaAsync arrives
             # once per warp, so the empty barrier's count must be derived from the threads.
             enable_multicast_signaling=True,
@@ -283,10 +290,26 @@ def make_pipeline(
     raise ValueError(f"pipeline type {kind} cannot be lowered yet (AsyncAsync, TmaAsync can)")
 
 
-def pipelines_ready() -> None:
-    """Make mbarrier initialisation visible to the whole CTA (fence + ``bar.sync``)."""
-    cute.arch.mbarrier_init_fence()
-    cute.arch.sync_threads()
+def pipelines_ready(cluster_mn: tuple[int, int] = (1, 1)) -> None:
+    """Make mbarrier initialisation visible (to the whole cluster for cluster rings).
+
+    One CTA: fence + ``bar.sync``. Rings over a cluster: a cluster barrier, so that no peer
+    multicasts into this CTA before its barriers exist.
+    """
+    if cluster_mn == (1, 1):
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        return
+    cpipe.pipeline_init_arrive(cluster_shape_mn=cluster_mn, is_relaxed=True)
+    cpipe.pipeline_init_wait(cluster_shape_mn=cluster_mn)
+
+
+def producer_tail(pipe: Any, state: Any) -> None:
+    """Before a cluster ring's TMA producer exits: wait until its stages were released.
+
+    Peers may still arrive on this CTA's barriers until then.
+    """
+    pipe.producer_tail(state)
 
 
 def make_state(producer: bool, stages: int) -> Any:

@@ -89,9 +89,16 @@ def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
             consumer=(p.consumer_group.agent, p.consumer_group.size),
             tx_bytes=p.bytes_per_stage,
             storage=dsl.barrier_storage(allocator, p.stages),
+            cluster_mn=p.cluster_mn,
+        )
+    clusters = {spec.pipeline.cluster_mn for spec in plan.resources if spec.pipeline}
+    if len(clusters) > 1:
+        raise LoweringError(
+            f"the pipelines span different clusters {sorted(clusters)}; a kernel launches one "
+            "cluster shape"
         )
     if pipelines:
-        dsl.pipelines_ready()
+        dsl.pipelines_ready(clusters.pop())
     return pipelines
 
 

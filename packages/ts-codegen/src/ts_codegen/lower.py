@@ -155,9 +155,15 @@ class TaskLowering:
     # -- entry -----------------------------------------------------------------------------
 
     def run(self) -> None:
-        """Emit the whole schedule."""
+        """Emit the whole schedule (and, for cluster rings, the TMA producer's tail)."""
         env = _Env(states=self._initial_states(), values={}, tokens={})
         self._body(self.task.schedule.body, env, after=())
+        for (resource, role), state in sorted(env.states.items(), key=lambda kv: kv[0][0]):
+            spec = self.specs[resource].pipeline if resource in self.specs else None
+            if role is Role.PRODUCER and spec is not None and spec.is_multicast:
+                # Peers multicast into this CTA and arrive on its barriers: do not exit before
+                # every stage this producer filled has been released.
+                dsl.producer_tail(self.pipelines[resource], state)
 
     def _initial_states(self) -> dict[StateKey, Any]:
         states: dict[StateKey, Any] = {}

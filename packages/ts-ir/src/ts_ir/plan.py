@@ -69,6 +69,11 @@ class PipelineSpec:
         consumer_group: Arrivals that complete an empty barrier.
         producer_signaling: Which producer threads signal.
         consumer_signaling: Which consumer threads signal.
+        cluster_mn: The thread-block cluster ``(CM, CN)`` the ring spans: with a cluster,
+            TMA producers multicast into the stages of the CTAs of their cluster row / column
+            and each consumer releases the stage in every CTA that filled it. Every CTA runs
+            the same schedule on its copy of the ring, so the per-CTA protocol (what
+            ts-verify checks) is the one-CTA protocol.
     """
 
     type: PipelineType
@@ -78,10 +83,13 @@ class PipelineSpec:
     consumer_group: CooperativeGroupSpec
     producer_signaling: SignalingThreads = SignalingThreads.All
     consumer_signaling: SignalingThreads = SignalingThreads.All
+    cluster_mn: tuple[int, int] = (1, 1)
 
     def __post_init__(self) -> None:
         if self.stages < 1:
             raise ValueError(f"a pipeline needs at least one stage, got {self.stages}")
+        if len(self.cluster_mn) != 2 or min(self.cluster_mn) < 1:
+            raise ValueError(f"cluster_mn must be two positive ints, got {self.cluster_mn}")
         if self.bytes_per_stage < 0:
             raise ValueError(f"bytes_per_stage must be >= 0, got {self.bytes_per_stage}")
         SignalingThreads.validate(self.producer_signaling, "producer_signaling")
@@ -91,6 +99,11 @@ class PipelineSpec:
     def barrier_bytes(self) -> int:
         """SMEM bytes of the ring's mbarriers (a full and an empty 8-byte barrier per stage)."""
         return self.stages * 16
+
+    @property
+    def is_multicast(self) -> bool:
+        """True when the ring spans a cluster of more than one CTA."""
+        return self.cluster_mn != (1, 1)
 
 
 @dataclasses.dataclass(frozen=True)

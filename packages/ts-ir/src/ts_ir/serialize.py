@@ -219,6 +219,7 @@ def _pipeline_to_dict(p: PipelineSpec) -> dict[str, Any]:
         "consumer_group": {"agent": p.consumer_group.agent, "size": p.consumer_group.size},
         "producer_signaling": int(p.producer_signaling),
         "consumer_signaling": int(p.consumer_signaling),
+        "cluster_mn": list(p.cluster_mn),
     }
 
 
@@ -557,7 +558,18 @@ def _pipeline_from_dict(value: object, path: str) -> PipelineSpec:
         consumer_group=_group_from_dict(d.get("consumer_group"), f"{path}.consumer_group"),
         producer_signaling=_signaling(d.get("producer_signaling", 1), f"{path}.producer_signaling"),
         consumer_signaling=_signaling(d.get("consumer_signaling", 1), f"{path}.consumer_signaling"),
+        cluster_mn=_cluster(d.get("cluster_mn", [1, 1]), f"{path}.cluster_mn"),
     )
+
+
+def _cluster(value: object, path: str) -> tuple[int, int]:
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    ):
+        raise IRFormatError(f"{path}: expected two ints, got {value!r}")
+    return (value[0], value[1])
 
 
 def _smem_from_dict(value: object, path: str) -> SmemAllocationSpec:

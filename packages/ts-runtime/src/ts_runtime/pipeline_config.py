@@ -89,7 +89,7 @@ class PipelineConfig:
         consumer_group: Arrivals that complete an empty barrier (``CooperativeGroup``).
         pipeline_type: The ``<Producer><Consumer>`` barrier protocol.
         barrier_ptr: Preset barrier storage (not supported yet: must be None).
-        cta_layout_vmnk: Cluster layout for multicast (not supported yet: None).
+        cta_layout_vmnk: Cluster layout ``(1, CM, CN, 1)`` for TMA multicast (None: one CTA).
         producer_signaling_threads: Which producer threads signal (only ``All`` yet).
         consumer_signaling_threads: Which consumer threads signal (only ``All`` yet).
         consumer_wait_signaling_threads: Which consumer threads wait (only None yet).
@@ -164,7 +164,7 @@ class PipelineConfig:
         if self.barrier_ptr is not None:
             unsupported.append(("barrier_ptr", self.barrier_ptr, None))
         if self.cta_layout_vmnk is not None:
-            unsupported.append(("cta_layout_vmnk", self.cta_layout_vmnk, None))
+            self.cluster_mn  # noqa: B018  (raises for a layout that is not (1, CM, CN, 1))
         for name in ("producer_signaling_threads", "consumer_signaling_threads"):
             if getattr(self, name) != SignalingThreads.All:
                 unsupported.append((name, getattr(self, name), "SignalingThreads.All"))
@@ -247,6 +247,33 @@ class PipelineConfig:
         """SMEM bytes of the ring's mbarriers (16 per stage)."""
         return self.num_stages * 16
 
+    @property
+    def cluster_mn(self) -> tuple[int, int]:
+        """The cluster ``(CM, CN)`` of ``cta_layout_vmnk`` (``(1, 1)`` without one).
+
+        ``cta_layout_vmnk`` is ``(1, CM, CN, 1)`` as a tuple of ints or a static
+        ``cute.Layout`` of that shape.
+
+        Raises:
+            UnsupportedFeatureError: Another shape (a V or L mode other than 1, or a dynamic
+                shape).
+        """
+        layout = self.cta_layout_vmnk
+        if layout is None:
+            return (1, 1)
+        shape = getattr(layout, "shape", layout)
+        try:
+            v, m, n, ell = (int(x) for x in shape)
+        except (TypeError, ValueError):
+            v = m = n = ell = -1
+        if v != 1 or ell != 1 or m < 1 or n < 1:
+            raise UnsupportedFeatureError(
+                f"PipelineConfig.cta_layout_vmnk={layout!r} is not supported: only a static "
+                "(1, CM, CN, 1) cluster layout is lowered",
+                fix="pass cta_layout_vmnk=(1, CM, CN, 1) with the cluster shape of the launch",
+            )
+        return (m, n)
+
     def to_spec(self) -> PipelineSpec:
         """The pipeline as a :class:`ts_ir.PipelineSpec` (what verification and lowering read)."""
         return PipelineSpec(
@@ -257,6 +284,7 @@ class PipelineConfig:
             consumer_group=_group_spec(self.consumer_group, "consumer"),
             producer_signaling=self.producer_signaling_threads,
             consumer_signaling=self.consumer_signaling_threads,
+            cluster_mn=self.cluster_mn,
         )
 
     # -- factories ---------------------------------------------------------------------------
