@@ -18,9 +18,9 @@ Variants (``--variant``; the TS kernel and its twin are the same code in each):
 * ``regs``: the same tiles and stages, stored SMEM -> registers -> 16-byte global stores by
   the 256 store threads (one warp writes one 512-byte row segment per pass).
 * ``baseline``: the first version, 4 stages of 128 x 64 tiles, 16-byte register stores.
-* ``two_tiles`` (default): the ``tma_store`` kernel with a 2-stage ring, launched with one CTA per two
-  tiles (grid = tiles / 2) instead of 132 persistent CTAs, so the hardware keeps every SM
-  busy until the end: 0.98 of ``torch`` copy on 1 GiB, where every persistent variant stays at
+* ``two_tiles`` (default): the ``tma_store`` kernel with a 2-stage ring, launched with one
+  CTA per two tiles (grid = tiles / 2) instead of 132 persistent CTAs, so the hardware keeps
+  every SM busy until the end: 0.98 of ``torch`` copy on 1 GiB, where every persistent variant stays at
   0.94-0.95 (``bench/tma_copy_probe.py``, ``bench/RESULTS.md``).
 * ``one_tile``: the same with 1 stage and one CTA per tile (0.985 of ``torch`` copy).
 
