@@ -20,8 +20,8 @@ Variants (``--variant``; the TS kernel and its twin are the same code in each):
 * ``baseline``: the first version, 4 stages of 128 x 64 tiles, 16-byte register stores.
 * ``two_tiles`` (default): the ``tma_store`` kernel with a 2-stage ring, launched with one
   CTA per two tiles (grid = tiles / 2) instead of 132 persistent CTAs, so the hardware keeps
-  every SM busy until the end: 0.98 of ``torch`` copy on 1 GiB, where every persistent variant stays at
-  0.94-0.95 (``bench/tma_copy_probe.py``, ``bench/RESULTS.md``).
+  every SM busy until the end: 0.98 of ``torch`` copy on 1 GiB, where every persistent
+  variant stays at 0.94-0.95 (``bench/tma_copy_probe.py``, ``bench/RESULTS.md``).
 * ``one_tile``: the same with 1 stage and one CTA per tile (0.985 of ``torch`` copy).
 
 Usage::
