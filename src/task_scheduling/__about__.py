@@ -1,3 +1,3 @@
 """Version of the ``ts-task-scheduling`` umbrella distribution."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
