@@ -19,7 +19,8 @@ lowering calls :func:`bounded_wait` right before every blocking pipeline wait (`
 3. nothing else: when the probe succeeds, the blocking call the lowering emits next finds the
    phase complete and returns at once.
 
-Every thread that times out prints its own line (the thread index tells the warps apart). When
+The first lane of every warp that times out prints one line (the thread index names the warp);
+every timed-out thread traps. When
 the phase is already complete the probe costs one ``try_wait``; the message and the trap sit in
 a branch that is only taken on a timeout.
 
@@ -132,7 +133,7 @@ def bounded_wait(
     phase = dsl.state_phase(state)
     done = dsl.poll_barrier(barrier, phase, limit)
 
-    def report(carried: list[Any]) -> list[Any]:
+    def say(carried: list[Any]) -> list[Any]:
         # Block and thread indices are read here, on the cold path only.
         dsl.device_print(
             fmt,
@@ -141,6 +142,11 @@ def bounded_wait(
             dsl.block_index_linear(),
             dsl.thread_index_linear(),
         )
+        return carried
+
+    def report(carried: list[Any]) -> list[Any]:
+        # One line per waiting warp (its first lane), not one per thread; every thread traps.
+        dsl.if_then(dsl.thread_index_linear() % 32 == 0, [], say)
         dsl.trap()
         return carried
 
