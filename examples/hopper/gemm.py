@@ -930,12 +930,18 @@ def make_schedules(k_tiles: Any) -> tuple[Any, Any]:
 
 
 def ab_pipeline(cfg: GemmConfig) -> PipelineConfig:
-    """The A/B ring as a TS pipeline: 1 TMA thread -> the WGMMA threads (128 or 256)."""
+    """The A/B ring as a TS pipeline: 1 TMA thread -> the WGMMA threads (128 or 256).
+
+    With a cluster the ring spans it (``cta_layout_vmnk``): the TMA loads multicast and every
+    consumer warp releases the stage in each CTA that filled it.
+    """
+    cluster = None if cfg.cluster_size == 1 else (1, *cfg.cluster_mn, 1)
     return PipelineConfig.create_tma_wgmma_pipeline_cfg(
         cfg.ab_stages,
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
         cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
         cfg.stage_bytes,
+        cta_layout_vmnk=cluster,
     )
 
 
@@ -1090,14 +1096,8 @@ def _launcher(kernel: Any, cfg: GemmConfig) -> Any:
 
 
 def kernels(cfg: GemmConfig) -> tuple[tuple[str, Any], ...]:
-    """The kernels of this example as ``(name, @cute.jit launcher(a, b, c))``.
-
-    The TS kernel is built for 1 x 1 clusters (multicast pipelines are not lowered yet).
-    """
-    twin = ("twin", _launcher(twin_kernel, cfg))
-    if cfg.cluster_size > 1:
-        return (twin,)
-    return (("ts", _launcher(ts_kernel, cfg)), twin)
+    """The kernels of this example as ``(name, @cute.jit launcher(a, b, c))``."""
+    return (("ts", _launcher(ts_kernel, cfg)), ("twin", _launcher(twin_kernel, cfg)))
 
 
 def _fake_operands(cfg: GemmConfig) -> tuple[Any, Any, Any, Any]:

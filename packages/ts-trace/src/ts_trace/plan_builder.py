@@ -74,14 +74,21 @@ def _group(group: object, side: str, resource: str) -> CooperativeGroupSpec:
 def pipeline_spec_of(resource: MemoryResource) -> PipelineSpec | None:
     """The resource's pipeline as IR, from a :class:`ts_ir.PipelineSpec` or a PipelineConfig.
 
-    A PipelineConfig is read by its documented fields (``pipeline_type``, ``num_stages``,
-    ``num_bytes``, ``producer_group``, ``consumer_group`` and the signaling fields), so this
-    layer needs no CuTe DSL.
+    An object with ``to_spec()`` (``ts_runtime.PipelineConfig``) gives its own IR; anything else
+    is read by the documented fields (``pipeline_type``, ``num_stages``, ``num_bytes``,
+    ``producer_group``, ``consumer_group`` and the signaling fields), so this layer needs no
+    CuTe DSL.
     """
     cfg = resource.pipeline_config
     name = resource_name(resource)
     if cfg is None or isinstance(cfg, PipelineSpec):
         return cfg
+    to_spec = getattr(cfg, "to_spec", None)
+    if callable(to_spec):
+        # A ts_runtime.PipelineConfig knows its own IR (e.g. the cluster of its layout).
+        spec = to_spec()
+        if isinstance(spec, PipelineSpec):
+            return spec
     try:
         ptype = cfg.pipeline_type
         ptype = ptype if isinstance(ptype, PipelineType) else PipelineType(str(ptype))
