@@ -1415,12 +1415,13 @@ def run_case(
     mnk: tuple[int, int, int],
     iters: int,
     timed: bool = True,
-    rounds: int = 3,
+    rounds: int = 6,
 ) -> dict[str, Any]:
     """Run the compiled kernels and torch.matmul on the same inputs; check, time, TFLOP/s.
 
-    Timing interleaves the contenders (``rounds`` rounds of every kernel then torch) and keeps
-    each one's best round, so clock / power drift during the run biases none of them.
+    Timing interleaves the contenders (``rounds`` rounds of every kernel and torch, in an order
+    rotated every round) and keeps each one's best round, so clock / power drift during the run
+    biases none of them.
     """
     import torch
 
@@ -1447,9 +1448,12 @@ def run_case(
     bt = b.t()
     calls["torch"] = lambda: torch.matmul(a, bt)
     best = dict.fromkeys(calls, float("inf"))
-    for _ in range(rounds):
-        for name, fn in calls.items():
-            best[name] = min(best[name], time_ms(fn, iters))
+    names = list(calls)
+    for r in range(rounds):
+        # Rotate the order every round: the first contender after a pause runs on cooler,
+        # faster clocks, which would otherwise always favour the same kernel.
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            best[name] = min(best[name], time_ms(calls[name], iters))
     for name, ms in best.items():
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
     for name in compiled:
