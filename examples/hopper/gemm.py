@@ -62,7 +62,7 @@ import cutlass.utils as cutils
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.cutlass_dsl import Constexpr
+from cutlass.cutlass_dsl import Constexpr, not_
 from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
@@ -74,10 +74,13 @@ from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, W
 from ts_trace import (
     MemoryResource,
     ResourceProxy,
+    TaskLocalVariable,
     consumer_work,
     domain_loop,
     producer_work,
     schedule,
+    when_false,
+    when_true,
     work_tile_loop,
 )
 
@@ -107,6 +110,7 @@ LAYOUTS: dict[str, tuple[LayoutEnum, LayoutEnum]] = {
 }
 DEFAULT_MNK = (8192, 8192, 8192)
 SCHEDULERS = ("static", "dynamic")
+KERNELS = ("cooperative", "pingpong")
 QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
@@ -147,6 +151,10 @@ class GemmConfig:
         scheduler: ``"static"`` (CTA ``c`` runs tiles ``c, c + G, ...``) or ``"dynamic"``
             (after its first tile, the producer warp claims tiles from a global atomic counter
             and hands them to the consumers through a 2-stage SMEM queue; 1 x 1 clusters).
+        kernel: ``"cooperative"`` (the consumer warpgroups share every tile) or
+            ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
+            its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
+            loop; 64-row tiles, 1 x 1 clusters, static scheduler).
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -161,6 +169,7 @@ class GemmConfig:
     beta: float = 0.0
     bias: bool = False
     scheduler: str = "static"
+    kernel: str = "cooperative"
 
     def __post_init__(self) -> None:
         if self.tile_mn not in TILES:
@@ -179,6 +188,20 @@ class GemmConfig:
             raise ValueError(f"scheduler {self.scheduler!r} not in {SCHEDULERS}")
         if self.dynamic and self.cluster_size > 1:
             raise ValueError("the dynamic scheduler hands out single-CTA tiles: use 1x1")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel {self.kernel!r} not in {KERNELS}")
+        if self.pingpong and (self.tile_mn[0] != WGMMA_M or self.cluster_size > 1 or self.dynamic):
+            raise ValueError("pingpong takes 64-row tiles, a 1x1 cluster, the static scheduler")
+
+    @property
+    def pingpong(self) -> bool:
+        """True when two consumer warpgroups take tiles in turns."""
+        return self.kernel == "pingpong"
+
+    @property
+    def math_wgs(self) -> int:
+        """Consumer warpgroups in the CTA (each one alone on its tile in ping-pong)."""
+        return 2 if self.pingpong else self.consumer_wgs
 
     @property
     def dynamic(self) -> bool:
@@ -198,7 +221,7 @@ class GemmConfig:
     @property
     def block_threads(self) -> int:
         """Threads per CTA: the producer warpgroup and the consumer warpgroups."""
-        return (1 + self.consumer_wgs) * WARPGROUP
+        return (1 + self.math_wgs) * WARPGROUP
 
     @property
     def consumer_regs(self) -> int | None:
@@ -210,7 +233,7 @@ class GemmConfig:
         so the consumer keeps what ptxas allocated for it (only the producer gives registers
         back); TS too would lower a 232 there as ``setmaxnreg.dec``.
         """
-        return CONSUMER_REGS if self.consumer_wgs > 1 else None
+        return CONSUMER_REGS if self.math_wgs > 1 else None
 
     @property
     def a_layout(self) -> LayoutEnum:
@@ -257,8 +280,9 @@ class GemmConfig:
         """A/B ring depth (``stages`` or as many as fit)."""
         if self.stages:
             return self.stages
-        epi_bytes = self.tile_mn[0] * self.epi_n * 2 * self.epi_stages
-        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes
+        rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
+        epi_bytes = self.tile_mn[0] * self.epi_n * 2 * self.epi_stages * rings
+        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
 
     @property
     def max_active_clusters(self) -> int:
@@ -402,9 +426,14 @@ def make_ab_pipeline(cfg: GemmConfig, barrier_storage: Any) -> Any:
     )
 
 
-def epilogue_barrier(cfg: GemmConfig) -> Any:
-    """Named barrier over the consumer threads (the producer warpgroup never joins)."""
-    return cpipe.NamedBarrier(barrier_id=EPILOGUE_BARRIER_ID, num_threads=cfg.consumer_threads)
+def epilogue_barrier(cfg: GemmConfig, math_wg: int = 0) -> Any:
+    """Named barrier over the threads that share a tile's epilogue (never the producer).
+
+    Ping-pong warpgroups each get their own barrier (id ``1 + math_wg``).
+    """
+    return cpipe.NamedBarrier(
+        barrier_id=EPILOGUE_BARRIER_ID + math_wg, num_threads=cfg.consumer_threads
+    )
 
 
 def partition_ab_for_tma(
@@ -839,6 +868,180 @@ def twin_kernel(
         epilogue_drain(is_store_warp)
 
 
+@cute.jit
+def _pingpong_math(
+    cfg: Constexpr[GemmConfig],
+    i: Constexpr[int],
+    pipe: Any,
+    tiled_mma: Any,
+    s_a: Any,
+    s_b: Any,
+    s_c: Any,
+    atom_c: Any,
+    t_c: Any,
+    params: Any,
+    k_tiles: Any,
+    c_in: Any,
+    bias: Any,
+) -> None:
+    """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles, on its ring."""
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if const_expr(cfg.consumer_regs is not None):
+        cute.arch.setmaxregister_increase(cfg.consumer_regs)
+    # Each warpgroup its own TiledMma: the accumulate flag it carries is set per warpgroup.
+    tiled_mma = make_tiled_mma(cfg)
+    consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - (1 + i)
+    t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
+    acc = make_accumulator(cfg, tiled_mma, consumer_wg)
+    views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - WARPGROUP * (1 + i))
+    bar = epilogue_barrier(cfg, i)
+    is_store_warp = warp == STORE_WARP + i * (WARPGROUP // 32)
+    read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+    release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+    count = cutlass.Int32(0)
+    sched = make_scheduler(params)
+    tile = sched.get_current_work()
+    while tile.is_valid_tile:
+        nxt = count + 1
+        odd = (count % 2) == 1
+        count = nxt
+        mine = odd if const_expr(i == 1) else not_(odd)
+        if mine:
+            m, n, _ = tile.tile_idx
+            mma_begin_tile(tiled_mma, acc)
+            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.consumer_wait(read)
+                stage = read.index
+                read.advance()
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                mma_wait(1)
+                if k >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+                if k == k_tiles - 1:
+                    mma_wait(0)
+                    pipe.consumer_release(release)
+                    release.advance()
+            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
+        sched.advance_to_next_work()
+        tile = sched.get_current_work()
+    epilogue_drain(is_store_warp)
+
+
+@cute.kernel
+def twin_pingpong_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    params: cutils.PersistentTileSchedulerParams,
+    c_in: cute.Tensor | None,
+    bias: cute.Tensor | None,
+    counters: cute.Tensor | None,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_WARP:
+        cpasync.prefetch_descriptor(atom_a)
+        cpasync.prefetch_descriptor(atom_b)
+        cpasync.prefetch_descriptor(atom_c)
+    alloc = SmemAllocator()
+    s_a0 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b0 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c0 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    s_a1 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b1 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c1 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    bars0 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe0 = make_ab_pipeline(cfg, bars0)
+    bars1 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe1 = make_ab_pipeline(cfg, bars1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+    coord = cluster_coord(cfg)
+
+    if warp < WARPGROUP // 32:
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+    if warp < LOAD_WARP + 1:
+        ta_g0, ta_s0, tb_g0, tb_s0 = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a0, s_b0, coord
+        )
+        mask_a0, mask_b0 = mcast_masks(cfg, coord)
+        ta_g1, ta_s1, tb_g1, tb_s1 = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a1, s_b1, coord
+        )
+        mask_a1, mask_b1 = mcast_masks(cfg, coord)
+        count = cutlass.Int32(0)
+        state0 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        state1 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        sched = make_scheduler(params)
+        tile = sched.get_current_work()
+        while tile.is_valid_tile:
+            nxt = count + 1
+            odd = (count % 2) == 1
+            count = nxt
+            m, n, _ = tile.tile_idx
+            if not_(odd):
+                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    pipe0.producer_acquire(state0)
+                    load_k_block(
+                        atom_a,
+                        atom_b,
+                        ta_g0,
+                        ta_s0,
+                        tb_g0,
+                        tb_s0,
+                        m,
+                        n,
+                        k,
+                        state0.index,
+                        pipe0.producer_get_barrier(state0),
+                        mask_a0,
+                        mask_b0,
+                    )
+                    pipe0.producer_commit(state0)
+                    state0.advance()
+            if odd:
+                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    pipe1.producer_acquire(state1)
+                    load_k_block(
+                        atom_a,
+                        atom_b,
+                        ta_g1,
+                        ta_s1,
+                        tb_g1,
+                        tb_s1,
+                        m,
+                        n,
+                        k,
+                        state1.index,
+                        pipe1.producer_get_barrier(state1),
+                        mask_a1,
+                        mask_b1,
+                    )
+                    pipe1.producer_commit(state1)
+                    state1.advance()
+            sched.advance_to_next_work()
+            tile = sched.get_current_work()
+    if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
+        _pingpong_math(
+            cfg, 0, pipe0, tiled_mma, s_a0, s_b0, s_c0, atom_c, t_c, params, k_tiles, c_in, bias
+        )
+    if (warp >= 2 * WARPGROUP // 32) & (warp < 3 * WARPGROUP // 32):
+        _pingpong_math(
+            cfg, 1, pipe1, tiled_mma, s_a1, s_b1, s_c1, atom_c, t_c, params, k_tiles, c_in, bias
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # TS kernel: the same schedule as resources, schedules and tasks
 # ---------------------------------------------------------------------------------------------
@@ -917,15 +1120,16 @@ class Accumulator(MemoryResource):
     tiled_mma: Any = None
     s_a: Any = None
     s_b: Any = None
+    first_wg: int = 1  # the task's first warpgroup (ping-pong: 1 or 2)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
         """Once per consumer thread: WGMMA descriptors over the ring, the register tile."""
         tidx, _, _ = cute.arch.thread_idx()
-        consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - 1
+        consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - self.first_wg
         self.t_ra, self.t_rb = make_mma_fragments(self.tiled_mma, self.s_a, self.s_b, consumer_wg)
         self.regs = make_accumulator(self.cfg, self.tiled_mma, consumer_wg)
-        self.consumer_tidx = tidx - WARPGROUP
+        self.consumer_tidx = tidx - WARPGROUP * self.first_wg
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def zero(self, stage_info: Any) -> None:
@@ -952,8 +1156,10 @@ class Output(MemoryResource):
         self.views = make_epilogue_views(
             self.cfg, acc.tiled_mma, acc.regs, self.s_c, acc.consumer_tidx
         )
-        self.bar = epilogue_barrier(self.cfg)
-        self.is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == STORE_WARP
+        math_wg = acc.first_wg - 1
+        self.bar = epilogue_barrier(self.cfg, math_wg)
+        store_warp = STORE_WARP + math_wg * (WARPGROUP // 32)
+        self.is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == store_warp
 
     @producer_work
     def store(self, stage_info: Any) -> None:
@@ -1024,6 +1230,133 @@ def make_schedules(k_tiles: Any, dynamic: bool = False) -> tuple[Any, Any]:
         c.drain()
 
     return load_schedule, mma_schedule
+
+
+@dataclasses.dataclass(kw_only=True)
+class Turns(MemoryResource):
+    """Ping-pong: whose turn a tile is (the CTA's tiles alternate between the warpgroups).
+
+    Every task counts the CTA's tiles itself (a loop-carried task-local value); ``odd`` is a
+    runtime condition with the same key in every task, so the verifier knows they agree.
+    """
+
+    count: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    odd: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.count = TaskLocalVariable(dtype="Int32", default=0)
+        self.odd = TaskLocalVariable(dtype="Boolean", default=False)
+
+    @consumer_work(returns=count, work_attrs=WorkAttr.AUXILIARY)
+    def start(self, stage_info: Any) -> Any:
+        """No tile yet."""
+        return cutlass.Int32(0)
+
+    @consumer_work(returns=(count, odd), work_attrs=WorkAttr.AUXILIARY)
+    def take(self, stage_info: Any, *, count: Any) -> Any:
+        """Count the tile; odd tiles go to the second warpgroup."""
+        return count + 1, (count % 2) == 1
+
+
+def make_pingpong_schedules(k_tiles: Any) -> tuple[Any, Any, Any]:
+    """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
+
+    @schedule
+    def load_schedule(
+        wq: ResourceProxy, turns: ResourceProxy, ab0: ResourceProxy, ab1: ResourceProxy
+    ) -> None:
+        ab0.setup_loads()
+        ab1.setup_loads()
+        n = turns.start()
+        with work_tile_loop(wq):
+            n, odd = turns.take(count=n)
+            with when_false(odd, key="odd"), domain_loop(k_tiles, unroll=1):
+                ab0.acquire()
+                ab0.load()
+                ab0.commit()
+            with when_true(odd, key="odd"), domain_loop(k_tiles, unroll=1):
+                ab1.acquire()
+                ab1.load()
+                ab1.commit()
+
+    def math(mine: Any) -> Any:
+        @schedule
+        def mma_schedule(
+            wq: ResourceProxy,
+            turns: ResourceProxy,
+            ab: ResourceProxy,
+            acc: ResourceProxy,
+            c: ResourceProxy,
+        ) -> None:
+            acc.setup()
+            c.setup()
+            n = turns.start()
+            with work_tile_loop(wq):
+                n, odd = turns.take(count=n)
+                with mine(odd, key="odd"):
+                    acc.zero()
+                    with domain_loop(k_tiles, unroll=1) as k:
+                        ab.wait()
+                        ab.mma()
+                        ab.mma_wait_prior()
+                        with k.every(1, start=1):
+                            ab.release()
+                        with k.last_iter():
+                            ab.mma_wait_all()
+                            ab.release()
+                    c.store()
+            c.drain()
+
+        return mma_schedule
+
+    return load_schedule, math(when_false), math(when_true)
+
+
+def build_pingpong_tasks(
+    cfg: GemmConfig,
+    wq: WorkQueue,
+    rings: tuple[Operands, Operands],
+    accs: tuple[Accumulator, Accumulator],
+    outs: tuple[Output, Output],
+    k_tiles: Any,
+    smem_allocator: Any = None,
+) -> TaskManager:
+    """The producer warp and one task per math warpgroup, each with its ring and epilogue."""
+    turns = Turns(name="turns")
+    load, mma0, mma1 = make_pingpong_schedules(k_tiles)
+    tasks = [
+        Task(
+            [wq, turns],
+            list(rings),
+            LOAD_WARP,
+            1,
+            schedule=load(wq, turns, *rings),
+            num_registers=PRODUCER_REGS,
+            name="load",
+        ),
+    ]
+    for i, mma in enumerate((mma0, mma1)):
+        tasks.append(
+            Task(
+                [wq, turns, rings[i], accs[i]],
+                [outs[i]],
+                (1 + i) * WARPGROUP // 32,
+                WARPGROUP // 32,
+                schedule=mma(wq, turns, rings[i], accs[i], outs[i]),
+                num_registers=cfg.consumer_regs,
+                name=f"mma{i}",
+            )
+        )
+    graph: dict[Any, list[Any]] = {r: [wq, turns] for r in rings} | {
+        outs[i]: [rings[i], accs[i], wq, turns] for i in range(2)
+    }
+    return TaskManager(
+        tasks,
+        graph,
+        smem_allocator=smem_allocator,
+        block_warps=cfg.block_threads // 32,
+        name="gemm_pingpong",
+    )
 
 
 def make_work_queue(cfg: GemmConfig, params: Any, counters: Any) -> WorkQueue:
@@ -1114,6 +1447,13 @@ def make_plan(cfg: GemmConfig | None = None, schedules: tuple[Any, Any] | None =
     """
     cfg = cfg or GemmConfig()
     wq = make_work_queue(cfg, None, 0)
+    if cfg.pingpong:
+        accs = (Accumulator(name="acc0"), Accumulator(name="acc1", first_wg=2))
+        rings = tuple(
+            Operands(name=f"ab{i}", pipeline_config=ab_pipeline(cfg), acc=accs[i]) for i in range(2)
+        )
+        outs = (Output(name="c0", acc=accs[0]), Output(name="c1", acc=accs[1]))
+        return build_pingpong_tasks(cfg, wq, rings, accs, outs, "k_tiles").plan  # type: ignore[arg-type]
     acc = Accumulator(name="acc")
     ab = Operands(name="ab", pipeline_config=ab_pipeline(cfg), acc=acc)
     c = Output(name="c", acc=acc)
@@ -1168,6 +1508,83 @@ def ts_kernel(
     tm.run()
 
 
+@cute.kernel
+def ts_pingpong_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    params: cutils.PersistentTileSchedulerParams,
+    c_in: cute.Tensor | None,
+    bias: cute.Tensor | None,
+    counters: cute.Tensor | None,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_WARP:
+        cpasync.prefetch_descriptor(atom_a)
+        cpasync.prefetch_descriptor(atom_b)
+        cpasync.prefetch_descriptor(atom_c)
+    alloc = SmemAllocator()
+    smem = [
+        [
+            alloc.allocate_tensor(cfg.element, lay.outer, 1024, swizzle=lay.inner)
+            for lay in (a_layout, b_layout, c_layout)
+        ]
+        for _ in range(2)
+    ]
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    wq = make_work_queue(cfg, params, counters)
+    accs = tuple(
+        Accumulator(
+            name=f"acc{i}",
+            cfg=cfg,
+            tiled_mma=make_tiled_mma(cfg),  # one per warpgroup: the accumulate flag is per WG
+            s_a=smem[i][0],
+            s_b=smem[i][1],
+            first_wg=1 + i,
+        )
+        for i in range(2)
+    )
+    rings = tuple(
+        Operands(
+            name=f"ab{i}",
+            pipeline_config=ab_pipeline(cfg),
+            cfg=cfg,
+            atom_a=atom_a,
+            t_a=t_a,
+            atom_b=atom_b,
+            t_b=t_b,
+            s_a=smem[i][0],
+            s_b=smem[i][1],
+            acc=accs[i],
+        )
+        for i in range(2)
+    )
+    outs = tuple(
+        Output(
+            name=f"c{i}",
+            cfg=cfg,
+            atom_c=atom_c,
+            t_c=t_c,
+            s_c=smem[i][2],
+            acc=accs[i],
+            c_in=c_in,
+            bias=bias,
+        )
+        for i in range(2)
+    )
+    tm = build_pingpong_tasks(cfg, wq, rings, accs, outs, k_tiles, alloc)  # type: ignore[arg-type]
+    tm.setup_resources_and_tasks()
+    tm.run()
+
+
 # ---------------------------------------------------------------------------------------------
 # host side
 # ---------------------------------------------------------------------------------------------
@@ -1218,6 +1635,11 @@ def _launcher(kernel: Any, cfg: GemmConfig) -> Any:
 
 def kernels(cfg: GemmConfig) -> tuple[tuple[str, Any], ...]:
     """The kernels of this example as ``(name, @cute.jit launcher(a, b, c))``."""
+    if cfg.pingpong:
+        return (
+            ("ts", _launcher(ts_pingpong_kernel, cfg)),
+            ("twin", _launcher(twin_pingpong_kernel, cfg)),
+        )
     return (("ts", _launcher(ts_kernel, cfg)), ("twin", _launcher(twin_kernel, cfg)))
 
 
@@ -1476,6 +1898,7 @@ def parse_config(args: argparse.Namespace) -> GemmConfig:
         beta=args.beta,
         bias=args.bias,
         scheduler=args.scheduler,
+        kernel=args.kernel,
     )
 
 
@@ -1485,6 +1908,13 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tile", choices=[f"{m}x{n}" for m, n in TILES], default="128x256")
     parser.add_argument("--cluster", choices=[f"{m}x{n}" for m, n in CLUSTERS], default="1x1")
     parser.add_argument("--scheduler", choices=list(SCHEDULERS), default="static")
+    parser.add_argument(
+        "--kernel",
+        choices=list(KERNELS),
+        default="cooperative",
+        help="consumer warpgroups share each tile (cooperative) or take tiles in turns "
+        "(pingpong: 64-row tiles)",
+    )
     parser.add_argument("--stages", type=int, default=0, help="A/B stages (0: as many as fit)")
     parser.add_argument(
         "--swizzle", type=int, default=8, help="max tile-scheduler swizzle (fit to N per run)"

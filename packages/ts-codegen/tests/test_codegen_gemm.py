@@ -114,3 +114,33 @@ def test_release_before_mma_wait_is_rejected(gemm: Any) -> None:
     with pytest.raises(VerificationError) as err:
         gemm.make_plan(gemm.GemmConfig(), schedules=(load, early_release))
     assert "TS-V113" in err.value.report.codes()
+
+
+def test_dynamic_scheduler_same_code_as_twin(gemm: Any, default: dict[str, Any]) -> None:
+    out = gemm.compile_only(gemm.GemmConfig(scheduler="dynamic"))
+    _same(out)
+    # the hand-off ring's barriers come on top of the A/B ring's
+    assert out["ts"]["mbarrier.init"] > default["ts"]["mbarrier.init"]
+
+
+def test_cluster_multicast_same_code_as_twin(gemm: Any, default: dict[str, Any]) -> None:
+    cfg = gemm.GemmConfig(cluster_mn=(2, 1))
+    out = gemm.compile_only(cfg)
+    _same(out)
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm._fake_operands(cfg))
+    assert "multicast::cluster" in ptx  # TMA multicast of B along the cluster's M
+    assert "barrier.cluster.arrive" in ptx and "barrier.cluster.wait" in ptx  # init
+    assert "mapa.shared" in ptx  # consumers release the stage in the peer CTA too
+
+
+def test_pingpong_same_code_as_twin(gemm: Any) -> None:
+    cfg = gemm.GemmConfig(tile_mn=(64, 128), kernel="pingpong")
+    assert (cfg.math_wgs, cfg.block_threads, cfg.consumer_regs) == (2, 384, 232)
+    out = gemm.compile_only(cfg)
+    _same(out)
+    plan = gemm.make_plan(cfg)
+    assert {t.name for t in plan.tasks} == {"load", "mma0", "mma1"}
+    assert {r.name for r in plan.resources if r.pipeline} == {"ab0", "ab1"}
+    # each math warpgroup: its own epilogue barrier (ids 1 and 2)
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm._fake_operands(cfg))
+    assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}

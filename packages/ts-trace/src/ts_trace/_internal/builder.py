@@ -74,8 +74,18 @@ class ScheduleBuilder:
         return None
 
     def open_conditions(self) -> list[Scope]:
-        """Open condition blocks, outermost first."""
-        return [s for s in self.scopes if s.kind == "cond"]
+        """Open condition blocks of the innermost open loop body, outermost first.
+
+        A block opened inside a domain loop that itself sits in a block guards that loop's
+        iterations only: the two conditions apply at different levels and do not nest.
+        """
+        inner: list[Scope] = []
+        for scope in self.scopes:
+            if scope.kind == "domain":
+                inner = []
+            elif scope.kind == "cond":
+                inner.append(scope)
+        return inner
 
     def push(self, scope: Scope) -> None:
         """Open a block."""
