@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 # Before cutlass is imported anywhere: target and PTX dump are read from the environment.
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -14,3 +18,28 @@ os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="ts_runtime_p
 
 # The helper modules beside the tests (runtime_*.py), importable under --import-mode=importlib.
 sys.path.insert(0, str(Path(__file__).parent))
+
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples" / "hopper"
+
+
+def _load(name: str) -> object:
+    mod_name = f"hopper_{name}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_example() -> Callable[[str], object]:
+    """Import ``examples/hopper/<name>.py`` (kernels written with Task / TaskManager)."""
+    if not EXAMPLES.is_dir():
+        pytest.skip("examples/hopper lives in the repository, not in the wheel")
+    pytest.importorskip("cutlass")
+    return _load
