@@ -355,16 +355,16 @@ def run_on_gpu(shape: tuple[int, int], iters: int, extra_rows: int) -> dict[str,
         compiled(src, dst)
         torch.cuda.synchronize()
         ok = bool(torch.equal(dst_t, src_t))
-        ms = _time(lambda c=compiled, s=src, d=dst: c(s, d), iters)
+        ms = time_ms(lambda c=compiled, s=src, d=dst: c(s, d), iters)
         result[name] = {"ok": ok, "ms": ms, "GBps": 2 * nbytes / (ms * 1e6)}
     dst_t = torch.empty_like(src_t)
-    ms = _time(lambda: dst_t.copy_(src_t), iters)
+    ms = time_ms(lambda: dst_t.copy_(src_t), iters)
     result["torch"] = {"ms": ms, "GBps": 2 * nbytes / (ms * 1e6)}
     result["ts_over_twin"] = result["twin"]["ms"] / result["ts"]["ms"]
     return result
 
 
-def _time(fn: Any, iters: int) -> float:
+def time_ms(fn: Any, iters: int) -> float:
     import torch
 
     for _ in range(3):

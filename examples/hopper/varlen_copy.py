@@ -40,6 +40,19 @@ import cutlass.utils as cutils
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
+# The chunk / stage shape, the TMA load and store steps and the timer are persistent_copy's.
+from persistent_copy import (
+    STAGES,
+    TILE_M,
+    TILE_N,
+    ring_layout,
+    smem_tile_layout,
+    time_ms,
+    tma_load,
+    tma_store,
+    tma_store_wait,
+)
+
 import ts_codegen
 from ts_codegen.dsl import compile_ptx
 from ts_codegen.ptx import opcode_counts
@@ -58,54 +71,16 @@ from ts_trace import (
 )
 
 CTAS = 132
-TILE_M, TILE_N, STAGES, QUEUE_STAGES = 64, 256, 6, 2
+QUEUE_STAGES = 2
 TILE_BYTES = TILE_M * TILE_N * 2
 LOAD_WARP, STORE_WARP = 0, 1
 BLOCK_THREADS = 64
 SCHEDULERS = ("static", "dynamic")
 
 
-def smem_tile_layout() -> Any:
-    """One stage: a row-major chunk."""
-    return cute.make_layout((TILE_M, TILE_N), stride=(TILE_N, 1))
-
-
-def ring_layout() -> Any:
-    """All stages."""
-    return cute.make_layout((TILE_M, TILE_N, STAGES), stride=(TILE_N, 1, TILE_M * TILE_N))
-
-
 def chunk_coord(chunk: Any, tiles_n: Any) -> tuple[Any, Any]:
     """Row-major chunk order."""
     return chunk // tiles_n, chunk % tiles_n
-
-
-@cute.jit
-def tma_load(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any, bar: Any) -> None:
-    """TMA-load chunk ``(m, n)`` into ``stage``; completes on ``bar``."""
-    t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
-    )
-    cute.copy(atom, t_g[(None, (m, n))], t_s[(None, stage)], tma_bar_ptr=bar)
-
-
-@cute.jit
-def tma_store(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any) -> None:
-    """One lane TMA-stores ``stage`` into chunk ``(m, n)`` and commits the bulk group."""
-    cute.arch.fence_proxy("async.shared", space="cta")
-    t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
-    )
-    with cute.arch.elect_one():
-        cute.copy(atom, t_s[(None, stage)], t_g[(None, (m, n))])
-        cute.arch.cp_async_bulk_commit_group()
-
-
-@cute.jit
-def tma_store_wait() -> None:
-    """Wait until the warp's stores have read SMEM."""
-    cute.arch.cp_async_bulk_wait_group(0, read=True)
-    cute.arch.sync_warp()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -641,24 +616,10 @@ def run_case(scheduler: str, inputs: dict[str, Any], iters: int) -> dict[str, An
             torch.cuda.synchronize()
             ok = ok and bool(torch.equal(dst_t, inputs["expected"]))
         ok = ok and int(counters_t.abs().sum()) == 0
-        ms = _time(lambda c=compiled, a=args: c(*a), iters)
+        ms = time_ms(lambda c=compiled, a=args: c(*a), iters)
         result[name] = {"ok": ok, "ms": ms}
     result["ts_over_twin"] = result["twin"]["ms"] / result["ts"]["ms"]
     return result
-
-
-def _time(fn: Any, iters: int) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / iters
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,9 @@ def _load(name: str) -> object:
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
+    # As when the example runs as a script: it may import the examples beside it.
+    if str(EXAMPLES) not in sys.path:
+        sys.path.insert(0, str(EXAMPLES))
     spec.loader.exec_module(module)
     return module
 

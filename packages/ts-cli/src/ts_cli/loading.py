@@ -37,7 +37,14 @@ def _module_from_file(path: Path) -> ModuleType:
         raise KernelSpecError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    # As when the file runs as a script: its folder comes first on the import path, so it
+    # may import the modules beside it.
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(folder)
     return module
 
 
