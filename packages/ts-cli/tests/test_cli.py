@@ -179,3 +179,16 @@ def test_compile_a_hopper_example(capsys: pytest.CaptureFixture[str], tmp_path: 
     data = json.loads(out)
     assert data["same_counts"] is True and data["ts"]["ld.global"] == 4
     assert data["ptx_dir"]  # where the DSL keeps the PTX (fixed when it is first imported)
+
+
+def test_kernel_file_imports_its_sibling(
+    capsys: pytest.CaptureFixture[str], kernel_file: Path, tmp_path: Path
+) -> None:
+    """As a script could: a kernel file may import a helper module from its own folder."""
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    (folder / "shared_plan.py").write_text(kernel_file.read_text())
+    (folder / "main_kernel.py").write_text("from shared_plan import kernel  # noqa: F401\n")
+    assert main(["show", str(folder / "main_kernel.py")]) == 0
+    assert "shared_plan" not in capsys.readouterr().err
+    assert str(folder) not in sys.path  # the folder is only on the path while loading
