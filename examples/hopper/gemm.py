@@ -1669,13 +1669,14 @@ def _fake_operands(cfg: GemmConfig) -> tuple[Any, Any, Any, Any, Any]:
     )
 
 
-def compile_only(cfg: GemmConfig) -> dict[str, Any]:
+def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
     """Verify the TS plan, compile every kernel for sm_90a with fake tensors; count PTX.
 
     ``verified``: the host plan was built, and so verified, by a ``TaskManager`` (it raises
     otherwise); ``same_counts``: the TS kernel's PTX counts equal the twin's (True when only
-    the twin exists, i.e. for clusters).
+    the twin exists).
     """
+    cfg = cfg or GemmConfig()
     make_plan(cfg)  # TaskManager verifies the plan (raises VerificationError otherwise)
     result: dict[str, Any] = {
         "example": "gemm",
