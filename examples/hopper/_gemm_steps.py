@@ -1,0 +1,634 @@
+"""The Hopper GEMM's configuration and steps, shared by its TS kernel and its twin.
+
+``GemmConfig`` and the trace-time builders (tiled MMA, SMEM layouts, TMA atoms, scheduler
+parameters, pipelines, fragments, epilogue views), then one small helper per step of the
+schedule (``load_k_block``, ``mma_begin_tile``, ``mma_k_block``, ``mma_wait``,
+``epilogue_store``, ``epilogue_drain``). See ``gemm.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils as cutils
+import cutlass.utils.hopper_helpers as sm90
+from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import Constexpr
+from cutlass.tensor_utils import LayoutEnum
+
+SMS = 132
+WARPGROUP = 128
+WGMMA_M = 64  # rows of one warpgroup's WGMMA: a BM-row tile has BM / 64 consumer warpgroups
+LOAD_WARP = 0
+STORE_WARP = 4  # first warp of the first consumer warpgroup issues the C stores
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232  # two consumer warpgroups (384 threads start with 168 registers each)
+EPILOGUE_BARRIER_ID = 1  # 0 is __syncthreads
+TILE_K = 64
+SMEM_BYTES = 232448  # sm_90 opt-in maximum per block
+SMEM_RESERVED = 1024  # mbarriers + alignment slack
+DTYPES: dict[str, Any] = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+TILES = ((128, 256), (128, 128), (64, 256), (64, 128))
+CLUSTERS = ((1, 1), (2, 1), (1, 2))
+# Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
+# B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
+# contiguous), "n" for A means M-major, "t" for B means N-major. Values: (A, B) as LayoutEnum
+# (ROW_MAJOR = K-major, COL_MAJOR = M- / N-major, as cutlass.utils.hopper_helpers reads them).
+LAYOUTS: dict[str, tuple[LayoutEnum, LayoutEnum]] = {
+    "tn": (LayoutEnum.ROW_MAJOR, LayoutEnum.ROW_MAJOR),  # A K-major, B K-major (default)
+    "nn": (LayoutEnum.COL_MAJOR, LayoutEnum.ROW_MAJOR),  # A M-major, B K-major
+    "tt": (LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR),  # A K-major, B N-major
+    "nt": (LayoutEnum.COL_MAJOR, LayoutEnum.COL_MAJOR),  # A M-major, B N-major
+}
+DEFAULT_MNK = (8192, 8192, 8192)
+SCHEDULERS = ("static", "dynamic")
+KERNELS = ("cooperative", "pingpong")
+QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
+# Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
+GEMM_KINDS = (
+    "wgmma.mma_async",
+    "wgmma.fence",
+    "wgmma.commit_group",
+    "wgmma.wait_group",
+    "stmatrix",
+    "setmaxnreg",
+    "bar.arrive",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmConfig:
+    """Compile-time shape of the kernel.
+
+    Attributes:
+        tile_mn: CTA tile ``(BM, BN)``; ``BM`` is split between the ``BM / 64`` consumer
+            warpgroups (two for ``BM = 128``, one for ``BM = 64``).
+        cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
+            along ``CM``.
+        dtype: ``"bf16"`` or ``"fp16"`` (A, B and C).
+        stages: A/B ring depth; 0 picks the most that fit next to the epilogue buffers.
+        epi_n: columns of one epilogue sub-tile (the sub-tile is ``BM x epi_n``).
+        epi_stages: epilogue SMEM buffers (stores in flight); must divide the sub-tile count.
+        swizzle: tile-scheduler swizzle: groups of ``swizzle`` cluster columns are walked
+            column-major, so one wave of CTAs shares A and B rows in L2 (1 = plain
+            column-major raster). It should divide the problem's cluster-column count, else the
+            scheduler pads the tile grid with empty tiles; ``fit_swizzle`` makes it so.
+        layout: operand majors, a key of ``LAYOUTS`` (``"tn"``: A and B K-major).
+        alpha: fused epilogue ``C = alpha * (A @ B^T) + beta * C + bias[n]`` (a compile-time
+            constant; 1 emits no multiply).
+        beta: scale of the old ``C`` (read before it is overwritten: ``C`` is in and out);
+            0 reads nothing.
+        bias: add an ``N``-vector (input dtype) to every row; the kernel takes it as an
+            extra argument only then.
+        scheduler: ``"static"`` (CTA ``c`` runs tiles ``c, c + G, ...``) or ``"dynamic"``
+            (after its first tile, the producer warp claims tiles from a global atomic counter
+            and hands them to the consumers through a 2-stage SMEM queue; 1 x 1 clusters).
+        kernel: ``"cooperative"`` (the consumer warpgroups share every tile) or
+            ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
+            its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
+            loop; 64-row tiles, 1 x 1 clusters, static scheduler).
+    """
+
+    tile_mn: tuple[int, int] = (128, 256)
+    cluster_mn: tuple[int, int] = (1, 1)
+    dtype: str = "bf16"
+    stages: int = 0
+    epi_n: int = 32
+    epi_stages: int = 4
+    swizzle: int = 8
+    layout: str = "tn"
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: bool = False
+    scheduler: str = "static"
+    kernel: str = "cooperative"
+
+    def __post_init__(self) -> None:
+        if self.tile_mn not in TILES:
+            raise ValueError(f"tile {self.tile_mn} not in {TILES}")
+        if self.cluster_mn not in CLUSTERS:
+            raise ValueError(f"cluster {self.cluster_mn} not in {CLUSTERS}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
+        if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
+            raise ValueError("epi_stages must be >= 2 and divide the epilogue sub-tile count")
+        if self.ab_stages < 2:
+            raise ValueError("the A/B ring needs at least 2 stages")
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout {self.layout!r} not in {sorted(LAYOUTS)}")
+        if self.scheduler not in SCHEDULERS:
+            raise ValueError(f"scheduler {self.scheduler!r} not in {SCHEDULERS}")
+        if self.dynamic and self.cluster_size > 1:
+            raise ValueError("the dynamic scheduler hands out single-CTA tiles: use 1x1")
+        if self.kernel not in KERNELS:
+            raise ValueError(f"kernel {self.kernel!r} not in {KERNELS}")
+        if self.pingpong and (self.tile_mn[0] != WGMMA_M or self.cluster_size > 1 or self.dynamic):
+            raise ValueError("pingpong takes 64-row tiles, a 1x1 cluster, the static scheduler")
+
+    @property
+    def pingpong(self) -> bool:
+        """True when two consumer warpgroups take tiles in turns."""
+        return self.kernel == "pingpong"
+
+    @property
+    def math_wgs(self) -> int:
+        """Consumer warpgroups in the CTA (each one alone on its tile in ping-pong)."""
+        return 2 if self.pingpong else self.consumer_wgs
+
+    @property
+    def dynamic(self) -> bool:
+        """True for the atomic dynamic scheduler."""
+        return self.scheduler == "dynamic"
+
+    @property
+    def consumer_wgs(self) -> int:
+        """Consumer (WGMMA) warpgroups: one per 64 tile rows."""
+        return self.tile_mn[0] // WGMMA_M
+
+    @property
+    def consumer_threads(self) -> int:
+        """Threads of the consumer warpgroups (the ring's readers, the epilogue barrier)."""
+        return self.consumer_wgs * WARPGROUP
+
+    @property
+    def block_threads(self) -> int:
+        """Threads per CTA: the producer warpgroup and the consumer warpgroups."""
+        return (1 + self.math_wgs) * WARPGROUP
+
+    @property
+    def consumer_regs(self) -> int | None:
+        """The consumers' ``setmaxnreg.inc`` target, or None (no ``setmaxnreg``).
+
+        A 384-thread CTA starts with at most 168 registers per thread: the two consumer
+        warpgroups take 232 from what the producer gives back. In a 256-thread CTA (one
+        consumer warpgroup) ptxas may give every thread up to 255 registers from the start,
+        so the consumer keeps what ptxas allocated for it (only the producer gives registers
+        back); TS too would lower a 232 there as ``setmaxnreg.dec``.
+        """
+        return CONSUMER_REGS if self.math_wgs > 1 else None
+
+    @property
+    def a_layout(self) -> LayoutEnum:
+        """A's major as a ``LayoutEnum`` (ROW_MAJOR: K-major, COL_MAJOR: M-major)."""
+        return LAYOUTS[self.layout][0]
+
+    @property
+    def b_layout(self) -> LayoutEnum:
+        """B's major as a ``LayoutEnum`` (ROW_MAJOR: K-major, COL_MAJOR: N-major)."""
+        return LAYOUTS[self.layout][1]
+
+    @property
+    def fused_epilogue(self) -> bool:
+        """Whether the epilogue does more than convert the accumulator."""
+        return self.alpha != 1.0 or self.beta != 0.0 or self.bias
+
+    @property
+    def element(self) -> Any:
+        """The CuTe DSL element type of A, B and C."""
+        return DTYPES[self.dtype]
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster."""
+        return self.cluster_mn[0] * self.cluster_mn[1]
+
+    @property
+    def epi_tile(self) -> tuple[int, int]:
+        """One epilogue sub-tile ``(BM, epi_n)``."""
+        return (self.tile_mn[0], self.epi_n)
+
+    @property
+    def epi_subtiles(self) -> int:
+        """Epilogue sub-tiles per CTA tile."""
+        return self.tile_mn[1] // self.epi_n
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes one A/B stage receives (the TMA transaction count)."""
+        return (self.tile_mn[0] + self.tile_mn[1]) * TILE_K * 2
+
+    @property
+    def ab_stages(self) -> int:
+        """A/B ring depth (``stages`` or as many as fit)."""
+        if self.stages:
+            return self.stages
+        rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
+        epi_bytes = self.tile_mn[0] * self.epi_n * 2 * self.epi_stages * rings
+        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
+
+    @property
+    def max_active_clusters(self) -> int:
+        """Persistent clusters: one CTA per SM."""
+        return SMS // self.cluster_size
+
+
+def fit_swizzle(cfg: GemmConfig, n: int) -> GemmConfig:
+    """Fit the scheduler swizzle to a problem with ``N = n``.
+
+    Returns:
+        ``cfg`` with the largest power-of-two swizzle ``<= cfg.swizzle`` that divides the
+        problem's cluster-column count (so the scheduler adds no padded, empty tiles).
+    """
+    columns = -(-n // cfg.tile_mn[1]) // cfg.cluster_mn[1]
+    swizzle = 1
+    while swizzle * 2 <= cfg.swizzle and columns % (swizzle * 2) == 0:
+        swizzle *= 2
+    return dataclasses.replace(cfg, swizzle=swizzle)
+
+
+# ---------------------------------------------------------------------------------------------
+# trace-time construction helpers (no code emitted by themselves)
+# ---------------------------------------------------------------------------------------------
+
+
+def make_tiled_mma(cfg: GemmConfig) -> Any:
+    """WGMMA ``64 x BN x 16`` atoms, one per consumer warpgroup along M.
+
+    A and B are read from SMEM K-major or MN-major (``cfg.layout``; MN-major WGMMA operands
+    exist for 16-bit types).
+    """
+    return sm90.make_trivial_tiled_mma(
+        cfg.element,
+        cfg.element,
+        cfg.a_layout.sm90_mma_major_mode(),
+        cfg.b_layout.sm90_mma_major_mode(),
+        cutlass.Float32,
+        (cfg.consumer_wgs, 1, 1),
+        tiler_mn=(WGMMA_M, cfg.tile_mn[1]),
+    )
+
+
+def make_smem_layouts(cfg: GemmConfig) -> tuple[Any, Any, Any]:
+    """Swizzled, staged SMEM layouts of the A ring, the B ring and the epilogue buffers."""
+    bm, bn = cfg.tile_mn
+    tiler = (bm, bn, TILE_K)
+    a = sm90.make_smem_layout_a(cfg.a_layout, tiler, cfg.element, cfg.ab_stages)
+    b = sm90.make_smem_layout_b(cfg.b_layout, tiler, cfg.element, cfg.ab_stages)
+    row = LayoutEnum.ROW_MAJOR  # N-major C
+    c = sm90.make_smem_layout_epi(cfg.element, row, cfg.epi_tile, cfg.epi_stages)
+    return a, b, c
+
+
+def make_tma_atoms(
+    cfg: GemmConfig, a: Any, b: Any, c: Any, layouts: tuple[Any, Any, Any]
+) -> tuple[Any, Any, Any, Any, Any, Any]:
+    """Host side: TMA atoms and TMA coordinate tensors ``(atom_a, tA, atom_b, tB, atom_c, tC)``.
+
+    ``A`` is split over the ``CN`` CTAs of a cluster row and multicast to all of them, ``B``
+    over the ``CM`` CTAs of a cluster column.
+    """
+    a_layout, b_layout, c_layout = layouts
+    bm, bn = cfg.tile_mn
+    cm, cn = cfg.cluster_mn
+
+    def load_op(n_mcast: int) -> Any:
+        if n_mcast == 1:
+            return cpasync.CopyBulkTensorTileG2SOp()
+        return cpasync.CopyBulkTensorTileG2SMulticastOp()
+
+    atom_a, t_a = cpasync.make_tiled_tma_atom(
+        load_op(cn), a, cute.slice_(a_layout, (None, None, 0)), (bm, TILE_K), num_multicast=cn
+    )
+    atom_b, t_b = cpasync.make_tiled_tma_atom(
+        load_op(cm), b, cute.slice_(b_layout, (None, None, 0)), (bn, TILE_K), num_multicast=cm
+    )
+    atom_c, t_c = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(c_layout, (None, None, 0)), cfg.epi_tile
+    )
+    return atom_a, t_a, atom_b, t_b, atom_c, t_c
+
+
+def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
+    """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN)`` tile grid."""
+    tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), 1)
+    return cutils.PersistentTileSchedulerParams(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
+
+
+def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
+    """The scheduler at the next tile: ``G`` further (static) or at the claimed index."""
+    if const_expr(cfg.dynamic):
+        return cutils.StaticPersistentTileScheduler(
+            sched.params,
+            sched.num_persistent_clusters,
+            claimed,
+            sched.cta_id_in_cluster,
+            sched._num_tiles_executed + cutlass.Int32(1),
+        )
+    sched.advance_to_next_work()
+    return sched
+
+
+def make_scheduler(params: Any) -> Any:
+    """Each role builds its own scheduler copy (they all visit the same tiles)."""
+    return cutils.StaticPersistentTileScheduler.create(
+        params, cute.arch.block_idx(), cute.arch.grid_dim()
+    )
+
+
+def cluster_coord(cfg: GemmConfig) -> Any:
+    """This CTA's ``(m, n, 0)`` coordinate inside its cluster."""
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    return cute.make_layout((*cfg.cluster_mn, 1)).get_flat_coord(rank)
+
+
+def mcast_masks(cfg: GemmConfig, coord: Any) -> tuple[Any, Any]:
+    """Multicast masks ``(A, B)``: A goes to the cluster row, B to the cluster column."""
+    cta_layout = cute.make_layout((*cfg.cluster_mn, 1))
+    mask_a = cute.make_layout_image_mask(cta_layout, coord, mode=1) if cfg.cluster_mn[1] > 1 else 0
+    mask_b = cute.make_layout_image_mask(cta_layout, coord, mode=0) if cfg.cluster_mn[0] > 1 else 0
+    return mask_a, mask_b
+
+
+def make_ab_pipeline(cfg: GemmConfig, barrier_storage: Any) -> Any:
+    """The A/B ring: 1 TMA-issuing thread -> the consumer threads (one arrival per warp).
+
+    With ``enable_multicast_signaling`` each consumer warp arrives once on the empty barrier of
+    every CTA that multicasts into this stage, so a stage is refilled only when all readers in
+    the cluster are done with it.
+    """
+    return cpipe.PipelineTmaAsync.create(
+        num_stages=cfg.ab_stages,
+        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
+        tx_count=cfg.stage_bytes,
+        barrier_storage=barrier_storage,
+        cta_layout_vmnk=cute.make_layout((1, *cfg.cluster_mn, 1)),
+        enable_multicast_signaling=True,
+        defer_sync=True,
+    )
+
+
+def epilogue_barrier(cfg: GemmConfig, math_wg: int = 0) -> Any:
+    """Named barrier over the threads that share a tile's epilogue (never the producer).
+
+    Ping-pong warpgroups each get their own barrier (id ``1 + math_wg``).
+    """
+    return cpipe.NamedBarrier(
+        barrier_id=EPILOGUE_BARRIER_ID + math_wg, num_threads=cfg.consumer_threads
+    )
+
+
+def partition_ab_for_tma(
+    cfg: GemmConfig,
+    atom_a: Any,
+    atom_b: Any,
+    t_a: Any,
+    t_b: Any,
+    s_a: Any,
+    s_b: Any,
+    coord: Any,
+) -> tuple[Any, Any, Any, Any]:
+    """TMA views ``(tAgA, tAsA, tBgB, tBsB)``: index ``tAgA[(None, m, k)]``, ``tAsA[(None, s)]``.
+
+    With multicast, this CTA loads only its slice (by its position in the cluster row / column)
+    of each tile; the multicast delivers the other slices from its peers.
+    """
+    bm, bn = cfg.tile_mn
+    cm, cn = cfg.cluster_mn
+    g_a = cute.local_tile(t_a, (bm, TILE_K), (None, None))  # (BM, BK, tiles_m, tiles_k)
+    g_b = cute.local_tile(t_b, (bn, TILE_K), (None, None))  # (BN, BK, tiles_n, tiles_k)
+    ta_s, ta_g = cpasync.tma_partition(
+        atom_a,
+        coord[1],
+        cute.make_layout(cn),
+        cute.group_modes(s_a, 0, 2),
+        cute.group_modes(g_a, 0, 2),
+    )
+    tb_s, tb_g = cpasync.tma_partition(
+        atom_b,
+        coord[0],
+        cute.make_layout(cm),
+        cute.group_modes(s_b, 0, 2),
+        cute.group_modes(g_b, 0, 2),
+    )
+    return ta_g, ta_s, tb_g, tb_s
+
+
+def make_mma_fragments(tiled_mma: Any, s_a: Any, s_b: Any, consumer_wg: Any) -> tuple[Any, Any]:
+    """WGMMA descriptors over the rings for consumer warpgroup ``consumer_wg`` (0 or 1).
+
+    Returns ``(tCrA, tCrB)`` indexed ``[(None, None, kk, stage)]``.
+    """
+    thr_mma = tiled_mma.get_slice(consumer_wg * WARPGROUP)
+    return (
+        tiled_mma.make_fragment_A(thr_mma.partition_A(s_a)),
+        tiled_mma.make_fragment_B(thr_mma.partition_B(s_b)),
+    )
+
+
+def make_accumulator(cfg: GemmConfig, tiled_mma: Any, consumer_wg: Any) -> Any:
+    """The fp32 register accumulator of one consumer thread (``BM/2 x BN`` per warpgroup)."""
+    thr_mma = tiled_mma.get_slice(consumer_wg * WARPGROUP)
+    shape = thr_mma.partition_shape_C(cfg.tile_mn)
+    return cute.make_rmem_tensor(shape, cutlass.Float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class EpilogueViews:
+    """Per-thread views for the epilogue (built once per kernel, reused every tile).
+
+    Attributes:
+        r2s: tiled register -> SMEM copy (``stmatrix``).
+        acc: the accumulator re-tiled for ``r2s``; sub-tile ``j`` is a contiguous run of it.
+        frag: registers of one converted sub-tile (output dtype).
+        s_c: ``r2s`` destination view of the epilogue buffers, ``[(None, None, None, buf)]``.
+        thr_mma: this thread's slice of the tiled MMA (partitions global C / bias like the
+            accumulator); only for a fused epilogue, else None.
+        acc_mma: the accumulator in its MMA layout (element ``i`` sits at ``thr_mma``'s
+            ``partition_C`` coordinate ``i``); only for a fused epilogue, else None.
+    """
+
+    r2s: Any
+    acc: Any
+    frag: Any
+    s_c: Any
+    thr_mma: Any = None
+    acc_mma: Any = None
+
+
+def make_epilogue_views(
+    cfg: GemmConfig, tiled_mma: Any, acc: Any, s_c: Any, consumer_tidx: Any
+) -> EpilogueViews:
+    """Partition the accumulator and the epilogue buffers for ``stmatrix``."""
+    row = LayoutEnum.ROW_MAJOR
+    store_atom = sm90.get_smem_store_op(row, cfg.element, cutlass.Float32)
+    stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), cfg.element)
+    r2s = cute.make_tiled_copy_S(store_atom, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+    thr = r2s.get_slice(consumer_tidx)
+    frag_shape = cute.shape(thr.partition_S(s_c))[:3]
+    frag = cute.make_rmem_tensor(frag_shape, cfg.element)
+    if not cfg.fused_epilogue:
+        return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(s_c))
+    thr_mma = tiled_mma.get_slice(consumer_tidx)
+    return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(s_c), thr_mma, acc)
+
+
+# ---------------------------------------------------------------------------------------------
+# the steps of the schedule (what the TS work methods call)
+# ---------------------------------------------------------------------------------------------
+
+
+@cute.jit
+def load_k_block(
+    atom_a: Any,
+    atom_b: Any,
+    ta_g: Any,
+    ta_s: Any,
+    tb_g: Any,
+    tb_s: Any,
+    m: Any,
+    n: Any,
+    k: Any,
+    stage: Any,
+    barrier: Any,
+    mask_a: Any,
+    mask_b: Any,
+) -> None:
+    """Producer: TMA-load K block ``k`` of A tile row ``m`` and B tile row ``n`` into ``stage``.
+
+    Both loads complete on ``barrier`` (the stage's full barrier, armed with the stage's byte
+    count by ``producer_acquire``); out-of-bounds rows / columns arrive zero-filled. A mask of
+    0 means "no multicast" (a plain load).
+    """
+    if const_expr(isinstance(mask_a, int)):
+        cute.copy(atom_a, ta_g[(None, m, k)], ta_s[(None, stage)], tma_bar_ptr=barrier)
+    else:
+        cute.copy(
+            atom_a, ta_g[(None, m, k)], ta_s[(None, stage)], tma_bar_ptr=barrier, mcast_mask=mask_a
+        )
+    if const_expr(isinstance(mask_b, int)):
+        cute.copy(atom_b, tb_g[(None, n, k)], tb_s[(None, stage)], tma_bar_ptr=barrier)
+    else:
+        cute.copy(
+            atom_b, tb_g[(None, n, k)], tb_s[(None, stage)], tma_bar_ptr=barrier, mcast_mask=mask_b
+        )
+
+
+@cute.jit
+def mma_begin_tile(tiled_mma: Any, acc: Any) -> None:
+    """Consumer: zero the accumulator and fence it for the first WGMMA of a tile."""
+    acc.fill(0.0)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    # Registers written by ordinary instructions must be fenced before a WGMMA reads them.
+    warpgroup.fence()
+
+
+@cute.jit
+def mma_k_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage: Any) -> None:
+    """Consumer: issue the WGMMAs of one 64-deep K block (4 x k16) from ``stage``; commit."""
+    for kk in range_constexpr(cute.size(t_ra, mode=[2])):
+        cute.gemm(tiled_mma, acc, t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)], acc)
+    warpgroup.commit_group()
+
+
+@cute.jit
+def mma_wait(outstanding: Constexpr[int]) -> None:
+    """Consumer: wait until at most ``outstanding`` WGMMA groups of this warpgroup run."""
+    warpgroup.wait_group(outstanding)
+
+
+@cute.jit
+def epilogue_fuse(
+    cfg: Constexpr[GemmConfig],
+    views: EpilogueViews,
+    t_c: Any,
+    c_in: Any,
+    bias: Any,
+    m: Any,
+    n: Any,
+) -> None:
+    """Consumers: ``acc = alpha * acc + beta * C[tile (m, n)] + bias[n]`` in fp32, in place.
+
+    Each thread reads the old C (``c_in``, the global output tensor; None when ``beta == 0``)
+    and the bias (an ``N``-vector seen as an ``M x N`` tensor of row stride 0; None when off)
+    at the coordinates of its own accumulator values (the MMA partition of the tile), with
+    plain predicated global loads: values outside ``M x N`` read nothing (the TMA store clips
+    them anyway).
+    """
+    acc = views.acc_mma
+    n_vals = cute.size(acc)
+    if const_expr(cfg.alpha != 1.0):
+        for i in range_constexpr(n_vals):
+            acc[i] = acc[i] * cutlass.Float32(cfg.alpha)
+    if const_expr(cfg.beta != 0.0 or cfg.bias):
+        shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
+        ident = cute.make_identity_tensor(shape)
+        coords = views.thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
+        if const_expr(cfg.beta != 0.0):
+            old = views.thr_mma.partition_C(cute.local_tile(c_in, cfg.tile_mn, (m, n)))
+        if const_expr(cfg.bias):
+            rows = cute.make_tensor(bias.iterator, cute.make_layout(shape, stride=(0, 1)))
+            add = views.thr_mma.partition_C(cute.local_tile(rows, cfg.tile_mn, (m, n)))
+        for i in range_constexpr(n_vals):
+            if cute.elem_less(coords[i], shape):
+                if const_expr(cfg.beta != 0.0):
+                    acc[i] = acc[i] + cutlass.Float32(cfg.beta) * old[i].to(cutlass.Float32)
+                if const_expr(cfg.bias):
+                    acc[i] = acc[i] + add[i].to(cutlass.Float32)
+
+
+@cute.jit
+def epilogue_store(
+    cfg: Constexpr[GemmConfig],
+    views: EpilogueViews,
+    atom_c: Any,
+    s_c: Any,
+    t_c: Any,
+    m: Any,
+    n: Any,
+    bar: Any,
+    is_store_warp: Any,
+    c_in: Any = None,
+    bias: Any = None,
+) -> None:
+    """Consumers: write tile ``(m, n)`` of C from the accumulator, one sub-tile at a time.
+
+    Sub-tile ``j`` goes through buffer ``j % epi_stages`` (the sub-tile count is a multiple of
+    it, so the buffer is static and the ring continues seamlessly into the next tile). For each
+    sub-tile: convert + ``stmatrix`` into the buffer, ``fence.proxy.async`` (make the generic
+    proxy writes visible to TMA), and one named barrier over the consumer threads. Before
+    arriving, the store thread waits until at most ``epi_stages - 2`` of its stores still read
+    SMEM, so after the barrier the *next* sub-tile's buffer is free; after the barrier it
+    issues the TMA store of this sub-tile and commits it. One barrier per sub-tile suffices.
+
+    With a fused epilogue (``cfg.fused_epilogue``) ``epilogue_fuse`` first rewrites the
+    accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector).
+    """
+    if const_expr(cfg.fused_epilogue):
+        epilogue_fuse(cfg, views, t_c, c_in, bias, m, n)
+    g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
+    g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (1, subtiles))
+    t_s, t_g = cpasync.tma_partition(
+        atom_c, 0, cute.make_layout(1), cute.group_modes(s_c, 0, 2), g_sub
+    )
+    n_vals = cute.size(views.frag)
+    for j in range_constexpr(cfg.epi_subtiles):
+        buf = j % cfg.epi_stages
+        for v in range_constexpr(n_vals):
+            views.frag[v] = views.acc[j * n_vals + v].to(cfg.element)
+        cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
+        cute.arch.fence_proxy("async.shared", space="cta")
+        if is_store_warp:
+            cute.arch.cp_async_bulk_wait_group(cfg.epi_stages - 2, read=True)
+        bar.arrive_and_wait()
+        if is_store_warp:
+            # Bulk groups are per thread: the same (elected) lane issues and commits, and the
+            # whole warp's wait_group above includes that lane.
+            with cute.arch.elect_one():
+                cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (0, j))])
+                cute.arch.cp_async_bulk_commit_group()
+
+
+@cute.jit
+def epilogue_drain(is_store_warp: Any) -> None:
+    """Store warp, before exit: wait until the TMA stores finished reading SMEM."""
+    if is_store_warp:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)

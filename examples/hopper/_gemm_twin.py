@@ -1,0 +1,394 @@
+"""The Hopper GEMM's hand-written twins: the pipeline / state / loop skeleton around the steps.
+
+``twin_kernel`` (cooperative) and ``twin_pingpong_kernel``: plain CuTe DSL, the same schedule
+as the TS kernels of ``gemm.py``, calling the same step helpers (``_gemm_steps``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils as cutils
+from _gemm_steps import (
+    LOAD_WARP,
+    PRODUCER_REGS,
+    QUEUE_STAGES,
+    STORE_WARP,
+    TILE_K,
+    WARPGROUP,
+    GemmConfig,
+    cluster_coord,
+    epilogue_barrier,
+    epilogue_drain,
+    epilogue_store,
+    load_k_block,
+    make_ab_pipeline,
+    make_accumulator,
+    make_epilogue_views,
+    make_mma_fragments,
+    make_scheduler,
+    make_tiled_mma,
+    mcast_masks,
+    mma_begin_tile,
+    mma_k_block,
+    mma_wait,
+    next_scheduler,
+    partition_ab_for_tma,
+)
+from cutlass.base_dsl.ast_helpers import const_expr
+from cutlass.cute.nvgpu import cpasync
+from cutlass.cutlass_dsl import Constexpr, not_
+from cutlass.memory import SmemAllocator
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written twin: the pipeline / state / loop skeleton around the steps
+# ---------------------------------------------------------------------------------------------
+
+
+@cute.kernel
+def twin_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    params: cutils.PersistentTileSchedulerParams,
+    c_in: cute.Tensor | None,
+    bias: cute.Tensor | None,
+    counters: cute.Tensor | None,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    """The persistent warp-specialized GEMM: producer warpgroup 0, consumer warpgroups 1 (-2)."""
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_WARP:
+        cpasync.prefetch_descriptor(atom_a)
+        cpasync.prefetch_descriptor(atom_b)
+        cpasync.prefetch_descriptor(atom_c)
+
+    alloc = SmemAllocator()
+    s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe = make_ab_pipeline(cfg, bars)
+    qpipe: Any = None
+    slots: Any = None
+    ctr: Any = counters
+    if const_expr(cfg.dynamic):
+        qbars = alloc.allocate_array(cutlass.Int64, num_elems=2 * QUEUE_STAGES, byte_alignment=8)
+        qpipe = cpipe.PipelineAsync.create(
+            num_stages=QUEUE_STAGES,
+            producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+            consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
+            barrier_storage=qbars,
+            defer_sync=True,
+        )
+        slot_ptr = alloc.allocate_array(cutlass.Int32, num_elems=QUEUE_STAGES, byte_alignment=4)
+        slots = cute.make_tensor(slot_ptr, cute.make_layout(QUEUE_STAGES))
+    if const_expr(cfg.cluster_size > 1):
+        # Barrier init must be visible cluster-wide before any peer multicasts into this CTA.
+        cpipe.pipeline_init_arrive(cluster_shape_mn=cfg.cluster_mn, is_relaxed=True)
+        cpipe.pipeline_init_wait(cluster_shape_mn=cfg.cluster_mn)
+    else:
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+    coord = cluster_coord(cfg)
+
+    if warp < WARPGROUP // 32:
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+    if warp < LOAD_WARP + 1:
+        ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord
+        )
+        mask_a, mask_b = mcast_masks(cfg, coord)
+        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
+        sched = make_scheduler(params)
+        tile = sched.get_current_work()
+        while tile.is_valid_tile:
+            nxt = cutlass.Int32(0)
+            if const_expr(cfg.dynamic):
+                # Claim the next tile (lane 0), publish it for the consumers, count this CTA
+                # out after its last claim (the last CTA out zeroes the counters).
+                qpipe.producer_acquire(qstate)
+                lane = cute.arch.lane_idx()
+                claimed = cutlass.Int32(0)
+                if lane == 0:
+                    claimed = cutlass.Int32(
+                        cute.arch.atomic_add(
+                            ctr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu"
+                        )
+                    )
+                nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_persistent_clusters
+                if lane == 0:
+                    slots[qstate.index] = nxt
+                total = cute.size(params.problem_layout_ncluster_mnl)
+                if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
+                    if lane == 0:
+                        done = cute.arch.atomic_add(
+                            ctr.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
+                        )
+                        active = cutlass.min(sched.num_persistent_clusters, total)  # type: ignore[attr-defined]
+                        if cutlass.Int32(done) == active - 1:
+                            cute.arch.atomic_exch(
+                                ctr.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
+                            )
+                            cute.arch.atomic_exch(
+                                ctr.iterator + 1, cutlass.Int32(0), sem="relaxed", scope="gpu"
+                            )
+                qpipe.producer_commit(qstate)
+                qstate.advance()
+            m, n, _ = tile.tile_idx
+            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.producer_acquire(state)
+                load_k_block(
+                    atom_a,
+                    atom_b,
+                    ta_g,
+                    ta_s,
+                    tb_g,
+                    tb_s,
+                    m,
+                    n,
+                    k,
+                    state.index,
+                    pipe.producer_get_barrier(state),
+                    mask_a,
+                    mask_b,
+                )
+                pipe.producer_commit(state)
+                state.advance()
+            sched = next_scheduler(cfg, sched, nxt)
+            tile = sched.get_current_work()
+        if const_expr(cfg.cluster_size > 1):
+            # Do not exit while a peer may still arrive on (multicast into) this ring.
+            pipe.producer_tail(state)
+    if (warp >= WARPGROUP // 32) & (warp < cfg.block_threads // 32):
+        if const_expr(cfg.consumer_regs is not None):
+            cute.arch.setmaxregister_increase(cfg.consumer_regs)
+        consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - 1
+        t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
+        acc = make_accumulator(cfg, tiled_mma, consumer_wg)
+        views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - WARPGROUP)
+        bar = epilogue_barrier(cfg)
+        is_store_warp = warp == STORE_WARP
+        read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+        release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+        qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
+        sched = make_scheduler(params)
+        tile = sched.get_current_work()
+        while tile.is_valid_tile:
+            nxt = cutlass.Int32(0)
+            if const_expr(cfg.dynamic):
+                qpipe.consumer_wait(qstate)
+                nxt = cutlass.Int32(slots[qstate.index])
+                qpipe.consumer_release(qstate)
+                qstate.advance()
+            m, n, _ = tile.tile_idx
+            mma_begin_tile(tiled_mma, acc)
+            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.consumer_wait(read)
+                stage = read.index
+                read.advance()
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                # Keep this block's WGMMAs in flight; the previous block's are done, so its
+                # stage can go back to the producer (from the second block on).
+                mma_wait(1)
+                if k >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+                if k == k_tiles - 1:
+                    mma_wait(0)
+                    pipe.consumer_release(release)
+                    release.advance()
+            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
+            sched = next_scheduler(cfg, sched, nxt)
+            tile = sched.get_current_work()
+        epilogue_drain(is_store_warp)
+
+
+@cute.jit
+def _pingpong_math(
+    cfg: Constexpr[GemmConfig],
+    i: Constexpr[int],
+    pipe: Any,
+    tiled_mma: Any,
+    s_a: Any,
+    s_b: Any,
+    s_c: Any,
+    atom_c: Any,
+    t_c: Any,
+    params: Any,
+    k_tiles: Any,
+    c_in: Any,
+    bias: Any,
+) -> None:
+    """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles, on its ring."""
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if const_expr(cfg.consumer_regs is not None):
+        cute.arch.setmaxregister_increase(cfg.consumer_regs)
+    # Each warpgroup its own TiledMma: the accumulate flag it carries is set per warpgroup.
+    tiled_mma = make_tiled_mma(cfg)
+    consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - (1 + i)
+    t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
+    acc = make_accumulator(cfg, tiled_mma, consumer_wg)
+    views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - WARPGROUP * (1 + i))
+    bar = epilogue_barrier(cfg, i)
+    is_store_warp = warp == STORE_WARP + i * (WARPGROUP // 32)
+    read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+    release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+    count = cutlass.Int32(0)
+    sched = make_scheduler(params)
+    tile = sched.get_current_work()
+    while tile.is_valid_tile:
+        nxt = count + 1
+        odd = (count % 2) == 1
+        count = nxt
+        mine = odd if const_expr(i == 1) else not_(odd)
+        if mine:
+            m, n, _ = tile.tile_idx
+            mma_begin_tile(tiled_mma, acc)
+            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.consumer_wait(read)
+                stage = read.index
+                read.advance()
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                mma_wait(1)
+                if k >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+                if k == k_tiles - 1:
+                    mma_wait(0)
+                    pipe.consumer_release(release)
+                    release.advance()
+            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
+        sched.advance_to_next_work()
+        tile = sched.get_current_work()
+    epilogue_drain(is_store_warp)
+
+
+@cute.kernel
+def twin_pingpong_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    params: cutils.PersistentTileSchedulerParams,
+    c_in: cute.Tensor | None,
+    bias: cute.Tensor | None,
+    counters: cute.Tensor | None,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_WARP:
+        cpasync.prefetch_descriptor(atom_a)
+        cpasync.prefetch_descriptor(atom_b)
+        cpasync.prefetch_descriptor(atom_c)
+    alloc = SmemAllocator()
+    s_a0 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b0 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c0 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    s_a1 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b1 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c1 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    bars0 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe0 = make_ab_pipeline(cfg, bars0)
+    bars1 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe1 = make_ab_pipeline(cfg, bars1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+    coord = cluster_coord(cfg)
+
+    if warp < WARPGROUP // 32:
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+    if warp < LOAD_WARP + 1:
+        ta_g0, ta_s0, tb_g0, tb_s0 = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a0, s_b0, coord
+        )
+        mask_a0, mask_b0 = mcast_masks(cfg, coord)
+        ta_g1, ta_s1, tb_g1, tb_s1 = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a1, s_b1, coord
+        )
+        mask_a1, mask_b1 = mcast_masks(cfg, coord)
+        count = cutlass.Int32(0)
+        state0 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        state1 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        sched = make_scheduler(params)
+        tile = sched.get_current_work()
+        while tile.is_valid_tile:
+            nxt = count + 1
+            odd = (count % 2) == 1
+            count = nxt
+            m, n, _ = tile.tile_idx
+            if not_(odd):
+                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    pipe0.producer_acquire(state0)
+                    load_k_block(
+                        atom_a,
+                        atom_b,
+                        ta_g0,
+                        ta_s0,
+                        tb_g0,
+                        tb_s0,
+                        m,
+                        n,
+                        k,
+                        state0.index,
+                        pipe0.producer_get_barrier(state0),
+                        mask_a0,
+                        mask_b0,
+                    )
+                    pipe0.producer_commit(state0)
+                    state0.advance()
+            if odd:
+                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    pipe1.producer_acquire(state1)
+                    load_k_block(
+                        atom_a,
+                        atom_b,
+                        ta_g1,
+                        ta_s1,
+                        tb_g1,
+                        tb_s1,
+                        m,
+                        n,
+                        k,
+                        state1.index,
+                        pipe1.producer_get_barrier(state1),
+                        mask_a1,
+                        mask_b1,
+                    )
+                    pipe1.producer_commit(state1)
+                    state1.advance()
+            sched.advance_to_next_work()
+            tile = sched.get_current_work()
+    if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
+        _pingpong_math(
+            cfg, 0, pipe0, tiled_mma, s_a0, s_b0, s_c0, atom_c, t_c, params, k_tiles, c_in, bias
+        )
+    if (warp >= 2 * WARPGROUP // 32) & (warp < 3 * WARPGROUP // 32):
+        _pingpong_math(
+            cfg, 1, pipe1, tiled_mma, s_a1, s_b1, s_c1, atom_c, t_c, params, k_tiles, c_in, bias
+        )
