@@ -81,7 +81,8 @@ class Task:
         schedule: The traced schedule (call the ``@schedule`` function with the resources).
         num_registers: ``setmaxnreg`` target per thread (24..256, a multiple of 8), or None.
         name: Task name ("" means the schedule's name).
-        debug_print: Print the task's schedule when it is lowered.
+        debug_print: Print the task's schedule when it is lowered, and lower its blocking
+            waits as bounded waits that trap with a message (see ``TaskManager``).
         run_only_on_cta_id: Restrict the task to one CTA rank of the cluster (not lowered
             yet: the ``TaskManager`` rejects a value other than None).
 

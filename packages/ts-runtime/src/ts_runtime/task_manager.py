@@ -82,6 +82,9 @@ class TaskManager:
         name: Kernel name for messages and the plan.
         block_warps: Warps launched per CTA, when not the end of the last task's range.
         target: Compilation target (default: ``CUTE_DSL_ARCH``, else ``sm_90a``).
+        debug_bounded_waits: Lower every blocking wait of every task as a bounded wait that
+            prints the task, resource, stage and phase and traps when the barrier never flips
+            (``Task(debug_print=True)`` does it for one task).
         **reference_options: ``dma_consumer_release_labels``, ``iket_enable_profiling``,
             ``iket_profiling_stages``, ``iket_profiling_resources``, ``tmem_allocator``,
             ``tmem_ptr_i32``, ``tmem_capacity_columns`` and ``assume_pdl_wait_completed`` are
