@@ -12,6 +12,8 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
+import cutlass
+import cutlass.cute as cute
 from _gemm_steps import (
     CLUSTERS,
     DTYPES,
@@ -44,6 +46,32 @@ def _matrix(cfg: GemmConfig, rows: int, cols: int, layout: LayoutEnum, gen: Any)
         return torch.randn(rows, pitch, device="cuda", dtype=dt, generator=gen)[:, :cols]
     pitch = -(-rows // 8) * 8
     return torch.randn(cols, pitch, device="cuda", dtype=dt, generator=gen)[:, :rows].t()
+
+
+def fake_operands(cfg: GemmConfig) -> tuple[Any, Any, Any, Any, Any]:
+    """Fake A, B (majors by ``cfg.layout``), N-major C and the bias (None unless ``cfg.bias``).
+
+    Dynamic shapes and leading strides: a K-major ``rows x K`` operand has strides
+    ``(ld, 1)``, an M- / N-major one ``(1, ld)``.
+    """
+    from cutlass.cute.runtime import make_fake_tensor
+
+    m, n, k = (cute.sym_int32() for _ in range(3))
+    lda, ldb, ldc = (cute.sym_int64(divisibility=8) for _ in range(3))
+
+    def fake(rows: Any, cols: Any, ld: Any, layout: LayoutEnum = LayoutEnum.ROW_MAJOR) -> Any:
+        stride = (ld, 1) if layout == LayoutEnum.ROW_MAJOR else (1, ld)
+        return make_fake_tensor(cfg.element, (rows, cols), stride, assumed_align=16)
+
+    bias = make_fake_tensor(cfg.element, (n,), (1,), assumed_align=16) if cfg.bias else None
+    counters = make_fake_tensor(cutlass.Int32, (2,), (1,), assumed_align=4) if cfg.dynamic else None
+    return (
+        fake(m, k, lda, cfg.a_layout),
+        fake(n, k, ldb, cfg.b_layout),
+        fake(m, n, ldc),
+        bias,
+        counters,
+    )
 
 
 def make_inputs(cfg: GemmConfig, mnk: tuple[int, int, int], seed: int = 0) -> tuple[Any, Any]:

@@ -63,6 +63,7 @@ import cutlass.pipeline as cpipe
 import cutlass.utils as cutils
 from _gemm_host import (
     add_config_args,
+    fake_operands,
     make_bias,
     make_counters_tensor,
     make_inputs,
@@ -111,7 +112,6 @@ from cutlass.base_dsl.ast_helpers import const_expr
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.memory import SmemAllocator
-from cutlass.tensor_utils import LayoutEnum
 
 import ts_codegen
 from ts_codegen.dsl import compile_ptx
@@ -732,32 +732,6 @@ def kernels(cfg: GemmConfig) -> tuple[tuple[str, Any], ...]:
     return (("ts", _launcher(ts_kernel, cfg)), ("twin", _launcher(twin_kernel, cfg)))
 
 
-def _fake_operands(cfg: GemmConfig) -> tuple[Any, Any, Any, Any, Any]:
-    """Fake A, B (majors by ``cfg.layout``), N-major C and the bias (None unless ``cfg.bias``).
-
-    Dynamic shapes and leading strides: a K-major ``rows x K`` operand has strides
-    ``(ld, 1)``, an M- / N-major one ``(1, ld)``.
-    """
-    from cutlass.cute.runtime import make_fake_tensor
-
-    m, n, k = (cute.sym_int32() for _ in range(3))
-    lda, ldb, ldc = (cute.sym_int64(divisibility=8) for _ in range(3))
-
-    def fake(rows: Any, cols: Any, ld: Any, layout: LayoutEnum = LayoutEnum.ROW_MAJOR) -> Any:
-        stride = (ld, 1) if layout == LayoutEnum.ROW_MAJOR else (1, ld)
-        return make_fake_tensor(cfg.element, (rows, cols), stride, assumed_align=16)
-
-    bias = make_fake_tensor(cfg.element, (n,), (1,), assumed_align=16) if cfg.bias else None
-    counters = make_fake_tensor(cutlass.Int32, (2,), (1,), assumed_align=4) if cfg.dynamic else None
-    return (
-        fake(m, k, lda, cfg.a_layout),
-        fake(n, k, ldb, cfg.b_layout),
-        fake(m, n, ldc),
-        bias,
-        counters,
-    )
-
-
 def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
     """Verify the TS plan, compile every kernel for sm_90a with fake tensors; count PTX.
 
@@ -774,7 +748,7 @@ def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
         "verified": True,
     }
     for name, fn in kernels(cfg):
-        _, ptx = compile_ptx(fn, *_fake_operands(cfg))
+        _, ptx = compile_ptx(fn, *fake_operands(cfg))
         result[name] = ts_codegen.count_instructions(ptx, (*DEFAULT_KINDS, *GEMM_KINDS))
         result[f"{name}_total"] = sum(opcode_counts(ptx).values())
     if "ts" in result:

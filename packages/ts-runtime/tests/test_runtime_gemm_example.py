@@ -67,7 +67,7 @@ def test_mn_major_layout_same_code_as_twin(gemm: Any) -> None:
 @pytest.mark.parametrize(("layout", "trans"), [("tn", (0, 0)), ("nn", (1, 0)), ("tt", (0, 1))])
 def test_layout_sets_wgmma_transpose_flags(gemm: Any, layout: str, trans: tuple[int, int]) -> None:
     cfg = gemm.GemmConfig(tile_mn=(128, 128), layout=layout)
-    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["twin"], *gemm._fake_operands(cfg))
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["twin"], *gemm.fake_operands(cfg))
     # wgmma.mma_async ... descA, descB, scale-d, imm-scale-a, imm-scale-b, tnspA, tnspB;
     flags = set(re.findall(r"wgmma\.mma_async[^;]*?,\s*(\d),\s*(\d);", str(ptx)))
     assert flags == {(str(trans[0]), str(trans[1]))}
@@ -127,7 +127,7 @@ def test_cluster_multicast_same_code_as_twin(gemm: Any, default: dict[str, Any])
     cfg = gemm.GemmConfig(cluster_mn=(2, 1))
     out = gemm.compile_only(cfg)
     _same(out)
-    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm._fake_operands(cfg))
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
     assert "multicast::cluster" in ptx  # TMA multicast of B along the cluster's M
     assert "barrier.cluster.arrive" in ptx and "barrier.cluster.wait" in ptx  # init
     assert "mapa.shared" in ptx  # consumers release the stage in the peer CTA too
@@ -142,5 +142,5 @@ def test_pingpong_same_code_as_twin(gemm: Any) -> None:
     assert {t.name for t in plan.tasks} == {"load", "mma0", "mma1"}
     assert {r.name for r in plan.resources if r.pipeline} == {"ab0", "ab1"}
     # each math warpgroup: its own epilogue barrier (ids 1 and 2)
-    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm._fake_operands(cfg))
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
     assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}

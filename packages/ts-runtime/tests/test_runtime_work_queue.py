@@ -76,6 +76,15 @@ def test_clc_is_rejected_on_hopper(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "create_atomic_dynamic_persistent_tile_scheduler_params" in info.value.fix
 
 
+def test_atomic_scheduler_refuses_clusters() -> None:
+    class Params:
+        cluster_shape_mn = (2, 1)
+
+    with pytest.raises(RuntimeConfigError, match=r"TS-R005.*single CTAs.*\(2, 1\)") as info:
+        TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(Params(), 0)
+    assert "static scheduler for clusters" in info.value.fix
+
+
 def test_atomic_scheduler_needs_counters_and_a_pipeline() -> None:
     with pytest.raises(RuntimeConfigError, match="counters"):
         TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(None, None)

@@ -112,6 +112,15 @@ class TileSchedulerConfig:
                 "create_atomic_dynamic_persistent_tile_scheduler_params needs a counters tensor",
                 fix="pass a zero-initialised global Int32 tensor of 2 elements",
             )
+        cluster = tuple(getattr(tile_scheduler_params, "cluster_shape_mn", (1, 1)))
+        if cluster != (1, 1):
+            # Each CTA claims its own tiles: the CTAs of a cluster would get different tiles.
+            raise RuntimeConfigError(
+                "create_atomic_dynamic_persistent_tile_scheduler_params: the atomic scheduler "
+                f"hands tiles to single CTAs, but the parameters have cluster shape {cluster}",
+                fix="use cluster shape (1, 1, 1) with the dynamic scheduler, or the static "
+                "scheduler for clusters",
+            )
         return TileSchedulerConfig(
             TileSchedulerType.AtomicDynamicPersistent, tile_scheduler_params, counters=counters
         )
