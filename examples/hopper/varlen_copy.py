@@ -409,7 +409,7 @@ def _twin_kernel(scheduler: str) -> Any:
                     qstate.advance()
                 s = tile.tile_idx[0]
                 if flag[s] != 0:
-                    for i in cutlass.range(0, offs[s + 1] - offs[s], 1):  # type: ignore[attr-defined]
+                    for i in cutlass.range(0, offs[s + 1] - offs[s], 1, unroll=1):  # type: ignore[attr-defined]
                         pipe.producer_acquire(state)
                         m, n = chunk_coord(offs[s] + i, tiles_n)
                         tma_load(
@@ -450,7 +450,7 @@ def _twin_kernel(scheduler: str) -> Any:
                     qstate.advance()
                 s = tile.tile_idx[0]
                 if flag[s] != 0:
-                    for i in cutlass.range(0, offs[s + 1] - offs[s], 1):  # type: ignore[attr-defined]
+                    for i in cutlass.range(0, offs[s + 1] - offs[s], 1, unroll=1):  # type: ignore[attr-defined]
                         pipe.consumer_wait(state)
                         m, n = chunk_coord(offs[s] + i, tiles_n)
                         tma_store(store_atom, s_tiles, g_out, state.index, m, n)

@@ -45,7 +45,11 @@ def test_static_queue_is_a_work_queue_resource() -> None:
     assert type(wq).is_work_queue
     assert wq.tile_scheduler_config.tile_scheduler_type is TileSchedulerType.StaticPersistent
     assert not wq.tile_scheduler_config.is_dynamic
-    assert set(type(wq).work_methods()) == {"fetch_next_tile", "read_next_tile"}
+    assert set(type(wq).work_methods()) == {
+        "fetch_next_tile",
+        "get_and_advance_work_tile",
+        "read_next_tile",
+    }
 
 
 def test_subclass_keeps_the_positional_config() -> None:

@@ -368,14 +368,55 @@ def test_two_resources_with_one_name() -> None:
     check(err, "TS-T016", "T016b", "both named `x`")
 
 
-def test_positional_work_arguments(src: Src, buf: Buf) -> None:
+@dataclasses.dataclass(kw_only=True)
+class Sink(MemoryResource):
+    """A resource whose work takes its parameters positionally, as the reference allows."""
+
+    @producer_work
+    def put(self, stage_info: Any, item: Any, scale: int = 1) -> None:
+        del stage_info, item, scale
+
+
+def test_positional_work_arguments_bind_in_order(src: Src) -> None:
+    @schedule
+    def sched(s: Any, d: Any) -> None:
+        d.put(s.load(), 2)
+
+    (step,) = [st for st in sched(src, Sink(name="d")).steps() if st.label == "put"]
+    assert [r.argument for r in step.inputs] == ["item"]
+    assert step.constants == (("scale", 2),)
+
+
+def test_too_many_positional_work_arguments(src: Src) -> None:
+    @schedule
+    def sched(s: Any, d: Any) -> None:
+        item = s.load()
+        d.put(item, 2, 3)  # T017
+
+    with pytest.raises(ScheduleError) as err:
+        sched(src, Sink(name="d"))
+    check(err, "TS-T017", "T017", "takes 2 positional arguments after stage_info but 3")
+
+
+def test_keyword_only_parameter_passed_positionally(src: Src, buf: Buf) -> None:
     @schedule
     def sched(s: Any, b: Any) -> None:
-        b.store(s.load())  # T017
+        b.store(s.load())  # T017e
 
     with pytest.raises(ScheduleError) as err:
         sched(src, buf)
-    check(err, "TS-T017", "T017", "positional")
+    check(err, "TS-T017", "T017e", "takes 0 positional arguments after stage_info but 1 was")
+
+
+def test_work_argument_given_twice(src: Src) -> None:
+    @schedule
+    def sched(s: Any, d: Any) -> None:
+        item = s.load()
+        d.put(item, item=item)  # T017d
+
+    with pytest.raises(ScheduleError) as err:
+        sched(src, Sink(name="d"))
+    check(err, "TS-T017", "T017d", "multiple values for `item`")
 
 
 def test_unknown_keyword(src: Src, buf: Buf) -> None:

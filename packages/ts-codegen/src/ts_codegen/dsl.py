@@ -13,6 +13,9 @@ The DSL is only partly typed, so values crossing this boundary are ``Any``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -22,6 +25,9 @@ import cutlass.pipeline as cpipe
 from cutlass import cutlass_dsl as _cutlass_dsl
 from cutlass._mlir import ir as _ir
 from cutlass._mlir.dialects import scf as _scf
+
+from ts_trace import MemoryResource, TaskLocalVariable
+from ts_trace.resources import register_value_tree
 
 # The DSL is partly typed: its builders are used through Any-typed handles.
 _D: Any = _cutlass_dsl
@@ -523,3 +529,62 @@ def trap() -> None:
         is_align_stack=False,
         asm_dialect=llvm.AsmDialect.AD_ATT,
     )
+
+
+# -- resources as DSL values -----------------------------------------------------------------------
+
+_TS_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryResource))
+
+
+@functools.cache
+def _constexpr_fields(cls: type) -> frozenset[str]:
+    """Fields of ``cls`` annotated ``cutlass.Constexpr`` (or ``Constexpr[T]``)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an unresolvable forward reference: read the raw annotations
+        hints = {}
+    out = set(_TS_FIELDS)
+    for f in dataclasses.fields(cls):
+        ann = hints.get(f.name, f.type)
+        if isinstance(ann, str):
+            if ann.split("[", 1)[0].rsplit(".", 1)[-1] == "Constexpr":
+                out.add(f.name)
+        elif ann is cutlass.Constexpr or typing.get_origin(ann) is cutlass.Constexpr:
+            out.add(f.name)
+    return frozenset(out)
+
+
+class _ResourceValues:
+    """Flattens a resource's runtime fields (see ``MemoryResource.__extract_mlir_values__``)."""
+
+    @staticmethod
+    def _parts(resource: MemoryResource) -> list[tuple[str, Any, list[Any]]]:
+        static = _constexpr_fields(type(resource))
+        parts = []
+        for f in dataclasses.fields(resource):
+            if f.name in static:
+                continue
+            value = getattr(resource, f.name, None)
+            if value is None or isinstance(value, (str, type, TaskLocalVariable)):
+                continue
+            try:
+                vals = list(extract_mlir_values(value))
+            except Exception:  # not a DSL value (a set, an opaque object): keep it as it is
+                continue
+            if vals:
+                parts.append((f.name, value, vals))
+        return parts
+
+    def extract(self, resource: MemoryResource) -> list[Any]:
+        return [v for _, _, vals in self._parts(resource) for v in vals]
+
+    def rebuild(self, resource: MemoryResource, values: list[Any]) -> MemoryResource:
+        parts = self._parts(resource)
+        sizes = [len(vals) for _, _, vals in parts]
+        rebuilt = _unflatten([value for _, value, _ in parts], sizes, values)
+        for (name, _, _), value in zip(parts, rebuilt, strict=True):
+            object.__setattr__(resource, name, value)
+        return resource
+
+
+register_value_tree(_ResourceValues())

@@ -451,7 +451,9 @@ class TaskLowering:
             return self._pack(inner, skeys, vkeys)
 
         lo, hi, by = (0, num_iters(), 1) if reverse else (start, end, step)
-        results = dsl.for_range(lo, hi, by, self._pack(env, skeys, vkeys), body, unroll=node.unroll)
+        # No hint keeps the loop rolled (unroll 1), as the reference lowers domain loops.
+        unroll = 1 if node.unroll is None else node.unroll
+        results = dsl.for_range(lo, hi, by, self._pack(env, skeys, vkeys), body, unroll=unroll)
         self._unpack(env, skeys, vkeys, results)
         env.loop = outer_loop
 

@@ -180,7 +180,7 @@ class DomainLoop:
         start: First index.
         end: Exclusive end.
         step: Increment (never zero).
-        unroll: Unroll hint, or None to let the compiler decide.
+        unroll: Unroll count, or None (the loop stays rolled, as with 1).
         body: The loop body.
         location: Where the ``with domain_loop(...)`` was written.
     """

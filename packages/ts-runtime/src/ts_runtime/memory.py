@@ -81,7 +81,8 @@ class ResourceContext:
     """Kernel-wide context attached to every ``StageInfo`` (``stage_info.context``).
 
     Attributes:
-        smem_base: The SMEM block (a ``Uint8`` pointer) allocated by :class:`SmemAllocator`.
+        smem_base: The SMEM block allocated by :class:`SmemAllocator`, a ``cutlass.Array`` of
+            ``Uint8`` in shared memory: ``smem_base.data_ptr() + alloc.offset`` is ``alloc``.
         tmem_ptr_i32: The SMEM word holding the TMEM base address (Blackwell; None on Hopper).
         smem_allocator: The allocator, for typed views: ``context.smem_allocator.get(alloc)``.
     """
@@ -118,6 +119,7 @@ class SmemAllocator:
         self._capacity = DEFAULT_SMEM_CAPACITY
         self._inner: Any = None
         self._base: Any = None
+        self._base_array: Any = None
 
     # -- declaration ---------------------------------------------------------------------------
 
@@ -272,11 +274,24 @@ class SmemAllocator:
         self._base = self._inner.allocate_array(
             cutlass.Uint8, num_elems=size, byte_alignment=max(alignment, 8)
         )
+        # What work methods see as ``stage_info.context.smem_base``: an SMEM array of bytes, so
+        # ``smem_base.data_ptr() + alloc.offset`` addresses an allocation (the reference's type).
+        self._base_array = cutlass.Array(self._base, dtype=cutlass.Uint8, shape=(size,))
         return self._base
 
     @property
     def smem_base(self) -> Any:
-        """The SMEM block's pointer (after :meth:`allocate`)."""
+        """The SMEM block as a ``cutlass.Array`` of ``Uint8`` (after :meth:`allocate`).
+
+        ``smem_base.data_ptr() + alloc.offset`` is the address of ``alloc``.
+        """
+        if self._base_array is None:
+            raise RuntimeError("SmemAllocator.smem_base: call allocate() inside the kernel first")
+        return self._base_array
+
+    @property
+    def smem_base_ptr(self) -> Any:
+        """The SMEM block's ``Uint8`` pointer (after :meth:`allocate`)."""
         if self._base is None:
             raise RuntimeError("SmemAllocator.smem_base: call allocate() inside the kernel first")
         return self._base
@@ -321,7 +336,7 @@ class SmemAllocator:
                 f"{_dtype_name(dtype)}"
             )
         placement = self.layout.placement(a.name)
-        ptr = self.smem_base + placement.offset
+        ptr = self.smem_base_ptr + placement.offset
         typed = cute.recast_ptr(ptr, dtype=dtype)
         return cute.make_tensor(typed, cute.make_layout(count) if layout is None else layout)
 

@@ -373,7 +373,8 @@ class TaskManager:
         alloc = self._smem_allocator
         base = None
         if isinstance(alloc, SmemAllocator):
-            base = alloc.allocate()
+            alloc.allocate()
+            base = alloc.smem_base
         self._context = ResourceContext(smem_base=base, smem_allocator=alloc)
         self._setup_done = True
         return self._context

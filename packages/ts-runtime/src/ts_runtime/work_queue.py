@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ts_ir import TileSchedulerType
+from ts_ir import TileSchedulerType, WorkAttr
 from ts_runtime.errors import RuntimeConfigError, UnsupportedOnTarget
 from ts_runtime.target import current_target, is_blackwell_or_later
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
@@ -157,6 +157,7 @@ class WorkQueue(MemoryResource):
     # dataclass subclasses that add fields (e.g. what a skip predicate reads).
     tile_scheduler_config: Any = dataclasses.field(default=None, kw_only=False)
     next_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    work_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
     def __post_init__(self) -> None:
         if not isinstance(self.tile_scheduler_config, TileSchedulerConfig):
@@ -178,6 +179,7 @@ class WorkQueue(MemoryResource):
                 "<fetching warp: 32 threads>, <threads of the other tasks>)",
             )
         self.next_tile = TaskLocalVariable(dtype="Int32", default=0)
+        self.work_tile = TaskLocalVariable(dtype="WorkTileInfo", default=None)
         self._source: Any = None
 
     def ts_tile_source(self) -> Any:
@@ -191,6 +193,16 @@ class WorkQueue(MemoryResource):
             else:
                 self._source = ts_codegen.StaticTiles(cfg.tile_scheduler_params)
         return self._source
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=work_tile)
+    def get_and_advance_work_tile(self, stage_info: Any) -> Any:
+        """The current work tile; the queue moves on to the next tile when the tile's body ends.
+
+        The reference's spelling of the per-tile queue step (``wq.wait();
+        wq.get_and_advance_work_tile(); wq.release()``). With the static scheduler the queue has
+        no pipeline: the brackets around it are bookkeeping and TS records none of them.
+        """
+        return stage_info.work_tile
 
     @producer_work
     def fetch_next_tile(self, stage_info: Any) -> None:

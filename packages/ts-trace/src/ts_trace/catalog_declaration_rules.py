@@ -81,13 +81,14 @@ DECLARATION_ENTRIES: tuple[CatalogEntry, ...] = (
     _entry(
         "TS-T017",
         "bad work-call arguments",
-        "work calls take keyword arguments only; TS supplies stage_info",
+        "bind each argument to a parameter of the work method once; TS supplies stage_info",
         """
-        Work calls take keyword arguments only: each keyword names a parameter of the work
-        method and routes a token into it, so the plan records which value feeds which
-        parameter. TS passes `stage_info` (the stage index, phase and loop position) itself.
-        Positional arguments, unknown keywords and arguments to pipeline operations are
-        rejected.
+        A work call binds its arguments to the work method's parameters after `stage_info`,
+        as a Python call would: positionally in parameter order, or by keyword. Each argument
+        routes a token (or passes a constant) into that parameter, so the plan records which
+        value feeds which parameter. TS passes `stage_info` (the stage index, phase and loop
+        position) itself. More positional arguments than the method has, unknown keywords, a
+        parameter given twice and arguments to pipeline operations are rejected.
         """,
         """
         @schedule
@@ -95,7 +96,7 @@ DECLARATION_ENTRIES: tuple[CatalogEntry, ...] = (
             with domain_loop(8):
                 coord = src.tile_coord()
                 ring.acquire()
-                ring.load(coord)
+                ring.load(coord)  # `coord` is keyword-only in Ring.load
                 ring.commit()
 
         load_task(src, ring)

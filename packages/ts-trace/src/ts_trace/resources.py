@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from ts_ir import RESERVED_OP_NAMES, Role, SourceLocation, WorkAttr
 from ts_trace._internal.source import definition_location
@@ -23,8 +23,10 @@ from ts_trace.work import WorkInfo, get_work_info
 __all__ = [
     "RESERVED_WORK_NAMES",
     "MemoryResource",
+    "ValueTree",
     "WorkMethod",
     "effective_outputs",
+    "register_value_tree",
     "resource_name",
 ]
 
@@ -32,6 +34,40 @@ RESERVED_WORK_NAMES: frozenset[str] = RESERVED_OP_NAMES | frozenset(
     {"producer_work", "consumer_work", "producer_aux_work", "consumer_aux_work"}
 )
 """Names a work method cannot have, i.e. the pipeline operations and the default work hooks."""
+
+
+class ValueTree(Protocol):
+    """How a resource's runtime fields become DSL values and back (the code generator's adapter).
+
+    The CuTe DSL carries an object through a runtime ``if`` or loop inside a work method (e.g.
+    ``if cond: self.acc = ...``) by flattening it to MLIR values and rebuilding it after the
+    region. Tracing knows nothing about the DSL, so the code generator registers this adapter.
+    """
+
+    def extract(self, resource: MemoryResource) -> list[Any]:
+        """The MLIR values of ``resource``'s runtime fields, in field order."""
+        ...
+
+    def rebuild(self, resource: MemoryResource, values: list[Any]) -> MemoryResource:
+        """Set ``resource``'s runtime fields from ``values`` (in place) and return it."""
+        ...
+
+
+_value_tree: list[ValueTree] = []
+
+
+def register_value_tree(tree: ValueTree) -> None:
+    """Install the DSL adapter that flattens resources (called by the code generator)."""
+    _value_tree[:] = [tree]
+
+
+def _tree(resource: MemoryResource) -> ValueTree:
+    if not _value_tree:
+        raise TypeError(
+            f"resource `{resource_name(resource)}` is used as a DSL value, but no code "
+            "generator is loaded (import ts_codegen first)"
+        )
+    return _value_tree[0]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -188,6 +224,16 @@ class MemoryResource(metaclass=_ResourceMeta):
     def get_smem_requirements(self) -> list[Any]:
         """SMEM regions this resource needs (objects with name, size_bytes, alignment...)."""
         return []
+
+    # A resource is a DSL value inside its work methods: the DSL carries ``self`` through a
+    # runtime ``if`` or loop that assigns to its fields. Fields annotated ``Constexpr``, the TS
+    # fields above and values without MLIR values (strings, configs, Python objects) stay as they
+    # are; everything else (tensors, pointers, arrays, DSL numbers) is carried.
+    def __extract_mlir_values__(self) -> list[Any]:
+        return _tree(self).extract(self)
+
+    def __new_from_mlir_values__(self, values: list[Any]) -> MemoryResource:
+        return _tree(self).rebuild(self, list(values))
 
 
 def resource_name(resource: MemoryResource) -> str:

@@ -74,8 +74,8 @@ Boolean: TypeAlias = Any
 class DataFlowToken:
     """The value a consumer work call returns while tracing.
 
-    Pass it by keyword to a later work call to route the value, or to :func:`when_true` /
-    :func:`when_false` to guard a block with it.
+    Pass it to a later work call (by keyword or positionally) to route the value, or to
+    :func:`when_true` / :func:`when_false` to guard a block with it.
 
     Attributes:
         resource: Name of the resource whose work produced it.
@@ -179,6 +179,12 @@ class _PipelineOp:
                 fix=f"call {name}.{self._stage.op_name}()",
             )
         stage = self._stage
+        resource = self._proxy._ts_resource
+        if resource.is_work_queue and resource.pipeline_config is None:
+            # A work queue without a pipeline (the static scheduler) hands out tiles without
+            # barriers: its wait / release around the per-tile step are bookkeeping, as in the
+            # reference's schedules, and stand for no barrier operation.
+            return
         builder.record(lambda i: Step(i, name, stage, stage.op_name, location=location))
 
 
@@ -195,17 +201,10 @@ class _WorkCall:
         location = user_location()
         use = f"{name}.{method.label}(...)"
         common: dict[str, Any] = {"schedule": builder.name, "resource": name, "location": location}
-        if args:
-            raise ScheduleError(
-                "TS-T017",
-                f"{use} was given positional arguments",
-                step=use,
-                **common,
-                fix="pass routed values and constants by keyword; TS supplies stage_info",
-            )
+        info = method.info
+        kwargs = self._bind_positional(args, kwargs, use, common)
         inputs: list[Route] = []
         constants: list[tuple[str, object]] = []
-        info = method.info
         for arg, value in sorted(kwargs.items()):
             if not info.accepts_any_keyword and arg not in info.parameters:
                 close = difflib.get_close_matches(arg, info.parameters, n=1)
@@ -259,6 +258,40 @@ class _WorkCall:
         if not tokens:
             return DataFlowToken(name, method.label, None, step.id, path, builder.uid)
         return tokens[0] if len(tokens) == 1 else tuple(tokens)
+
+    def _bind_positional(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], use: str, common: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Bind positional arguments to the method's parameters after ``stage_info``, in order.
+
+        As a Python call would: ``ring.write(x, scale=2)`` passes ``x`` as the first parameter.
+        """
+        if not args:
+            return kwargs
+        positional = self._method.info.positional
+        label = self._method.label
+        if len(args) > len(positional):
+            raise ScheduleError(
+                "TS-T017",
+                f"{use} takes {len(positional)} positional argument"
+                f"{'' if len(positional) == 1 else 's'} after stage_info but {len(args)} "
+                f"{'was' if len(args) == 1 else 'were'} given",
+                step=use,
+                **common,
+                fix=f"{label} takes: {', '.join(self._method.info.parameters) or 'no arguments'}"
+                " (TS supplies stage_info)",
+            )
+        bound = dict(zip(positional, args, strict=False))
+        twice = sorted(set(bound) & set(kwargs))
+        if twice:
+            raise ScheduleError(
+                "TS-T017",
+                f"{use} got multiple values for `{twice[0]}` (positionally and by keyword)",
+                step=use,
+                **common,
+                fix=f"pass `{twice[0]}` once",
+            )
+        return {**bound, **kwargs}
 
     def _outputs(self, builder: ScheduleBuilder, location: SourceLocation) -> tuple[str, ...]:
         method, resource = self._method, self._proxy._ts_resource
@@ -489,7 +522,7 @@ def domain_loop(
 
     Args:
         *bounds: 1 to 3 range-style bounds.
-        unroll: Unroll hint (an int >= 1), or None to let the compiler decide.
+        unroll: Unroll count (an int >= 1); None keeps the loop rolled (as 1 does).
 
     Yields:
         A :class:`DomainLoopProxy` with ``first_iter()``, ``last_iter()`` and ``every()``.

@@ -34,6 +34,8 @@ class WorkInfo:
         parameters: Keyword parameters of the method after ``self`` and ``stage_info``.
         accepts_any_keyword: True when the method takes ``**kwargs``.
         function: The decorated callable (for example the ``@cute.jit`` object).
+        positional: The parameters a schedule may pass positionally, in order (those of
+            ``parameters`` before any keyword-only one).
     """
 
     role: Role
@@ -42,6 +44,7 @@ class WorkInfo:
     parameters: tuple[str, ...]
     accepts_any_keyword: bool
     function: Callable[..., Any]
+    positional: tuple[str, ...] = ()
 
 
 def get_work_info(obj: object) -> WorkInfo | None:
@@ -50,17 +53,18 @@ def get_work_info(obj: object) -> WorkInfo | None:
     return info if isinstance(info, WorkInfo) else None
 
 
-def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool]:
+def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool, tuple[str, ...]]:
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return (), True
+        return (), True, ()
     params = list(sig.parameters.values())
     # Drop self and stage_info: TS supplies both.
     rest = params[2:] if len(params) >= 2 else []
     names = tuple(p.name for p in rest if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+    positional = tuple(p.name for p in rest if p.kind is p.POSITIONAL_OR_KEYWORD)
     any_kw = any(p.kind is p.VAR_KEYWORD for p in params)
-    return names, any_kw
+    return names, any_kw, positional
 
 
 def _normalize_returns(returns: object) -> tuple[ReturnSpec, ...]:
@@ -84,13 +88,13 @@ def _decorate(
     WorkAttr.validate(attrs, "work_attrs")
     if not callable(method):
         raise TypeError(f"@{role.value}_work decorates a method, got {method!r}")
-    params, any_kw = _parameters(method)
+    params, any_kw, positional = _parameters(method)
 
     @functools.wraps(method)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         return method(*args, **kwargs)
 
-    info = WorkInfo(role, WorkAttr(attrs), returns, params, any_kw, method)
+    info = WorkInfo(role, WorkAttr(attrs), returns, params, any_kw, method, positional)
     setattr(wrapper, _ATTR, info)
     return wrapper
 
@@ -133,8 +137,8 @@ else:
         """Register a method as named consumer work: it reads data out of its resource.
 
         The method's Python name is its label. In a schedule, calling it on the resource returns
-        data-flow tokens for the declared outputs, which later work calls take as keyword
-        arguments.
+        data-flow tokens for the declared outputs, which later work calls take as arguments
+        (by keyword, or positionally in the order of the method's parameters).
 
         Args:
             method: The method (bare decorator form); omitted in the factory form.
@@ -174,8 +178,8 @@ def producer_work(
 ) -> Callable[..., Any]:
     """Register a method as named producer work: it writes data into its resource.
 
-    Producer work has no outputs. Data-flow tokens from earlier consumer work arrive as keyword
-    arguments named after the method's parameters.
+    Producer work has no outputs. Data-flow tokens from earlier consumer work arrive as arguments
+    bound to the method's parameters (by keyword, or positionally in parameter order).
 
     Args:
         method: The method (bare decorator form); omitted in the factory form.
