@@ -70,8 +70,10 @@ ValueKey = tuple[str, str]
 """A task-local value: (resource name, output name)."""
 
 
-class LoweringError(Exception):
+class LoweringError(ValueError):
     """A schedule construct that this code generator cannot lower (names task and node).
+
+    A ``ValueError``, the family of the reference's errors.
 
     The message starts with the code ``TS-C001`` and ends with the code's catalog page.
     """
@@ -150,7 +152,8 @@ class TaskLowering:
             if isinstance(node, DomainLoop):
                 self._loop_ordinal[id(node)] = ordinal
                 ordinal += 1
-        self._lagged = _lagged_consumers(task.schedule.body)
+        self._lagged = _lagged(task.schedule.body, Role.CONSUMER)
+        self._lagged_producers = _lagged(task.schedule.body, Role.PRODUCER)
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -176,6 +179,8 @@ class TaskLowering:
                 states[key] = dsl.make_state(step.stage.role is Role.PRODUCER, spec.stages)
             if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
                 states[_release_key(step.resource)] = dsl.make_state(False, spec.stages)
+            if step.resource in self._lagged_producers and step.stage.role is Role.PRODUCER:
+                states[_commit_key(step.resource)] = dsl.make_state(True, spec.stages)
         return states
 
     # -- tree walk -------------------------------------------------------------------------
@@ -209,7 +214,14 @@ class TaskLowering:
         elif st is ScheduleStage.ProducerAcquire:
             self._bounded(step, env.states[key], producer=True)
             dsl.producer_acquire(self._pipe(step), env.states[key], env.tokens.pop(key, None))
+            if step.resource in self._lagged_producers:
+                # As for lagged consumers: the work after this acquire fills the acquired
+                # stage, the next acquire takes the following one, commits follow behind.
+                env.current[key] = env.states[key]
+                env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ProducerCommit:
+            if step.resource in self._lagged_producers:
+                key = _commit_key(step.resource)
             dsl.producer_commit(self._pipe(step), env.states[key])
             env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ConsumerTryWait:
@@ -306,7 +318,12 @@ class TaskLowering:
                 # Only commit / release advance a state (and a lagged consumer's wait); the
                 # other steps only read it.
                 lagged = node.resource in self._lagged
-                if node.stage is ScheduleStage.ProducerCommit or (
+                lagged_p = node.resource in self._lagged_producers
+                if node.stage is ScheduleStage.ProducerCommit and lagged_p:
+                    states.add(_commit_key(node.resource))
+                elif node.stage is ScheduleStage.ProducerAcquire and lagged_p:
+                    states.add((node.resource, Role.PRODUCER))
+                elif node.stage is ScheduleStage.ProducerCommit or (
                     node.stage is ScheduleStage.ConsumerRelease and not lagged
                 ):
                     states.add((node.resource, node.stage.role))
@@ -427,10 +444,9 @@ class TaskLowering:
             if trip is not None:
                 return trip
             if not isinstance(step, int):
-                raise LoweringError(
-                    f"task `{self.task.name}`: last_iter() in {node.describe()} at "
-                    f"{node.location} needs a constant step"
-                )
+                # A runtime step is positive (scf.for assumes it); a count <= 0 means the
+                # body never runs, so last_iter() is never tested then.
+                return (end - start + step - 1) // step
             return (end - start + step - (1 if step > 0 else -1)) // step
 
         # scf.for needs a positive step: a negative constant step loops over the iteration
@@ -568,6 +584,7 @@ class TaskLowering:
 
 
 _RELEASE = "\x00release"
+_COMMIT = "\x00commit"
 
 
 def _release_key(resource: str) -> StateKey:
@@ -575,16 +592,28 @@ def _release_key(resource: str) -> StateKey:
     return (resource + _RELEASE, Role.CONSUMER)
 
 
-def _lagged_consumers(body: Sequence[Node]) -> set[str]:
-    """Resources whose consumer releases lag behind its waits in this schedule.
+def _commit_key(resource: str) -> StateKey:
+    """The separate commit state of a lagged producer of ``resource``."""
+    return (resource + _COMMIT, Role.PRODUCER)
+
+
+def _lagged(body: Sequence[Node], role: Role) -> set[str]:
+    """Resources whose signals (release / commit) lag behind the waits / acquires of ``role``.
 
     A release that runs while two or more stages of the resource are waited and not released
     frees an older stage than the newest wait (a software-pipelined WGMMA main loop releases
     the previous stage after waiting on the next): such a consumer needs separate wait and
-    release states. Schedules that release each stage before the next wait keep one state, as
-    hand-written code does. Found by walking each loop's first, a middle and its last iteration
-    with the blocks that fire there (the verifier has checked that the brackets balance).
+    release states (the reference's ``advance_on_wait``). Likewise a producer that acquires a
+    second stage before committing the first needs separate acquire and commit states
+    (``advance_on_acquire``). Schedules that signal each stage before the next wait / acquire
+    keep one state, as hand-written code does. Found by walking each loop's first, a middle
+    and its last iteration with the blocks that fire there (the verifier has checked that the
+    brackets balance).
     """
+    if role is Role.CONSUMER:
+        opening, closing = ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease
+    else:
+        opening, closing = ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit
     lagged: set[str] = set()
 
     def fires(guard: object, position: str) -> bool:
@@ -599,9 +628,9 @@ def _lagged_consumers(body: Sequence[Node]) -> set[str]:
     def walk(nodes: Sequence[Node], open_: dict[str, int], position: str) -> None:
         for node in nodes:
             if isinstance(node, Step):
-                if node.stage is ScheduleStage.ConsumerWait:
+                if node.stage is opening:
                     open_[node.resource] = open_.get(node.resource, 0) + 1
-                elif node.stage is ScheduleStage.ConsumerRelease:
+                elif node.stage is closing:
                     if open_.get(node.resource, 0) >= 2:
                         lagged.add(node.resource)
                     open_[node.resource] = max(open_.get(node.resource, 0) - 1, 0)

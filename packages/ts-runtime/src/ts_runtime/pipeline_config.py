@@ -94,8 +94,13 @@ class PipelineConfig:
         consumer_signaling_threads: Which consumer threads signal (only ``All`` yet).
         consumer_wait_signaling_threads: Which consumer threads wait (only None yet).
         umma_consumer_producer_op: Producer op of UMMA-consumer pipelines (``AsyncThread``).
-        advance_on_wait: Advance the consumer state on wait (not supported yet: False).
-        advance_on_acquire: Advance the producer state on acquire (not supported yet: False).
+        advance_on_wait: Advance the consumer's stage at ``wait`` rather than at ``release``
+            (so several waited stages can be held before releasing the oldest). TS derives this
+            from the schedule: a consumer that waits again before releasing gets separate wait
+            and release cursors with or without the flag; the flag is accepted for
+            compatibility and changes nothing else.
+        advance_on_acquire: The same for the producer: advance at ``acquire`` rather than at
+            ``commit`` (several acquired stages held before committing the oldest).
         num_bytes_per_warp_per_cta: Per-warp transaction bytes (not supported yet: None).
         mcast_mode_mn: Multicast mode (not supported yet: ``(1, 1)``).
         interleave_stride: Per-role op interleaving (not supported yet: 1).
@@ -176,8 +181,10 @@ class PipelineConfig:
             if _op_name(getattr(self, name)) != "AsyncThread":
                 unsupported.append((name, getattr(self, name), "PipelineOp.AsyncThread"))
         for name in ("advance_on_wait", "advance_on_acquire"):
-            if getattr(self, name) is not False:
-                unsupported.append((name, getattr(self, name), False))
+            if not isinstance(getattr(self, name), bool):
+                raise RuntimeConfigError(
+                    f"PipelineConfig.{name} must be a bool, got {getattr(self, name)!r}"
+                )
         if self.num_bytes_per_warp_per_cta is not None:
             unsupported.append(
                 ("num_bytes_per_warp_per_cta", self.num_bytes_per_warp_per_cta, None)

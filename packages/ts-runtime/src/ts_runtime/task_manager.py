@@ -16,11 +16,14 @@ with :func:`ts_codegen.emit_tasks`.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ts_ir import (
+    WARP_SIZE,
+    CooperativeGroupSpec,
     KernelPlan,
     Role,
     ScheduleStage,
@@ -64,6 +67,29 @@ _SIDE_OPS = {
 
 def _uses_side(task: TaskSpec, resource: str, role: Role) -> bool:
     return any(s.resource == resource and s.stage in _SIDE_OPS[role] for s in task.schedule.steps())
+
+
+def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
+    """Read a TMA ring's consumer group counted per warp as the thread count it stands for.
+
+    ``PipelineTmaAsync`` arrives on the empty barrier once per consumer warp, so reference
+    programs size its consumer group either in threads (128 for 4 warps) or in warps (4). The
+    plan counts threads; a group whose size equals the consumer tasks' warps (and not their
+    threads) is the per-warp spelling of the same barrier and is rewritten to threads.
+    """
+    resources = []
+    for spec in plan.resources:
+        p = spec.pipeline
+        if p is not None and p.type.producer_is_tma and p.consumer_group.agent == "thread":
+            users = [t for t in plan.tasks if _uses_side(t, spec.name, Role.CONSUMER)]
+            warps = sum(t.num_warps for t in users)
+            if users and p.consumer_group.size == warps != warps * WARP_SIZE:
+                group = CooperativeGroupSpec("thread", warps * WARP_SIZE)
+                spec = dataclasses.replace(
+                    spec, pipeline=dataclasses.replace(p, consumer_group=group)
+                )
+        resources.append(spec)
+    return dataclasses.replace(plan, resources=tuple(resources))
 
 
 class TaskManager:
@@ -184,6 +210,7 @@ class TaskManager:
             smem_capacity=self.smem_capacity_bytes,
             block_warps=block_warps,
         )
+        self._plan = _per_warp_tma_groups(self._plan)
         self._check_target()
         self._validated(self._check_group_sizes)
         self._validated(self._check_smem)

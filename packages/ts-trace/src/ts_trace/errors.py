@@ -84,8 +84,11 @@ class ScheduleError(TraceError, ValueError):
     """A grammar or data-flow violation inside a ``@schedule`` function."""
 
 
-class ResourceDeclarationError(TraceError, TypeError):
-    """A resource class or its work methods / task-local variables are declared wrongly."""
+class ResourceDeclarationError(TraceError, TypeError, ValueError):
+    """A resource class or its work methods / task-local variables are declared wrongly.
+
+    Both a ``TypeError`` (a wrong declaration) and a ``ValueError`` (what the reference raises).
+    """
 
 
 class PlanError(TraceError, ValueError):

@@ -197,8 +197,12 @@ class Diagnostic:
         return data
 
 
-class VerificationError(Exception):
-    """Raised by :meth:`Report.raise_for_errors` when a plan has errors."""
+class VerificationError(ValueError):
+    """Raised by :meth:`Report.raise_for_errors` when a plan has errors.
+
+    A ``ValueError``, as the reference's verification errors are, so ``except ValueError``
+    written for the reference keeps working.
+    """
 
     def __init__(self, report: Report) -> None:
         self.report = report
