@@ -1,0 +1,120 @@
+"""Persistent row-block negate with an overlaunched static WorkQueue that skips surplus tiles.
+
+Covers: ``TileSchedulerConfig.create_static_persistent_tile_scheduler_params``, a ``WorkQueue``
+subclass with its own ``skip_work_tile_if``, ``work_tile_loop(wq, skip_if=...)``,
+``wtl.skippable()`` around a domain loop, the queue bracket ``try_wait / wait /
+get_and_advance_work_tile / release``, ``stage_info.work_tile``.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils as utils
+from cutlass.cute.runtime import make_fake_compact_tensor
+
+from task_scheduling.resources import (
+    MemoryResource,
+    StageInfo,
+    TileSchedulerConfig,
+    WorkQueue,
+    producer_work,
+)
+from task_scheduling.schedule_builder import domain_loop, schedule, work_tile_loop
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
+
+THREADS = 64  # columns of one tile: one per thread
+BLOCKS = 6  # row blocks of the matrix (the real tiles)
+EXTRA = 3  # launched tiles past the end, skipped
+ROWS_PER_BLOCK = 4
+CTAS = 4  # persistent CTAs: each takes several tiles
+M, N = BLOCKS * ROWS_PER_BLOCK, THREADS
+
+
+@dataclass(kw_only=True)
+class BoundedQueue(WorkQueue):
+    real_tiles: Any = field(init=False, default=None)
+
+    def __init__(self, real_tiles: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.real_tiles = real_tiles
+
+    @cute.jit
+    def skip_work_tile_if(self, work_tile: Any) -> cutlass.Boolean:
+        m, _, _ = work_tile.tile_idx
+        return m >= self.real_tiles
+
+
+@dataclass(kw_only=True)
+class Negate(MemoryResource):
+    a: cute.Tensor
+    b: cute.Tensor
+
+    @producer_work
+    @cute.jit
+    def row(self, stage_info: StageInfo) -> None:
+        tx, _, _ = cute.arch.thread_idx()
+        m, _, _ = stage_info.work_tile.tile_idx
+        r = m * ROWS_PER_BLOCK + stage_info.loop_offset
+        self.b[r, tx] = -self.a[r, tx]
+
+
+@cute.kernel
+def negate_kernel(a: cute.Tensor, b: cute.Tensor, params: Any) -> None:
+    queue = BoundedQueue(
+        real_tiles=BLOCKS,
+        tile_scheduler_config=TileSchedulerConfig.create_static_persistent_tile_scheduler_params(
+            tile_scheduler_params=params
+        ),
+        name="queue",
+    )
+    neg = Negate(name="negate", a=a, b=b)
+
+    @schedule
+    def persistent(n: Negate, wq: BoundedQueue) -> None:
+        with work_tile_loop(wq, skip_if=BoundedQueue.skip_work_tile_if) as tiles:
+            with tiles.skippable(), domain_loop(ROWS_PER_BLOCK):
+                n.row()
+            wq.try_wait()
+            wq.wait()
+            wq.get_and_advance_work_tile()
+            wq.release()
+
+    task = Task(
+        name="negate",
+        src_resources=[queue],
+        dst_resources=[neg],
+        warp_idx=0,
+        num_warps=THREADS // 32,
+        schedule=persistent(neg, queue),
+    )
+    manager = TaskManager(tasks=[task], resource_dependency_graph={neg: [queue]})
+    manager.setup_resources_and_tasks()
+    manager.run()
+
+
+@cute.jit
+def host(a: cute.Tensor, b: cute.Tensor) -> None:
+    params = utils.PersistentTileSchedulerParams((BLOCKS + EXTRA, 1, 1), (1, 1, 1))
+    negate_kernel(a, b, params).launch(grid=(CTAS, 1, 1), block=(THREADS, 1, 1))
+
+
+def compile_fake(arch: str) -> Any:
+    a = make_fake_compact_tensor(cutlass.Float32, (M, N), stride_order=(1, 0))
+    b = make_fake_compact_tensor(cutlass.Float32, (M, N), stride_order=(1, 0))
+    return cute.compile(host, a, b, options=f"--gpu-arch={arch} --keep-ptx")
+
+
+def run_gpu() -> None:
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    a_t = torch.randn(M, N, device="cuda")
+    b_t = torch.zeros_like(a_t)
+    a, b = from_dlpack(a_t), from_dlpack(b_t)
+    cute.compile(host, a, b)(a, b)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(b_t, -a_t)
+    print("PASS")
