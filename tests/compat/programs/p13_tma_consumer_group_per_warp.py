@@ -32,7 +32,7 @@ BOX_R, BOX_C = 4, 128  # one stage: BOX_R rows of BOX_C fp16 columns
 STAGES = 3
 M, N = 64, 512
 STORE_WARPS = 4
-EXPECT_PTX = ("cp.async.bulk.tensor", "mbarrier.arrive.expect_tx", "setmaxnreg.inc")
+EXPECT_PTX = ("cp.async.bulk.tensor", "mbarrier.try_wait", "setmaxnreg")
 
 
 @dataclass(kw_only=True)

@@ -12,8 +12,8 @@ import cutlass.cute as cute
 import cutlass.pipeline as pipeline
 from cutlass.cute.runtime import make_fake_compact_tensor
 
-from task_scheduling.memory import SmemAllocation, SmemAllocator
 from task_scheduling.enums import SignalingThreads
+from task_scheduling.memory import SmemAllocation, SmemAllocator
 from task_scheduling.resources import (
     MemoryResource,
     PipelineConfig,
@@ -177,4 +177,3 @@ def compile_fake(arch: str) -> Any:
     src = make_fake_compact_tensor(cutlass.Float32, (N,))
     dst = make_fake_compact_tensor(cutlass.Float32, (N,))
     return cute.compile(host, src, dst, options=f"--gpu-arch={arch} --keep-ptx")
-

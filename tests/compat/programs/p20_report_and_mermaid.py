@@ -93,7 +93,6 @@ def compile_fake(arch: str) -> Any:
     return cute.compile(host, src, dst, cutlass.Int32(N), options=f"--gpu-arch={arch} --keep-ptx")
 
 
-
 def check_host() -> None:
     graph = GRAPHS[-1]
     assert "gmem_in" in graph and "gmem_out" in graph, graph

@@ -12,6 +12,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_compact_tensor
 
+from task_scheduling.enums import Every
 from task_scheduling.resources import (
     MemoryResource,
     StageInfo,
@@ -19,7 +20,6 @@ from task_scheduling.resources import (
     consumer_work,
     producer_work,
 )
-from task_scheduling.enums import Every
 from task_scheduling.schedule_builder import domain_loop, schedule, when_true
 from task_scheduling.task import Task
 from task_scheduling.task_manager import TaskManager

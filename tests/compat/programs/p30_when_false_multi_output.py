@@ -1,0 +1,111 @@
+"""ReLU: a two-output consumer work whose Boolean output guards a ``when_false`` block.
+
+Covers: ``returns=(value, negative)``, ``when_false(cond)`` on its own (no matching
+``when_true``), the default path writing every element first.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import make_fake_compact_tensor
+
+from task_scheduling.resources import (
+    MemoryResource,
+    StageInfo,
+    TaskLocalVariable,
+    consumer_work,
+    producer_work,
+)
+from task_scheduling.schedule_builder import domain_loop, schedule, when_false
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
+
+THREADS = 128
+CTAS = 2
+N = 2048
+
+
+@dataclass(kw_only=True)
+class Src(MemoryResource):
+    tensor: cute.Tensor
+    value: cutlass.Constexpr[TaskLocalVariable] = TaskLocalVariable.uninitialized()
+    positive: cutlass.Constexpr[TaskLocalVariable] = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.value = TaskLocalVariable(dtype=cutlass.Float32, default=cutlass.Float32(0))
+        self.positive = TaskLocalVariable(dtype=cutlass.Boolean, default=cutlass.Boolean(False))
+
+    @consumer_work(returns=(value, positive))
+    @cute.jit
+    def get(self, stage_info: StageInfo) -> tuple[cutlass.Float32, cutlass.Boolean]:
+        v = self.tensor[stage_info.loop_offset]
+        return v, v >= cutlass.Float32(0)
+
+
+@dataclass(kw_only=True)
+class Dst(MemoryResource):
+    tensor: cute.Tensor
+
+    @producer_work
+    @cute.jit
+    def put(self, stage_info: StageInfo, value: cutlass.Float32) -> None:
+        self.tensor[stage_info.loop_offset] = value
+
+    @producer_work
+    @cute.jit
+    def put_zero(self, stage_info: StageInfo) -> None:
+        self.tensor[stage_info.loop_offset] = cutlass.Float32(0)
+
+
+@cute.kernel
+def abs_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+    tx, _, _ = cute.arch.thread_idx()
+    bx, _, _ = cute.arch.block_idx()
+    src_res = Src(name="src", tensor=src)
+    dst_res = Dst(name="dst", tensor=dst)
+
+    @schedule
+    def absolute(s: Src, d: Dst) -> None:
+        with domain_loop(bx * THREADS + tx, n, CTAS * THREADS):
+            v, pos = s.get()
+            d.put(v)
+            with when_false(pos):
+                d.put_zero()
+
+    task = Task(
+        name="abs",
+        src_resources=[src_res],
+        dst_resources=[dst_res],
+        warp_idx=0,
+        num_warps=THREADS // 32,
+        schedule=absolute(src_res, dst_res),
+    )
+    manager = TaskManager(tasks=[task], resource_dependency_graph={dst_res: [src_res]})
+    manager.setup_resources_and_tasks()
+    manager.run()
+
+
+@cute.jit
+def host(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+    abs_kernel(src, dst, n).launch(grid=(CTAS, 1, 1), block=(THREADS, 1, 1))
+
+
+def compile_fake(arch: str) -> Any:
+    src = make_fake_compact_tensor(cutlass.Float32, (N,))
+    dst = make_fake_compact_tensor(cutlass.Float32, (N,))
+    return cute.compile(host, src, dst, cutlass.Int32(N), options=f"--gpu-arch={arch} --keep-ptx")
+
+
+def run_gpu() -> None:
+    import torch
+    from cutlass.cute.runtime import from_dlpack
+
+    src_t = torch.randn(N, device="cuda")
+    dst_t = torch.zeros_like(src_t)
+    src, dst = from_dlpack(src_t), from_dlpack(dst_t)
+    cute.compile(host, src, dst, cutlass.Int32(N))(src, dst, cutlass.Int32(N))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dst_t, src_t.clamp(min=0))
+    print("PASS")
