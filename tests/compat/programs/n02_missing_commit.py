@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Wrong: the load task writes the stage but never commits it (an open acquire bracket).
 
 The reference refuses it with a ValueError; TS must too, with a typed error.

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride copy: one task, no pipeline; the loaded value reaches the store positionally.
 
 Covers: a positional work-call argument (``dst.put(v)``), a 3-bound ``domain_loop`` whose

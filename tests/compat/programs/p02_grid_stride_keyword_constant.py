@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride scaled copy: keyword work-call argument plus a constant keyword, and unroll=.
 
 Covers: ``d.put(value=v, scale=3)`` (a routed keyword argument and a Constexpr constant),

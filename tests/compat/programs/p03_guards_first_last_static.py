@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Per-thread row walk with ``domain_loop(n)`` and the first/last iteration guards.
 
 Covers: the one-bound ``domain_loop(ROWS)``, ``loop.first_iter()``, ``loop.last_iter()``, a

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Row walk over ``domain_loop(start, end)`` with ``every(period, start=s)`` guards.
 
 Covers: the two-bound static ``domain_loop(2, ROWS)``, ``loop.every(3, start=1)``,

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Row walk over a strided ``domain_loop(start, end, step)`` with first/last/every guards.
 
 Covers: the three-bound static ``domain_loop(1, ROWS, 2)`` (the last visited row is not

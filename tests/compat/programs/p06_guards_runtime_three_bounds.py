@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Row walk over ``domain_loop(start, end, step)`` whose bounds are runtime kernel values.
 
 Covers: start, end and step computed in the kernel (``n - n`` , the runtime ``n``, ``1 + n - n``),

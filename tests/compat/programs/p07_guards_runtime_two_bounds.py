@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Row walk over ``domain_loop(start, end)`` with a runtime end, guarded by first/last/every.
 
 Covers: a two-bound loop whose end is a kernel argument, ``first_iter``, ``last_iter``,

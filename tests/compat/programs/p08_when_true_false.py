@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Absolute value by branching on a work output with ``when_true`` / ``when_false``.
 
 Covers: a Boolean task-local output used as a runtime condition, ``when_true(cond)`` and

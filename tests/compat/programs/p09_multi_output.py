@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Scatter by a gathered index: one consumer work returns two task-local values.
 
 Covers: ``@consumer_work(returns=(value, index))`` with a tuple result, unpacking the two tokens

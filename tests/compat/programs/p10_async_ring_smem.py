@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Copy through a 4-stage SMEM ring: a load warpgroup fills it, a store warpgroup drains it.
 
 Covers: ``PipelineConfig.create_async_async_pipeline_cfg`` (threads arrive on both barriers),

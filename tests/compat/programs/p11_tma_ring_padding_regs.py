@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Column-block copy: TMA loads 4x128 fp16 boxes into a 3-stage ring, a warpgroup stores them.
 
 Covers: ``create_tma_async_pipeline_cfg`` (TMA completes the full barrier by bytes),

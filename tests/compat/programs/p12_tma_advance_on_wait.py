@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """TMA column-block sums with ``advance_on_wait=True`` on the ring.
 
 Covers: ``create_tma_async_pipeline_cfg(advance_on_wait=True)``: the consumer state advances at

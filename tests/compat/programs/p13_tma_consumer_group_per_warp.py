@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """TMA column-block sums with the consumer group counted per warp.
 
 Covers: a ``TmaAsync`` consumer group of 4 (one arrival per consumer warp, the convention of

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Interleaved SMEM ring: two load warps and two store warps take alternate tiles.
 
 Covers: ``create_async_async_pipeline_cfg(interleave_stride=2)``: each pipeline state advances by

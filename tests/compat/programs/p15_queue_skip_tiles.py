@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Persistent row-block negate with an overlaunched static WorkQueue that skips surplus tiles.
 
 Covers: ``TileSchedulerConfig.create_static_persistent_tile_scheduler_params``, a ``WorkQueue``

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """SMEM ring copy where one thread per side signals the barriers.
 
 Covers: ``producer_signaling_threads`` / ``consumer_signaling_threads`` =

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Ragged row copy: a Task subclass gives each persistent tile its own loop length.
 
 Covers: ``domain_loop(RaggedTask.get_domain)`` (a one-bound loop whose end a Task method computes

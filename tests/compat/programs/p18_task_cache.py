@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride add of a constant where each thread's base index comes from the task cache.
 
 Covers: a Task subclass overriding ``make_task_cache`` (computed in the kernel, read by every

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Ring copy that also records what each work call saw in its ``stage_info``.
 
 Covers: ``stage_info.stage_idx`` (the ring slot, ``tile % STAGES``), ``loop_offset``,

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride copy whose kernel also asks the TaskManager for its report and Mermaid graph.
 
 Covers: ``TaskManager.print_and_verify()`` and

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Row walk with ``when_true(Every(...))`` blocks, a ``default_factory`` task-local and unroll=.
 
 Covers: ``when_true(Every(3, start=2))`` (an iteration predicate as the guard of a

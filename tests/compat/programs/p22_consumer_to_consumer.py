@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride square: one consumer work's output feeds another consumer work.
 
 Covers: a routed argument from consumer work to consumer work of the same resource

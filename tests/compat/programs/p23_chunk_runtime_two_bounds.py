@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Chunked copy: each CTA walks its own contiguous range, a runtime two-bound loop.
 
 Covers: ``domain_loop(start, end)`` with both bounds computed from the block index, a positional

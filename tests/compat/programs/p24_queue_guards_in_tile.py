@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Persistent row-block copy whose per-tile loop has first/last iteration guards.
 
 Covers: ``work_tile_loop(wq)`` without ``skip_if`` around a ``domain_loop`` with

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Two load warps fill two SMEM rings; one warp waits on both and stores their sum.
 
 Covers: two pipelined resources of one class (each with its own ``SmemAllocation``), two

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Three-stage chain: load warp -> ring 1 -> doubling warp -> ring 2 -> store warp.
 
 Covers: a task that is the consumer of one pipelined resource and the producer of another (a

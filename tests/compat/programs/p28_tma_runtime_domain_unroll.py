@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """TMA column-block sums over a runtime number of boxes, loops unrolled by 2.
 
 Covers: pipelined schedules whose ``domain_loop(0, boxes, unroll=2)`` end is a kernel argument

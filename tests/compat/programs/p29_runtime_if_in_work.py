@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Grid-stride clamp with runtime control flow inside the work methods.
 
 Covers: a runtime ``if``/``else`` that assigns through ``self`` inside a work method (the

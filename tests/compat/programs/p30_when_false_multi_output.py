@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """ReLU: a two-output consumer work whose Boolean output guards a ``when_false`` block.
 
 Covers: ``returns=(value, negative)``, ``when_false(cond)`` on its own (no matching

@@ -1,3 +1,6 @@
+# mypy: ignore-errors
+# (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
+# on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
 """Single-stage SMEM ring with ``try_acquire`` / ``try_wait`` before the blocking ops.
 
 Covers: a 1-stage ``AsyncAsync`` ring (every iteration waits for the previous one to be
