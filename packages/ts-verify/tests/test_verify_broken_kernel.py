@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -63,14 +64,14 @@ def test_counts_differ_under_an_opaque_condition(src: Src, buf: Ring, dst: Dst) 
 
     d = check(pair(src, buf, dst, producer(src, buf), consume(buf, dst)), "TS-V301").diagnostics[0]
     at(d, "V301", task="p", resource="buf", step="buf.acquire")
-    assert "when every condition is False: p (producer) 0x, c (consumer) 4x" in d.message
+    assert "is False for the kernel: p (acquires) 0x, c (waits) 4x" in d.message
 
 
 def test_counts_differ_between_constant_loops(src: Src, buf: Ring, dst: Dst) -> None:
     plan = pair(src, buf, dst, produce(src, buf, 4), consume(buf, dst, 3))
     d = check(plan, "TS-V301").diagnostics[0]
     assert d.task == "p" and d.resource == "buf"
-    assert "when always: p (producer) 4x, c (consumer) 3x" in d.message
+    assert "the smallest case: always: p (acquires) 4x, c (waits) 3x" in d.message
 
 
 def test_counts_differ_between_unrelated_runtime_loops(src: Src, buf: Ring, dst: Dst) -> None:
@@ -107,7 +108,7 @@ def test_skippable_fill_but_unconditional_drain(src: Src, dst: Dst, queue: Queue
     )
     d = check(plan, "TS-V301").diagnostics[0]
     at(d, "V301b", task="p", resource="buf", step="buf.acquire")
-    assert "tiles are skipped" in d.message
+    assert "`Queue.past_end` skips the tile" in d.message
 
 
 def test_release_once_per_tile_with_a_dynamic_domain(src: Src, dst: Dst, queue: Queue) -> None:
@@ -153,7 +154,7 @@ def test_wait_and_release_once_per_tile_with_a_dynamic_domain(
     )
     d = check(plan, "TS-V301").diagnostics[0]
     assert d.severity is Severity.ERROR
-    assert "p (producer) 0x, c (consumer) 1x" in d.message
+    assert "p (acquires) 0x, c (waits) 1x" in d.message
 
 
 def _persistent_producer(queue: Queue, src: Src, buf: Ring) -> Any:
@@ -181,7 +182,7 @@ def test_every_2_drains_fewer_stages_than_produced(src: Src, buf: Ring, dst: Dst
 
     plan = pair(src, buf, dst, produce(src, buf, 3), consumer(buf, dst))
     d = check(plan, "TS-V301").diagnostics[0]
-    assert "when always: p (producer) 3x, c (consumer) 4x" in d.message
+    assert "the smallest case: always: p (acquires) 3x, c (waits) 4x" in d.message
 
 
 def test_lagged_consumer_against_a_plain_producer(src: Src, buf: Ring, dst: Dst) -> None:
@@ -201,7 +202,7 @@ def test_lagged_consumer_against_a_plain_producer(src: Src, buf: Ring, dst: Dst)
 
     plan = pair(src, buf, dst, produce(src, buf, Tasks.get_domain), consumer(buf, dst))
     d = check(plan, "TS-V301").diagnostics[0]
-    assert "when every non-constant loop runs 1 times: p (producer) 1x, c (consumer) 2x" in (
+    assert "runs 1 time(s): p (acquires) 1x, c (waits) 2x" in (
         d.message
     )
 
@@ -495,7 +496,7 @@ def test_raise_for_errors_passes_a_valid_plan(src: Src, buf: Ring, dst: Dst) -> 
 def test_deadlock_text_names_file_and_line(src: Src, dst: Dst) -> None:
     report = verify(_fill_then_signal(3, ring("x", 2), ring("y", 1), src, dst))
     text = report.as_text()
-    assert "error TS-V302 (deadlock): the kernel deadlocks: no task can make progress" in text
+    assert "error TS-V302 (deadlock): the kernel deadlocks (a cycle through `x`, `y`): no task can make progress" in text
     assert f"({__file__}:{line_of('capacity')})" in text
     assert "  fix: reorder the schedules" in text
 
@@ -511,3 +512,31 @@ def test_every_code_is_in_this_corpus() -> None:
     source = "".join((here / name).read_text() for name in names)
     used = set(re.findall(r'"(TS-V\d{3})"', source))
     assert used >= set(VERIFY_CATALOG), sorted(set(VERIFY_CATALOG) - used)
+
+
+def test_huge_every_period_in_a_runtime_loop_is_rejected_not_run(src: Src, dst: Dst) -> None:
+    """every(2**31 - 1) in a runtime loop would need runs of 2**31 iterations: TS-V114, fast."""
+    buf = ring("buf", 2)
+    n = RuntimeInt()
+
+    @schedule
+    def producer(s: Any, r: Any) -> None:
+        with domain_loop(n) as k, k.every(2**31 - 1):
+            r.acquire()
+            r.store(item=s.load())
+            r.commit()
+
+    @schedule
+    def consumer(r: Any, d: Any) -> None:
+        with domain_loop(n) as k:  # V114
+            with k.every(2**31 - 1):
+                r.wait()
+                d.write(item=r.read())
+                r.release()
+
+    start = time.perf_counter()
+    report = check(pair(src, buf, dst, producer(src, buf), consumer(buf, dst)), "TS-V114")
+    assert time.perf_counter() - start < 5.0
+    d = report.diagnostics[0]
+    assert d.location is not None and d.location.line > 0
+    assert "2147483647" in d.message

@@ -534,33 +534,3 @@ def test_cutoff_is_sound_against_brute_force(plan: KernelPlan) -> None:
         assert report.ok, report.as_text()
     else:
         assert not report.ok, f"verify accepts {plan.name}, which hangs at {hang.describe()}"
-
-
-def test_cycle_slack_of_the_gap_plans() -> None:
-    from ts_verify.whole_kernel import cycle_slack
-
-    # Three one-stage rings around three tasks: all stages plus all tasks.
-    assert cycle_slack(CUTOFF_GAP) == 3 + 3
-    stages = sum(r.pipeline.stages for r in EVERY_GAP.resources if r.pipeline is not None)
-    # Two rings between the same two tasks form one cycle.
-    assert cycle_slack(EVERY_GAP) == stages + 2
-
-
-def test_cycle_slack_of_a_chain_is_one_ring() -> None:
-    """A chain has no cycle longer than one ring: the cut-off does not grow with its length."""
-    from verify_testkit import Dst, Src, consume, plan_of, produce, relay, ring, task
-
-    from ts_verify.whole_kernel import cycle_slack
-
-    def chain(n: int) -> KernelPlan:
-        rings = [ring(f"r{i}", 2) for i in range(n - 1)]
-        src, dst = Src(name="src"), Dst(name="dst")
-        tasks = [task("t0", produce(src, rings[0]), [src], [rings[0]])]
-        for i in range(1, n - 1):
-            tasks.append(
-                task(f"t{i}", relay(rings[i - 1], rings[i]), [rings[i - 1]], [rings[i]], warp=4 * i)
-            )
-        tasks.append(task(f"t{n - 1}", consume(rings[-1], dst), [rings[-1]], [dst], warp=4 * n))
-        return plan_of(*tasks)
-
-    assert cycle_slack(chain(3)) == cycle_slack(chain(8)) == 2 + 2

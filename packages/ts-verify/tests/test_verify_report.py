@@ -147,7 +147,7 @@ def test_deadlock_report_as_json(src: Src, dst: Dst) -> None:
         "every pipeline's brackets run equally often in every task, for all trip counts, "
         "conditions and skipped tiles"
     ]
-    assert data["stats"]["runs"] == 1
+    assert data["stats"]["runs"] >= 1
 
 
 def test_valid_report_as_text_and_json(src: Src, dst: Dst) -> None:

@@ -409,4 +409,42 @@ TASK_ENTRIES: tuple[CatalogEntry, ...] = (
                 ring.release()
         """,
     ),
+    _entry(
+        "TS-V114",
+        "loop too long to prove",
+        "use iteration-predicate periods and starts below a few hundred, or constant loops of at "
+        "most 4096 iterations",
+        """
+        The verifier proves deadlock freedom by running every part of the kernel for every
+        trip count up to a cut-off that grows with the period and start of the loop's
+        `every()` blocks. A period or start in the millions (or a constant loop of millions
+        of ring operations) would need runs that long, so the plan is rejected instead of
+        being checked only in part.
+        """,
+        """
+        @schedule
+        def load_task(src, ring):
+            with domain_loop(8192):
+                ring.acquire()
+                ring.load(coord=src.tile_coord())
+                ring.commit()
+
+        @schedule
+        def store_task(ring, dst):
+            with domain_loop(8192):
+                ring.wait()
+                ring.read()
+                dst.store()
+                ring.release()
+        """,
+        """
+        @schedule
+        def store_task(ring, dst):
+            with domain_loop(8):
+                ring.wait()
+                ring.read()
+                dst.store()
+                ring.release()
+        """,
+    ),
 )

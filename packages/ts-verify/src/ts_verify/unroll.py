@@ -24,13 +24,17 @@ from ts_ir import (
     Step,
     WorkTileLoop,
 )
+from ts_verify.symbols import bound_symbol
 
 __all__ = ["Op", "Valuation", "loop_key", "unroll"]
 
 
 def loop_key(loop: DomainLoop) -> str:
-    """The class of a loop: loops with the same non-constant bounds have the same trip count."""
-    return ", ".join(b.describe() for b in (loop.start, loop.end, loop.step))
+    """The class of a loop: loops with the same bound symbols have the same trip count.
+
+    See :mod:`ts_verify.symbols` for when two runtime bounds are the same symbol.
+    """
+    return ", ".join(bound_symbol(b) for b in (loop.start, loop.end, loop.step))
 
 
 def is_per_tile(loop: DomainLoop) -> bool:
@@ -46,19 +50,29 @@ class Valuation:
         tiles: Work tiles each persistent task iterates.
         trips: Trip count per loop class (``loop_key``) and tile (-1: outside the tile loop).
         conditions: Value per opaque-condition key and tile.
-        skipped: Tiles that the skip predicate rejects.
+        skipped: Tiles that every skip predicate rejects.
+        skips: Per ``(skip_if predicate, tile)``: whether that predicate rejects the tile
+            (overrides ``skipped``; different predicates are independent).
     """
 
     tiles: int = 1
     trips: Mapping[tuple[str, int], int] = dataclasses.field(default_factory=dict)
     conditions: Mapping[tuple[Hashable, int], bool] = dataclasses.field(default_factory=dict)
     skipped: frozenset[int] = frozenset()
+    skips: Mapping[tuple[str, int], bool] = dataclasses.field(default_factory=dict)
+    # Constant trip counts too long to run, by loop class: replaced by an equivalent shorter
+    # count (same residue, past the cut-off; see ts_verify.whole_kernel).
+    static_trips: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def is_skipped(self, predicate: str, tile: int) -> bool:
+        """Whether ``predicate`` rejects ``tile``."""
+        return self.skips.get((predicate, tile), tile in self.skipped)
 
     def trip(self, loop: DomainLoop, tile: int) -> int:
         """The trip count of ``loop`` in ``tile``."""
         n = loop.static_trip_count()
         if n is not None:
-            return n
+            return self.static_trips.get(loop_key(loop), n) if self.static_trips else n
         key = loop_key(loop)
         return self.trips.get((key, tile if is_per_tile(loop) else -1), 0)
 
@@ -75,6 +89,11 @@ class Valuation:
             out.append((f"{cond} (tile {tile})", str(value)))
         if self.skipped:
             out.append(("skipped tiles", ", ".join(map(str, sorted(self.skipped)))))
+        by_pred: dict[str, list[str]] = {}
+        for (pred, tile), skip in sorted(self.skips.items()):
+            if skip:
+                by_pred.setdefault(f"tiles {pred} skips", []).append(str(tile))
+        out.extend((k, ", ".join(v)) for k, v in by_pred.items())
         return tuple(out)
 
 
@@ -92,7 +111,12 @@ class Op:
 
 
 def _walk(
-    nodes: tuple[Node, ...], val: Valuation, tile: int, ctx: str, iters: tuple[int, int]
+    nodes: tuple[Node, ...],
+    val: Valuation,
+    tile: int,
+    ctx: str,
+    iters: tuple[int, int],
+    skip_if: str = "",
 ) -> Iterator[Op]:
     for node in nodes:
         if isinstance(node, Step):
@@ -103,23 +127,27 @@ def _walk(
             step = node.step.value if isinstance(node.step, ConstBound) else 1
             for i in range(n):
                 inner = f"{ctx}, " if ctx else ""
-                yield from _walk(node.body, val, tile, f"{inner}i={start + i * step}", (i, n))
+                yield from _walk(
+                    node.body, val, tile, f"{inner}i={start + i * step}", (i, n), skip_if
+                )
         elif isinstance(node, WorkTileLoop):
             for t in range(val.tiles):
-                yield from _walk(node.body, val, t, f"tile {t}", (0, 0))
+                yield from _walk(node.body, val, t, f"tile {t}", (0, 0), node.skip_if or "")
         else:
-            if _fires(node, val, tile, iters):
-                yield from _walk(node.body, val, tile, ctx, iters)
+            if _fires(node, val, tile, iters, skip_if):
+                yield from _walk(node.body, val, tile, ctx, iters, skip_if)
 
 
-def _fires(node: ConditionalBlock, val: Valuation, tile: int, iters: tuple[int, int]) -> bool:
+def _fires(
+    node: ConditionalBlock, val: Valuation, tile: int, iters: tuple[int, int], skip_if: str
+) -> bool:
     guard = node.guard
     if isinstance(guard, IterationPredicate):
         return guard.fires(*iters)
     if isinstance(guard, OpaqueCondition):
         return val.conditions.get((guard.key, tile), False) != guard.negated
     if isinstance(guard, Skippable):
-        return tile not in val.skipped
+        return not val.is_skipped(skip_if, tile)
     raise TypeError(f"unknown guard {guard!r}")
 
 

@@ -2,32 +2,27 @@
 
 Two steps.
 
-1. **Counts** (:mod:`ts_verify.counting`): for every pipelined resource, every task that opens its
-   brackets must do so equally often as a polynomial in the unknowns. This is a proof for every
-   trip count, condition and skip pattern; a difference becomes a witness valuation.
-2. **Ordering** (:mod:`ts_verify.simulate`): with counts equal, what remains are deadlocks from
-   the order of operations and the ring capacities, and races from wrong arrival counts. The
-   tasks form a Kahn process network, so one run per valuation decides a valuation. The
-   valuations checked are a cut-off set: every loop class takes trip counts 0, 1, 2, ``C - 1``
-   and ``C``, where ``C`` is the largest slack of a cycle of tasks and rings (its stages plus
-   its tasks, see :func:`cycle_slack`) plus 2, times the longest ``Every`` period, plus the
-   latest ``Every`` start; 0 to 3 work tiles, with per-tile values and conditions varied over
-   the first two tiles and every skip pattern of them. Why this suffices: every loop body is
-   balanced (checked per task), so from one iteration to the next a loop carries only how far
-   producers run ahead of consumers, which the rings bound; a deadlock needs the tasks of a
-   cycle to get ahead of each other by more than the cycle's capacity, which happens within
-   ``C`` iterations or never, and longer loops repeat iterations already checked. Tiles carry
-   ring state the same way, and two tiles expose every tile-to-tile hand-off. The test suite
-   checks this claim against a brute-force interleaving oracle over larger trip counts on
-   random chains, forks, merges, diamonds and rings. A failure is shrunk to the smallest trip
-   counts that still fail, so the reported interleaving is short.
+1. **Counts** (:mod:`ts_verify.counting`): for every pipelined resource, every task that opens
+   its brackets must do so equally often, as a function of the symbols (trip counts, runtime
+   conditions, skipped tiles, work tiles). The comparison is exact for every valuation; a
+   difference comes with the smallest valuation that shows it and the counts there.
+2. **Ordering**: with counts equal, what remains are deadlocks from the order of operations and
+   the ring capacities, and races from wrong arrival counts. The kernel is split into parts that
+   can deadlock on their own (:mod:`ts_verify.systems`: every ring, every block of several
+   rings), and each part is run (:mod:`ts_verify.simulate`, mbarrier phase/arrival/tx
+   semantics) for every valuation of *its own* symbols up to a cut-off: every trip count from 0
+   to ``C = (slack + 2) * P + s`` (``slack``: the part's stages plus tasks; ``P``: the lcm of
+   the loop's ``Every`` periods; ``s``: their latest start), both values of every condition,
+   0 to ``slack + 2`` work tiles with every combination of per-tile values on the first tile
+   and on the others. ``docs/verification.rst`` gives the argument for the cut-off.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Hashable, Iterator
+import math
+from collections.abc import Iterator
 
 from ts_ir import (
     ConditionalBlock,
@@ -37,23 +32,35 @@ from ts_ir import (
     Node,
     OpaqueCondition,
     Role,
+    Schedule,
     Skippable,
+    Step,
     TaskSpec,
     WorkTileLoop,
-    iter_nodes,
 )
-from ts_verify.counting import Polynomial, count_polynomial, evaluate
+from ts_verify.counting import (
+    Polynomial,
+    count_polynomial,
+    difference_witness,
+    evaluate,
+    factor_symbol,
+)
 from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
+from ts_verify.systems import System, systems
 from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
 
-__all__ = ["check_counts", "check_runs", "cycle_slack", "run_valuation", "valuations"]
+__all__ = ["MAX_CUTOFF", "check_counts", "check_runs", "run_valuation", "valuations"]
+
+MAX_CUTOFF = 4096
+"""The largest per-loop cut-off the ordering check runs (larger ones are reported, TS-V114)."""
 
 _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
 
 
-def _opens(plan: KernelPlan, resource: str, users: tuple[TaskSpec, ...]) -> dict[str, Polynomial]:
+# -- counts -----------------------------------------------------------------------------------
+def _opens(resource: str, users: tuple[TaskSpec, ...]) -> dict[str, tuple[TaskSpec, Polynomial]]:
     out = {}
     for t in users:
         steps = steps_by_resource(t).get(resource, ())
@@ -61,47 +68,43 @@ def _opens(plan: KernelPlan, resource: str, users: tuple[TaskSpec, ...]) -> dict
             # Every task that runs this side's pipeline ops takes part, even one whose count is
             # identically 0 (say, a loop of 0 iterations): the others must then be 0 too.
             if any(s.stage.role is role and s.stage.is_pipeline_op for s in steps):
-                out[f"{t.name} ({role.value})"] = count_polynomial(t.schedule, resource, [stage])
+                label = f"{t.name} ({'acquires' if role is Role.PRODUCER else 'waits'})"
+                out[label] = (t, count_polynomial(t.schedule, resource, [stage]))
     return out
 
 
-def _factor_values(
-    poly_factors: set[str], trip: int, cond: bool, kept: bool, tiles: int
-) -> dict[str, int]:
-    values: dict[str, int] = {"tiles": tiles, "kept": int(kept)}
-    for f in poly_factors:
-        kind, _, rest = f.partition(" ")
-        if kind == "trip":
-            values[f] = trip
-        elif kind == "nonempty":
-            values[f] = int(trip > 0)
-        elif kind == "cond":
-            values[f] = int(cond)
-        elif kind == "every":
-            period, start, _ = rest.split(" ", 2)
-            values[f] = sum(1 for i in range(trip) if Every(int(period), int(start)).fires(i, trip))
-    return values
+def describe_symbol(symbol: str, value: int) -> str:
+    """A witness entry in words."""
+    if symbol == "tiles":
+        return f"{value} work tile(s)"
+    kind, _, rest = symbol.partition(" ")
+    if kind == "loop":
+        return f"domain_loop({rest}) runs {value} time(s)"
+    if kind == "cond":
+        key, _, scope = rest.rpartition("@")
+        where = "in the tile" if scope == "tile" else "for the kernel"
+        return f"condition `{key}` is {bool(value)} {where}"
+    return f"`{rest}` {'keeps' if value else 'skips'} the tile"
 
 
-def _witness(polys: dict[str, Polynomial]) -> tuple[str, dict[str, int]]:
-    factors = {f for p in polys.values() for m in p for f in m}
-    for tiles, trip, cond, kept in itertools.product(
-        (1, 2), range(6), (True, False), (True, False)
-    ):
-        values = _factor_values(factors, trip, cond, kept, tiles)
-        counts = {name: evaluate(p, values) for name, p in polys.items()}
-        if len(set(counts.values())) > 1:
-            parts = []
-            if any(f.startswith(("trip", "nonempty", "every")) for f in factors):
-                parts.append(f"every non-constant loop runs {trip} times")
-            if any(f.startswith("cond") for f in factors):
-                parts.append(f"every condition is {cond}")
-            if "kept" in factors:
-                parts.append("tiles are " + ("kept" if kept else "skipped"))
-            if "tiles" in factors:
-                parts.append(f"{tiles} work tile(s)")
-            return "; ".join(parts) or "always", counts
-    return "some valuation", {}
+def _off_step(task: TaskSpec, resource: str, stage: str, odd: set[str]) -> Step | None:
+    """The task's opening step whose enclosing loop or guard the other tasks lack."""
+    first = None
+    for node, parents in task.schedule.walk():
+        if isinstance(node, Step) and node.resource == resource and node.stage.value == stage:
+            first = first or node
+            for p in parents:
+                if isinstance(p, DomainLoop) and f"loop {loop_key(p)}" in odd:
+                    return node
+                if isinstance(p, ConditionalBlock) and not isinstance(
+                    p.guard, (OpaqueCondition, Skippable)
+                ):
+                    return node
+    return first
+
+
+def _symbols_of(poly: Polynomial) -> set[str]:
+    return {factor_symbol(f) for m in poly for f in m}
 
 
 def check_counts(plan: KernelPlan) -> list[Diagnostic]:
@@ -111,188 +114,196 @@ def check_counts(plan: KernelPlan) -> list[Diagnostic]:
     for res in plan.resources:
         if res.pipeline is None:
             continue
-        polys = _opens(plan, res.name, touching.get(res.name, ()))
-        if len({tuple(sorted(p.items())) for p in polys.values()}) <= 1:
+        polys = _opens(res.name, touching.get(res.name, ()))
+        if len(polys) < 2:
             continue
-        when, counts = _witness(polys)
-        detail = ", ".join(f"{name} {n}x" for name, n in counts.items())
-        task = next(iter(polys)).split(" ")[0]
-        first = next((s for s in plan.task(task).schedule.steps() if s.resource == res.name), None)
-        out.append(
-            Diagnostic(
-                "TS-V301",
-                f"the tasks on `{res.name}` open its stages unequally often; when {when}: "
-                f"{detail}. The side that runs more often waits forever (or overruns the ring)",
-                task=task,
-                resource=res.name,
-                step="" if first is None else f"#{first.id} {first.describe()}",
-                location=None if first is None else first.location,
+        names = list(polys)
+        ref_name = names[0]
+        ref = polys[ref_name][1]
+        for name in names[1:]:
+            task, poly = polys[name]
+            witness = difference_witness(ref, poly)
+            if witness is None:
+                continue
+            counts = ", ".join(f"{n} {evaluate(p, witness)}x" for n, (_, p) in polys.items())
+            when = "; ".join(describe_symbol(s, v) for s, v in witness.items()) or "always"
+            mine, theirs = _symbols_of(poly), _symbols_of(ref)
+            odd = mine ^ theirs
+            # The off side: the one with a loop or guard the other lacks; else the reference.
+            off_label = name if mine - theirs else ref_name
+            off_task = polys[off_label][0]
+            stage = "ProducerAcquire" if "(acquires)" in off_label else "ConsumerWait"
+            step = _off_step(off_task, res.name, stage, odd)
+            out.append(
+                Diagnostic(
+                    "TS-V301",
+                    f"the tasks on `{res.name}` open its stages unequally often; the smallest "
+                    f"case: {when}: {counts}. The side that runs more often waits forever (or "
+                    "overruns the ring)",
+                    task=off_task.name,
+                    resource=res.name,
+                    step="" if step is None else f"#{step.id} {step.describe()}",
+                    location=None if step is None else step.location,
+                    fix="make every task run the pipeline under the same loops and conditions "
+                    "(the same bound objects, getters and keys)",
+                )
             )
-        )
+            break
     return out
 
 
-_CYCLE_SEARCH_LIMIT = 20000
+# -- the symbols of one part ------------------------------------------------------------------
+@dataclasses.dataclass
+class _Symbols:
+    kernel_loops: set[str] = dataclasses.field(default_factory=set)  # one value per kernel
+    tile_loops: set[str] = dataclasses.field(default_factory=set)  # one value per work tile
+    periods: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # lcm, start
+    statics: dict[str, int] = dataclasses.field(default_factory=dict)  # class -> trip count
+    conds: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, scope)
+    skips: set[str] = dataclasses.field(default_factory=set)
+    tiles: bool = False
 
 
-def _ring_edges(plan: KernelPlan) -> list[tuple[str, str, int]]:
-    """(task, task, stages) for every producer/consumer pair of every ring."""
-    edges: list[tuple[str, str, int]] = []
-    users = tasks_touching(plan)
-    for res in plan.resources:
-        if res.pipeline is None:
+def _keep(node: Node, rings: frozenset[str]) -> bool:
+    if isinstance(node, Step):
+        # Work on the part's rings stays: it places the trace's steps among the waits.
+        return node.resource in rings and not node.stage.is_try
+    return any(_keep(n, rings) for n in node.body)
+
+
+def _prune(body: tuple[Node, ...], rings: frozenset[str]) -> tuple[Node, ...]:
+    """Only the part's pipeline operations and the loops and blocks around them."""
+    out: list[Node] = []
+    for node in body:
+        if not _keep(node, rings):
             continue
-        touching = {t.name: steps_by_resource(t).get(res.name, ()) for t in users.get(res.name, ())}
-        producers = [
-            t
-            for t, st in touching.items()
-            if any(s.stage.role is Role.PRODUCER and s.stage.is_pipeline_op for s in st)
-        ]
-        consumers = [
-            t
-            for t, st in touching.items()
-            if any(s.stage.role is Role.CONSUMER and s.stage.is_pipeline_op for s in st)
-        ]
-        edges.extend((p, c, res.pipeline.stages) for p in producers for c in consumers)
-    return edges
+        if isinstance(node, Step):
+            out.append(node)
+        else:
+            out.append(dataclasses.replace(node, body=_prune(node.body, rings)))
+    return tuple(out)
 
 
-def cycle_slack(plan: KernelPlan) -> int:
-    """The largest slack of any cycle of tasks and rings: its stages plus its tasks.
-
-    Tasks are nodes and rings are edges between their producers and consumers. A deadlock
-    needs tasks on a cycle of such edges to run ahead of each other by more than the cycle's
-    capacity, so the cycle with the most stages and tasks bounds the trip count at which a
-    deadlock first appears. Two tasks sharing one ring form the smallest cycle. The search is
-    exhaustive on the small graphs kernels have; on a huge one it falls back to the slack of
-    the whole kernel (all stages plus all tasks), which bounds every cycle.
-    """
-    edges = _ring_edges(plan)
-    total = sum(w for _, _, w in edges) + len(plan.tasks)
-    adjacent: dict[str, list[tuple[int, str, int]]] = {}
-    for i, (a, b, w) in enumerate(edges):
-        adjacent.setdefault(a, []).append((i, b, w))
-        if b != a:
-            adjacent.setdefault(b, []).append((i, a, w))
-    best = max((w + (1 if a == b else 2) for a, b, w in edges), default=0)
-    budget = _CYCLE_SEARCH_LIMIT
-
-    def walk(
-        start: str, node: str, seen: frozenset[str], used: frozenset[int], weight: int
-    ) -> None:
-        nonlocal best, budget
-        for i, other, w in adjacent.get(node, ()):
-            budget -= 1
-            if budget < 0 or i in used:
-                continue
-            if other == start:
-                best = max(best, weight + w + len(seen))
-            elif other not in seen and other > start:
-                walk(start, other, seen | {other}, used | {i}, weight + w)
-
-    for start in sorted(adjacent):
-        walk(start, start, frozenset({start}), frozenset(), 0)
-    return total if budget < 0 else best
-
-
-def _loops(plan: KernelPlan) -> dict[str, tuple[bool, int]]:
-    """Every non-constant loop class: (per tile?, cut-off trip count).
-
-    The cut-off is the largest cycle slack (:func:`cycle_slack`) plus 2, scaled by the longest
-    ``Every`` period (a guarded bracket advances once per period) and shifted by the latest
-    ``Every`` start.
-    """
-    period, start = 1, 0
-    for t in plan.tasks:
-        for node, _ in iter_nodes(t.schedule.body):
-            if isinstance(node, ConditionalBlock) and isinstance(node.guard, Every):
-                period = max(period, node.guard.period)
-                start = max(start, node.guard.start)
-    reach = (cycle_slack(plan) + 2) * period + start
-    classes: dict[str, tuple[bool, int]] = {}
-    for t in plan.tasks:
-        for node, _ in iter_nodes(t.schedule.body):
-            if not isinstance(node, DomainLoop) or node.static_trip_count() is not None:
-                continue
+def _collect(body: tuple[Node, ...], sym: _Symbols, loop: DomainLoop | None, scope: str) -> None:
+    for node in body:
+        if isinstance(node, Step):
+            continue
+        if isinstance(node, DomainLoop):
+            n = node.static_trip_count()
             key = loop_key(node)
-            old = classes.get(key, (False, 0))
-            classes[key] = (old[0] or is_per_tile(node), reach)
-    return classes
+            if n is None:
+                # A per-tile getter outside a work-tile loop is read once (for the block).
+                per_tile = is_per_tile(node) and scope == "tile"
+                (sym.tile_loops if per_tile else sym.kernel_loops).add(key)
+            else:
+                sym.statics[key] = n
+            sym.periods.setdefault(key, (1, 0))
+            _collect(node.body, sym, node, scope)
+            continue
+        if isinstance(node, WorkTileLoop):
+            sym.tiles = True
+            _collect(node.body, sym, loop, "tile")
+            continue
+        guard = node.guard
+        if isinstance(guard, OpaqueCondition):
+            sym.conds.add((str(guard.key), scope))
+        elif isinstance(guard, Skippable):
+            sym.skips.add("")
+        elif isinstance(guard, Every) and loop is not None:
+            key = loop_key(loop)
+            period, start = sym.periods.get(key, (1, 0))
+            sym.periods[key] = (math.lcm(period, guard.period), max(start, guard.start))
+        _collect(node.body, sym, loop, scope)
 
 
-def _conditions(plan: KernelPlan) -> list[Hashable]:
-    keys: list[Hashable] = []
-    for t in plan.tasks:
-        for node, _ in iter_nodes(t.schedule.body):
-            guard = node.guard if isinstance(node, ConditionalBlock) else None
-            if isinstance(guard, OpaqueCondition) and guard.key not in keys:
-                keys.append(guard.key)
-    return keys
+def _skip_predicates(body: tuple[Node, ...]) -> set[str]:
+    return {n.skip_if or "" for n in body if isinstance(n, WorkTileLoop)}
 
 
-def _has(plan: KernelPlan, kind: type) -> bool:
-    def match(n: Node) -> bool:
-        if kind is Skippable:
-            return isinstance(n, ConditionalBlock) and isinstance(n.guard, Skippable)
-        return isinstance(n, kind)
-
-    return any(match(n) for t in plan.tasks for n, _ in iter_nodes(t.schedule.body))
+def cutoff(slack: int, period: int, start: int) -> int:
+    """The largest trip count a part needs: ``(slack + 2) * period + start``."""
+    return (slack + 2) * period + start
 
 
-def valuations(plan: KernelPlan) -> Iterator[Valuation]:
-    """The cut-off set of valuations, smallest first (see the module docstring)."""
-    loops = _loops(plan)
-    conds = _conditions(plan)
-    persistent = _has(plan, WorkTileLoop)
-    skips = _has(plan, Skippable)
-    trip_sets = {k: sorted({0, 1, 2, reach - 1, reach}) for k, (_, reach) in loops.items()}
+@dataclasses.dataclass(frozen=True)
+class _Part:
+    system: System
+    slack: int
+    schedules: dict[str, Schedule]
+    sym: _Symbols
+    reach: dict[str, int]
+
+
+def _part(plan: KernelPlan, system: System, slack: int) -> _Part:
+    rings = frozenset(system.rings)
+    schedules = {}
+    sym = _Symbols()
+    for name in system.tasks:
+        sched = plan.task(name).schedule
+        pruned = dataclasses.replace(sched, body=_prune(sched.body, rings))
+        schedules[name] = pruned
+        _collect(pruned.body, sym, None, "kernel")
+        if any(isinstance(n, ConditionalBlock) and isinstance(n.guard, Skippable)
+               for n, _ in pruned.walk()):
+            sym.skips.discard("")
+            sym.skips |= _skip_predicates(pruned.body)
+    loops = sym.kernel_loops | sym.tile_loops
+    reach = {k: cutoff(slack, *sym.periods.get(k, (1, 0))) for k in loops}
+    return _Part(system, slack, schedules, sym, reach)
+
+
+def _part_valuations(part: _Part) -> Iterator[Valuation]:
+    sym = part.sym
+    glob_loops = sorted(sym.kernel_loops)
+    tile_loops = sorted(sym.tile_loops)
+    glob_conds = sorted(k for k, scope in sym.conds if scope == "kernel")
+    tile_conds = sorted(k for k, scope in sym.conds if scope == "tile")
+    skips = sorted(sym.skips)
+    glob_ranges = [range(part.reach[k] + 1) for k in glob_loops] + [range(2)] * len(glob_conds)
+    tile_ranges = (
+        [range(part.reach[k] + 1) for k in tile_loops]
+        + [range(2)] * len(tile_conds)
+        + [range(2)] * len(skips)
+    )
+    per_tile = list(itertools.product(*tile_ranges))
+    max_tiles = part.slack + 2 if sym.tiles else 1
     found: list[tuple[int, Valuation]] = []
-    for tiles in (0, 1, 2, 3) if persistent else (1,):
-        varied = min(tiles, 2) if persistent else 0
-        slots = [
-            (k, t)
-            for k, (per_tile, _) in loops.items()
-            for t in (range(varied) if per_tile and varied else [-1])
-        ]
-        cond_slots = [(c, t) for c in conds for t in range(max(varied, 1))]
-        for trips in itertools.product(*(trip_sets[k] for k, _ in slots)):
-            for values in itertools.product((False, True), repeat=len(cond_slots)):
-                for skipped in _skip_sets(varied, skips):
-                    trip_map = dict(zip(slots, trips, strict=True))
-                    if persistent and tiles > varied:
-                        trip_map = _extend(trip_map, loops, tiles)
-                    cond_map = dict(zip(cond_slots, values, strict=True))
-                    cond_map.update(
-                        {
-                            (c, t): cond_map.get((c, 0), False)
-                            for c in conds
-                            for t in range(varied, tiles)
-                        }
+    for glob in itertools.product(*glob_ranges):
+        trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
+        conds = {(k, -1): bool(v) for k, v in zip(glob_conds, glob[len(glob_loops) :], strict=True)}
+        base = sum(glob)
+        for tiles in range(max_tiles + 1) if sym.tiles else (1,):
+            firsts = per_tile if tiles else [()]
+            rests = per_tile if tiles > 1 else [()]
+            for first, rest in itertools.product(firsts, rests):
+                t_trips, t_conds, t_skips = dict(trips), dict(conds), {}
+                for t in range(tiles):
+                    values = first if t == 0 else rest
+                    if not values:
+                        continue
+                    n_l, n_c = len(tile_loops), len(tile_conds)
+                    t_trips.update({(k, t): v for k, v in zip(tile_loops, values, strict=False)})
+                    t_conds.update(
+                        {(k, t): bool(v) for k, v in zip(tile_conds, values[n_l:], strict=False)}
                     )
-                    val = Valuation(tiles, trip_map, cond_map, frozenset(skipped))
-                    found.append((tiles + sum(trips) + len(skipped), val))
+                    t_skips.update(
+                        {(k, t): not v for k, v in zip(skips, values[n_l + n_c :], strict=False)}
+                    )
+                size = base + tiles + sum(first) + sum(rest)
+                val = Valuation(tiles, t_trips, t_conds, frozenset(), t_skips)
+                found.append((size, val))
     found.sort(key=lambda x: x[0])
     return (v for _, v in found)
 
 
-def _extend(
-    trip_map: dict[tuple[str, int], int], loops: dict[str, tuple[bool, int]], tiles: int
-) -> dict[tuple[str, int], int]:
-    out = dict(trip_map)
-    for key, (per_tile, _) in loops.items():
-        if per_tile:
-            for t in range(tiles):
-                out.setdefault((key, t), out.get((key, 0), 0))
-    return out
+def valuations(plan: KernelPlan) -> Iterator[Valuation]:
+    """Every valuation the ordering check runs, part by part (for tests and tools)."""
+    for system, slack in systems(plan):
+        yield from _part_valuations(_part(plan, system, slack))
 
 
-def _skip_sets(varied: int, skips: bool) -> list[tuple[int, ...]]:
-    if not skips:
-        return [()]
-    return [c for n in range(varied + 1) for c in itertools.combinations(range(varied), n)]
-
-
-def _diagnostic(plan: KernelPlan, val: Valuation, outcome: Outcome) -> Diagnostic:
+# -- runs -------------------------------------------------------------------------------------
+def _diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
     trace = Trace(
         val.describe(),
         tuple(outcome.events),
@@ -305,9 +316,14 @@ def _diagnostic(plan: KernelPlan, val: Valuation, outcome: Outcome) -> Diagnosti
     what = {"deadlock": "the kernel deadlocks", "race": "the kernel races"}.get(
         outcome.kind, "the brackets do not match up"
     )
+    scope = (
+        f" (a cycle through {', '.join(f'`{r}`' for r in system.rings)})"
+        if system.cycle
+        else ""
+    )
     return Diagnostic(
         code,
-        f"{what}: {outcome.message}",
+        f"{what}{scope}: {outcome.message}",
         task=task,
         resource="" if step is None else step.resource,
         step="" if step is None else f"#{step.id} {step.describe()}",
@@ -316,45 +332,78 @@ def _diagnostic(plan: KernelPlan, val: Valuation, outcome: Outcome) -> Diagnosti
     )
 
 
-def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
-    """Run every task of ``plan`` under ``val`` against the barrier model."""
-    programs = {
-        t.name: [
+def _programs(schedules: dict[str, Schedule], tasks: dict[str, TaskSpec], val: Valuation) -> dict:
+    return {
+        name: [
             op
-            for op in unroll(t.schedule, val)
+            for op in unroll(sched, val)
             if op.step.stage.is_pipeline_op or not op.step.is_auxiliary
         ]
-        for t in plan.tasks
+        for name, sched in schedules.items()
     }
-    return simulate(plan, programs)
 
 
-def _shrink(plan: KernelPlan, val: Valuation, outcome: Outcome) -> tuple[Valuation, Outcome]:
-    """Lower each trip count of a failing valuation to the smallest that still fails.
+def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
+    """Run every task of ``plan`` under ``val`` against the barrier model."""
+    schedules = {t.name: t.schedule for t in plan.tasks}
+    return simulate(plan, _programs(schedules, {t.name: t for t in plan.tasks}, val))
 
-    The cut-off set jumps from small trip counts to the kernel's slack; a counterexample is
-    clearer (and its interleaving shorter) at the smallest trip count that shows it.
+
+def _too_long(plan: KernelPlan, part: _Part) -> Diagnostic | None:
+    reaches = dict(part.reach)
+    # Constant loops run exactly; one too long to run is reported like a huge cut-off.
+    reaches.update({k: n for k, n in part.sym.statics.items() if n > MAX_CUTOFF})
+    for key, reach in sorted(reaches.items()):
+        if reach > MAX_CUTOFF:
+            period, start = part.sym.periods.get(key, (1, 0))
+            loop, task = next(
+                (n, t)
+                for t in part.system.tasks
+                for n, _ in plan.task(t).schedule.walk()
+                if isinstance(n, DomainLoop) and loop_key(n) == key
+            )
+            return Diagnostic(
+                "TS-V114",
+                f"domain_loop({key}) (iteration predicates of period {period} from {start}) "
+                f"needs runs of up to {reach} iterations to prove, more than the {MAX_CUTOFF} "
+                "the verifier runs",
+                task=task,
+                resource=part.system.rings[0],
+                step=loop.describe(),
+                location=loop.location,
+                fix="use a period and start below a few hundred, or a constant trip count",
+            )
+    return None
+
+
+def _whole(plan: KernelPlan) -> list[tuple[System, int]]:
+    rings = tuple(r.name for r in plan.resources if r.pipeline is not None)
+    slack = sum(r.pipeline.stages for r in plan.resources if r.pipeline is not None)
+    return [(System(rings, tuple(t.name for t in plan.tasks), cycle=False), slack + len(plan.tasks))]
+
+
+def check_runs(
+    plan: KernelPlan, *, arrivals_ok: bool = True
+) -> tuple[list[Diagnostic], dict[str, float]]:
+    """Run every part for every valuation of its symbols; the first failure is reported.
+
+    With a wrong arrival count (``arrivals_ok=False``) a phase can complete early, so what a
+    wait means depends on the whole kernel's interleaving: the kernel then runs as one part.
     """
-    for key in sorted(val.trips):
-        for smaller in range(val.trips[key]):
-            trips = {**val.trips, key: smaller}
-            candidate = dataclasses.replace(val, trips=trips)
-            result = run_valuation(plan, candidate)
-            if result.kind == outcome.kind:
-                val, outcome = candidate, result
-                break
-    return val, outcome
-
-
-def check_runs(plan: KernelPlan) -> tuple[list[Diagnostic], dict[str, float]]:
-    """Simulate every cut-off valuation; the first failure, shrunk, is reported."""
-    runs = events = 0
-    # Every valuation of the cut-off set runs: stopping early would claim a proof not made.
-    for val in valuations(plan):
-        outcome = run_valuation(plan, val)
-        runs += 1
-        events += len(outcome.events)
-        if outcome.kind != "ok":
-            val, outcome = _shrink(plan, val, outcome)
-            return [_diagnostic(plan, val, outcome)], {"runs": runs, "events": events}
-    return [], {"runs": runs, "events": events}
+    runs = events = parts = 0
+    tasks = {t.name: t for t in plan.tasks}
+    for system, slack in systems(plan) if arrivals_ok else _whole(plan):
+        part = _part(plan, system, slack)
+        parts += 1
+        too_long = _too_long(plan, part)
+        if too_long is not None:
+            return [too_long], {"runs": runs, "events": events, "parts": parts}
+        # Every valuation of the cut-off set runs: stopping early would claim a proof not made.
+        for val in _part_valuations(part):
+            outcome = simulate(plan, _programs(part.schedules, tasks, val))
+            runs += 1
+            events += len(outcome.events)
+            if outcome.kind != "ok":
+                stats = {"runs": runs, "events": events, "parts": parts}
+                return [_diagnostic(val, outcome, system)], stats
+    return [], {"runs": runs, "events": events, "parts": parts}
