@@ -202,9 +202,7 @@ def test_lagged_consumer_against_a_plain_producer(src: Src, buf: Ring, dst: Dst)
 
     plan = pair(src, buf, dst, produce(src, buf, Tasks.get_domain), consumer(buf, dst))
     d = check(plan, "TS-V301").diagnostics[0]
-    assert "runs 1 time(s): p (acquires) 1x, c (waits) 2x" in (
-        d.message
-    )
+    assert "runs 1 time(s): p (acquires) 1x, c (waits) 2x" in (d.message)
 
 
 # -- whole kernel: deadlocks and races -------------------------------------------------------------
@@ -496,7 +494,10 @@ def test_raise_for_errors_passes_a_valid_plan(src: Src, buf: Ring, dst: Dst) -> 
 def test_deadlock_text_names_file_and_line(src: Src, dst: Dst) -> None:
     report = verify(_fill_then_signal(3, ring("x", 2), ring("y", 1), src, dst))
     text = report.as_text()
-    assert "error TS-V302 (deadlock): the kernel deadlocks (a cycle through `x`, `y`): no task can make progress" in text
+    assert (
+        "error TS-V302 (deadlock): the kernel deadlocks (a cycle through `x`, `y`): "
+        "no task can make progress" in text
+    )
     assert f"({__file__}:{line_of('capacity')})" in text
     assert "  fix: reorder the schedules" in text
 
@@ -528,11 +529,10 @@ def test_huge_every_period_in_a_runtime_loop_is_rejected_not_run(src: Src, dst: 
 
     @schedule
     def consumer(r: Any, d: Any) -> None:
-        with domain_loop(n) as k:  # V114
-            with k.every(2**31 - 1):
-                r.wait()
-                d.write(item=r.read())
-                r.release()
+        with domain_loop(n) as k, k.every(2**31 - 1):  # V114
+            r.wait()
+            d.write(item=r.read())
+            r.release()
 
     start = time.perf_counter()
     report = check(pair(src, buf, dst, producer(src, buf), consumer(buf, dst)), "TS-V114")

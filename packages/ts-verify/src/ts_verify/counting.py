@@ -245,8 +245,7 @@ def _is_zero(poly: Polynomial) -> bool:
     split = {m: _split(m) for m in poly}
     symbols = sorted({s for parts in split.values() for s in parts})
     bases = {
-        s: _Basis(_window(s, (parts[s] for parts in split.values() if s in parts)))
-        for s in symbols
+        s: _Basis(_window(s, (parts[s] for parts in split.values() if s in parts))) for s in symbols
     }
     # Index 0 of every symbol is the constant 1, left out of the keys: a monomial without a
     # symbol and one with a factor equal to 1 land on the same coordinate.

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 
 from ts_ir import (
     ConditionalBlock,
@@ -49,7 +49,7 @@ from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.systems import System, systems
-from ts_verify.unroll import Valuation, is_per_tile, loop_key, unroll
+from ts_verify.unroll import Op, Valuation, is_per_tile, loop_key, unroll
 
 __all__ = ["MAX_CUTOFF", "check_counts", "check_runs", "run_valuation", "valuations"]
 
@@ -121,7 +121,7 @@ def check_counts(plan: KernelPlan) -> list[Diagnostic]:
         ref_name = names[0]
         ref = polys[ref_name][1]
         for name in names[1:]:
-            task, poly = polys[name]
+            poly = polys[name][1]
             witness = difference_witness(ref, poly)
             if witness is None:
                 continue
@@ -159,7 +159,7 @@ class _Symbols:
     tile_loops: set[str] = dataclasses.field(default_factory=set)  # one value per work tile
     periods: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # lcm, start
     statics: dict[str, int] = dataclasses.field(default_factory=dict)  # class -> trip count
-    conds: set[tuple[str, str]] = dataclasses.field(default_factory=set)  # (key, scope)
+    conds: set[tuple[Hashable, str]] = dataclasses.field(default_factory=set)  # (key, scope)
     skips: set[str] = dataclasses.field(default_factory=set)
     tiles: bool = False
 
@@ -206,7 +206,7 @@ def _collect(body: tuple[Node, ...], sym: _Symbols, loop: DomainLoop | None, sco
             continue
         guard = node.guard
         if isinstance(guard, OpaqueCondition):
-            sym.conds.add((str(guard.key), scope))
+            sym.conds.add((guard.key, scope))
         elif isinstance(guard, Skippable):
             sym.skips.add("")
         elif isinstance(guard, Every) and loop is not None:
@@ -243,8 +243,10 @@ def _part(plan: KernelPlan, system: System, slack: int) -> _Part:
         pruned = dataclasses.replace(sched, body=_prune(sched.body, rings))
         schedules[name] = pruned
         _collect(pruned.body, sym, None, "kernel")
-        if any(isinstance(n, ConditionalBlock) and isinstance(n.guard, Skippable)
-               for n, _ in pruned.walk()):
+        if any(
+            isinstance(n, ConditionalBlock) and isinstance(n.guard, Skippable)
+            for n, _ in pruned.walk()
+        ):
             sym.skips.discard("")
             sym.skips |= _skip_predicates(pruned.body)
     loops = sym.kernel_loops | sym.tile_loops
@@ -256,8 +258,8 @@ def _part_valuations(part: _Part) -> Iterator[Valuation]:
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops)
     tile_loops = sorted(sym.tile_loops)
-    glob_conds = sorted(k for k, scope in sym.conds if scope == "kernel")
-    tile_conds = sorted(k for k, scope in sym.conds if scope == "tile")
+    glob_conds = sorted((k for k, scope in sym.conds if scope == "kernel"), key=str)
+    tile_conds = sorted((k for k, scope in sym.conds if scope == "tile"), key=str)
     skips = sorted(sym.skips)
     glob_ranges = [range(part.reach[k] + 1) for k in glob_loops] + [range(2)] * len(glob_conds)
     tile_ranges = (
@@ -270,13 +272,16 @@ def _part_valuations(part: _Part) -> Iterator[Valuation]:
     found: list[tuple[int, Valuation]] = []
     for glob in itertools.product(*glob_ranges):
         trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
-        conds = {(k, -1): bool(v) for k, v in zip(glob_conds, glob[len(glob_loops) :], strict=True)}
+        conds: dict[tuple[Hashable, int], bool] = {
+            (k, -1): bool(v) for k, v in zip(glob_conds, glob[len(glob_loops) :], strict=True)
+        }
         base = sum(glob)
         for tiles in range(max_tiles + 1) if sym.tiles else (1,):
             firsts = per_tile if tiles else [()]
             rests = per_tile if tiles > 1 else [()]
             for first, rest in itertools.product(firsts, rests):
-                t_trips, t_conds, t_skips = dict(trips), dict(conds), {}
+                t_trips, t_conds = dict(trips), dict(conds)
+                t_skips: dict[tuple[str, int], bool] = {}
                 for t in range(tiles):
                     values = first if t == 0 else rest
                     if not values:
@@ -317,9 +322,7 @@ def _diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
         outcome.kind, "the brackets do not match up"
     )
     scope = (
-        f" (a cycle through {', '.join(f'`{r}`' for r in system.rings)})"
-        if system.cycle
-        else ""
+        f" (a cycle through {', '.join(f'`{r}`' for r in system.rings)})" if system.cycle else ""
     )
     return Diagnostic(
         code,
@@ -332,7 +335,9 @@ def _diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
     )
 
 
-def _programs(schedules: dict[str, Schedule], tasks: dict[str, TaskSpec], val: Valuation) -> dict:
+def _programs(
+    schedules: dict[str, Schedule], tasks: dict[str, TaskSpec], val: Valuation
+) -> dict[str, list[Op]]:
     return {
         name: [
             op
@@ -379,7 +384,9 @@ def _too_long(plan: KernelPlan, part: _Part) -> Diagnostic | None:
 def _whole(plan: KernelPlan) -> list[tuple[System, int]]:
     rings = tuple(r.name for r in plan.resources if r.pipeline is not None)
     slack = sum(r.pipeline.stages for r in plan.resources if r.pipeline is not None)
-    return [(System(rings, tuple(t.name for t in plan.tasks), cycle=False), slack + len(plan.tasks))]
+    return [
+        (System(rings, tuple(t.name for t in plan.tasks), cycle=False), slack + len(plan.tasks))
+    ]
 
 
 def check_runs(
@@ -390,7 +397,7 @@ def check_runs(
     With a wrong arrival count (``arrivals_ok=False``) a phase can complete early, so what a
     wait means depends on the whole kernel's interleaving: the kernel then runs as one part.
     """
-    runs = events = parts = 0
+    runs = events = parts = 0.0
     tasks = {t.name: t for t in plan.tasks}
     for system, slack in systems(plan) if arrivals_ok else _whole(plan):
         part = _part(plan, system, slack)
