@@ -472,9 +472,9 @@ def ab_pipeline(cfg: GemmConfig) -> PipelineConfig:
     cluster = None if cfg.cluster_size == 1 else (1, *cfg.cluster_mn, 1)
     return PipelineConfig.create_tma_wgmma_pipeline_cfg(
         cfg.ab_stages,
+        cfg.stage_bytes,
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
         cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
-        cfg.stage_bytes,
         cta_layout_vmnk=cluster,
     )
 

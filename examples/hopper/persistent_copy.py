@@ -163,9 +163,9 @@ def ring_pipeline() -> PipelineConfig:
     """TMA producer (1 thread arms the barrier) -> 1 store warp."""
     return PipelineConfig.create_tma_async_pipeline_cfg(
         STAGES,
+        TILE_BYTES,
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
-        TILE_BYTES,
     )
 
 

@@ -26,14 +26,6 @@ ARCH = "sm_90a"
 # Programs the reference accepts that TS still refuses: the gap, stated precisely.
 GAPS: dict[str, str] = {
     "p14_async_interleave_lanes": "TS gap: PipelineConfig(interleave_stride=2) refused (TS-R001)",
-    "p16_async_signaling_threads": "TS gap: signaling_threads=CtaLeader with 1-thread cooperative "
-    "groups refused (TS-R003 GroupSizeError; earlier TS-R001)",
-    "p18_task_cache": "TS gap: Task.make_task_cache is never called, stage_info.task_cache is None",
-    "p19_stage_info_fields": "TS gap: stage_info.work_tile is None in a non-persistent task "
-    "(the reference gives WorkTileInfo(block_idx, True))",
-    "p25_tma_factory_positional": "TS gap: create_tma_async_pipeline_cfg's positional order is "
-    "(num_stages, producer_group, consumer_group, num_bytes), not the reference's "
-    "(num_stages, num_bytes, producer_group, consumer_group) (TS-R005)",
 }
 
 

@@ -70,7 +70,7 @@ def tma_config(
     consumer_threads: int = 256, stages: int = STAGES, group: Any = CooperativeGroupSpec
 ) -> PipelineConfig:
     return PipelineConfig.create_tma_async_pipeline_cfg(
-        stages, group("thread", 1), group("thread", consumer_threads), TILE_BYTES
+        stages, TILE_BYTES, group("thread", 1), group("thread", consumer_threads)
     )
 
 

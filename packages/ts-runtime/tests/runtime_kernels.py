@@ -228,9 +228,9 @@ class GlobalOut(MemoryResource):
 def tma_pipeline() -> PipelineConfig:
     return PipelineConfig.create_tma_async_pipeline_cfg(
         STAGES,
+        TILE_BYTES,
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
         cpipe.CooperativeGroup(cpipe.Agent.Thread, STORE_THREADS),
-        TILE_BYTES,
     )
 
 

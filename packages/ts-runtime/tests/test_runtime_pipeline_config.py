@@ -57,7 +57,7 @@ def test_fields_in_documented_order_and_frozen() -> None:
 
 
 def test_tma_factory_and_spec_round_trip() -> None:
-    cfg = PipelineConfig.create_tma_async_pipeline_cfg(4, G("thread", 1), G("thread", 256), 16384)
+    cfg = PipelineConfig.create_tma_async_pipeline_cfg(4, 16384, G("thread", 1), G("thread", 256))
     res = Res(name="smem", pipeline_config=cfg)
     spec = pipeline_spec_of(res)
     assert spec == PipelineSpec(PipelineType.TmaAsync, 4, 16384, G("thread", 1), G("thread", 256))
@@ -86,14 +86,12 @@ def test_spec_round_trip_with_cutlass_groups() -> None:
     [
         ("barrier_ptr", object()),
         ("cta_layout_vmnk", (2, 1, 1, 1)),
-        ("producer_signaling_threads", SignalingThreads.TaskWarpLeader),
-        ("consumer_signaling_threads", SignalingThreads.CtaLeader),
-        ("consumer_wait_signaling_threads", SignalingThreads.All),
+        ("consumer_wait_signaling_threads", SignalingThreads.TaskWarpLeader),
         ("umma_consumer_producer_op", "TCGen05Mma"),
         ("num_bytes_per_warp_per_cta", 128),
         ("mcast_mode_mn", (2, 1)),
         ("interleave_stride", 2),
-        ("async_producer_op", "AsyncLoad"),
+        ("producer_op", "AsyncLoad"),
     ],
 )
 def test_unsupported_options_raise_typed_error(option: str, value: Any) -> None:
@@ -103,10 +101,40 @@ def test_unsupported_options_raise_typed_error(option: str, value: Any) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    "signaling",
+    [SignalingThreads.TaskWarpLeader, SignalingThreads.CtaLeader, SignalingThreads.All],
+)
+def test_signaling_threads_are_accepted(signaling: SignalingThreads) -> None:
+    cfg = PipelineConfig.create_async_async_pipeline_cfg(
+        2,
+        G("thread", 32),
+        G("thread", 32),
+        producer_signaling_threads=signaling,
+        consumer_signaling_threads=signaling,
+        consumer_wait_signaling_threads=SignalingThreads.All,
+    )
+    spec = cfg.to_spec()
+    assert spec.producer_signaling == signaling and spec.consumer_signaling == signaling
+
+
+def test_cta_leader_signaling_over_a_cluster_is_refused() -> None:
+    with pytest.raises(UnsupportedFeatureError, match="consumer_signaling_threads"):
+        PipelineConfig.create_tma_async_pipeline_cfg(
+            2,
+            1024,
+            G("thread", 1),
+            G("thread", 128),
+            cta_layout_vmnk=(1, 2, 1, 1),
+            consumer_signaling_threads=SignalingThreads.CtaLeader,
+        )
+
+
 @pytest.mark.parametrize("option", ["advance_on_wait", "advance_on_acquire"])
 def test_advance_options_are_accepted(option: str) -> None:
+    options: dict[str, Any] = {option: True}
     cfg = PipelineConfig.create_async_async_pipeline_cfg(
-        2, G("thread", 32), G("thread", 32), **{option: True}
+        2, G("thread", 32), G("thread", 32), **options
     )
     assert getattr(cfg, option) is True
     # The barrier protocol is the same: the lowering derives the cursors from the schedule.
@@ -156,7 +184,7 @@ def test_invalid_values(kwargs: dict[str, Any], message: str) -> None:
 
 def test_tma_needs_bytes() -> None:
     with pytest.raises(RuntimeConfigError, match="num_bytes > 0"):
-        PipelineConfig.create_tma_async_pipeline_cfg(2, G("thread", 1), G("thread", 128))
+        PipelineConfig.create_tma_async_pipeline_cfg(2, 0, G("thread", 1), G("thread", 128))
 
 
 def test_pipeline_type_string_is_normalised() -> None:
@@ -179,7 +207,12 @@ def test_blackwell_factories_raise_on_hopper(
 ) -> None:
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
     with pytest.raises(UnsupportedOnTarget) as info:
-        getattr(PipelineConfig, factory)(2, G("thread", 1), G("thread", 1), 1024)
+        getattr(PipelineConfig, factory)(
+            num_stages=2,
+            num_bytes=1024,
+            producer_group=G("thread", 1),
+            consumer_group=G("thread", 1),
+        )
     err = info.value
     assert err.pipeline_type == ptype and err.target == "sm_90a"
     assert ptype in str(err) and factory in str(err) and instead in str(err)
@@ -191,18 +224,20 @@ def test_blackwell_factories_build_on_sm100(
     factory: str, ptype: str, instead: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
-    cfg = getattr(PipelineConfig, factory)(2, G("thread", 1), G("thread", 1), 1024)
+    cfg = getattr(PipelineConfig, factory)(
+        num_stages=2, num_bytes=1024, producer_group=G("thread", 1), consumer_group=G("thread", 1)
+    )
     assert cfg.pipeline_type is PipelineType(ptype)
 
 
 def test_cluster_layout_becomes_the_spec_cluster() -> None:
     cfg = PipelineConfig.create_tma_wgmma_pipeline_cfg(
-        4, G("thread", 1), G("thread", 256), 49152, cta_layout_vmnk=(1, 2, 1, 1)
+        4, 49152, G("thread", 1), G("thread", 256), cta_layout_vmnk=(1, 2, 1, 1)
     )
     spec = cfg.to_spec()
     assert spec.type is PipelineType.TmaWgmma
     assert spec.cluster_mn == (2, 1) and spec.is_multicast
-    plain = PipelineConfig.create_tma_async_pipeline_cfg(2, G("thread", 1), G("thread", 32), 64)
+    plain = PipelineConfig.create_tma_async_pipeline_cfg(2, 64, G("thread", 1), G("thread", 32))
     assert plain.to_spec().cluster_mn == (1, 1) and not plain.to_spec().is_multicast
 
 
@@ -210,5 +245,5 @@ def test_cluster_layout_becomes_the_spec_cluster() -> None:
 def test_other_cluster_layouts_are_refused(layout: object) -> None:
     with pytest.raises(UnsupportedFeatureError, match=r"cta_layout_vmnk.*\(1, CM, CN, 1\)"):
         PipelineConfig.create_tma_async_pipeline_cfg(
-            2, G("thread", 1), G("thread", 32), 64, cta_layout_vmnk=layout
+            2, 64, G("thread", 1), G("thread", 32), cta_layout_vmnk=layout
         )

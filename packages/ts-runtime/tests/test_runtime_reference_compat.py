@@ -14,13 +14,18 @@ from typing import Any
 import pytest
 
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType
-from ts_runtime import PipelineConfig, Task, TaskManager
-from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, domain_loop, producer_work
+from ts_runtime import Task, TaskManager
+from ts_trace import MemoryResource, consumer_work, domain_loop, producer_work
 from ts_trace import schedule as ts_schedule
 
 cutlass = pytest.importorskip("cutlass")
-cute = pytest.importorskip("cutlass.cute")
-cpipe = pytest.importorskip("cutlass.pipeline")
+
+
+@pytest.fixture(scope="module")
+def kernels() -> Any:
+    import runtime_compat_kernels
+
+    return runtime_compat_kernels
 
 
 def _compile(fn: Any, *args: Any) -> dict[str, int]:
@@ -38,179 +43,17 @@ def _fake(n: int) -> Any:
     return make_fake_compact_tensor(cutlass.Int32, (n,), assumed_align=16)
 
 
-# -- a producer ring with advance_on_acquire, positional work arguments, runtime ifs on self --
-
-
-@dataclasses.dataclass(kw_only=True)
-class Counter(MemoryResource):
-    """Reads one value per iteration; counts the odd ones in a field assigned under ``if``."""
-
-    src: Any = None
-    odd: Any = None
-    value: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.value = TaskLocalVariable(dtype=cutlass.Int32, default=cutlass.Int32(0))
-
-    @consumer_work(returns=value)
-    @cute.jit
-    def read(self, stage_info: Any) -> Any:
-        v = self.src[stage_info.loop_offset]
-        if v % 2 == 1:
-            self.odd = self.odd + 1  # a runtime `if` that writes through self
-        return v
-
-
-@dataclasses.dataclass(kw_only=True)
-class Slots(MemoryResource):
-    """An AsyncAsync ring of Int32 slots in SMEM (one per stage)."""
-
-    slots: Any = None
-    out: Any = None
-    got: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.got = TaskLocalVariable(dtype=cutlass.Int32, default=cutlass.Int32(0))
-
-    @producer_work
-    @cute.jit
-    def put(self, stage_info: Any, value: Any, scale: int = 1) -> None:
-        self.slots[stage_info.stage_idx] = value * scale
-
-    @consumer_work(returns=got)
-    @cute.jit
-    def take(self, stage_info: Any) -> Any:
-        return self.slots[stage_info.stage_idx]
-
-    @producer_work
-    @cute.jit
-    def nothing(self, stage_info: Any) -> None:
-        pass
-
-
-@dataclasses.dataclass(kw_only=True)
-class Sink(MemoryResource):
-    dst: Any = None
-
-    @producer_work
-    @cute.jit
-    def write(self, stage_info: Any, got: Any) -> None:
-        self.dst[stage_info.loop_offset] = got
-
-
-STAGES = 4
-TRIPS = 8
-
-
-@cute.kernel
-def lagged_ring_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
-    slots = cute.arch.alloc_smem(cutlass.Int32, STAGES)  # type: ignore[attr-defined]
-    ring_cfg = PipelineConfig.create_async_async_pipeline_cfg(
-        num_stages=STAGES,
-        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
-        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
-        advance_on_acquire=True,
-        advance_on_wait=True,
-    )
-    counter = Counter(name="counter", src=src, odd=cutlass.Int32(0))
-    ring = Slots(name="ring", slots=slots, pipeline_config=ring_cfg)
-    sink = Sink(name="sink", dst=dst)
-
-    @ts_schedule
-    def fill(c: Any, r: Any) -> None:
-        # Two stages held at once: acquire the next before committing the previous.
-        v = c.read()
-        r.acquire()
-        r.put(v, 2)  # positional: value, then scale
-        with domain_loop(1, TRIPS) as loop:
-            v = c.read()
-            r.acquire()
-            r.put(v, 2)
-            r.commit()
-            with loop.last_iter():
-                r.nothing()
-        r.commit()
-
-    @ts_schedule
-    def drain(r: Any, s: Any) -> None:
-        # Two stages held at once: wait for the next before releasing the previous.
-        r.wait()
-        with domain_loop(1, TRIPS):
-            got = r.take()
-            s.write(got)
-            r.wait()
-            r.release()
-        got = r.take()
-        s.write(got)
-        r.release()
-
-    tm = TaskManager(
-        [
-            Task([counter], [ring], 0, 1, schedule=fill(counter, ring), name="fill"),
-            Task([ring], [sink], 1, 1, schedule=drain(ring, sink), name="drain"),
-        ],
-        {ring: [counter], sink: [ring]},
-    )
-    LAST.append(tm)
-    tm.setup_resources_and_tasks()
-    tm.run()
-
-
-LAST: list[TaskManager] = []
-
-
-@cute.jit
-def lagged_ring(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
-    lagged_ring_kernel(src, dst, n).launch(grid=(1, 1, 1), block=(64, 1, 1))
-
-
-def test_self_assignment_positional_arguments_and_advance_options_compile() -> None:
-    counts = _compile(lagged_ring, _fake(1024), _fake(1024), cutlass.Int32(1024))
+def test_self_assignment_positional_arguments_and_advance_options_compile(kernels: Any) -> None:
+    counts = _compile(kernels.lagged_ring, _fake(1024), _fake(1024), cutlass.Int32(1024))
     assert counts["mbarrier.try_wait"] >= 2 and counts["mbarrier.arrive"] >= 2
-    tm = LAST[-1]
+    tm = kernels.LAST[-1]
     assert tm.report.ok
     put = next(s for s in tm.plan.task("fill").schedule.steps() if s.label == "put")
     assert [r.argument for r in put.inputs] == ["value"] and put.constants == (("scale", 2),)
 
 
-# -- runtime (start, end, step) bounds with last_iter() --------------------------------------
-
-
-@dataclasses.dataclass(kw_only=True)
-class Marks(MemoryResource):
-    dst: Any = None
-
-    @producer_work
-    @cute.jit
-    def mark(self, stage_info: Any, *, what: int) -> None:
-        self.dst[stage_info.loop_offset] = what
-
-
-@cute.kernel
-def strided_marks_kernel(dst: cute.Tensor, start: cutlass.Int32, end: cutlass.Int32) -> None:
-    tidx, _, _ = cute.arch.thread_idx()
-    step = cute.arch.block_dim()[0]
-    marks = Marks(name="marks", dst=dst)
-
-    @ts_schedule
-    def sched(m: Any) -> None:
-        with domain_loop(start + tidx, end, step) as loop:
-            m.mark(what=1)
-            with loop.last_iter():
-                m.mark(what=2)
-
-    tm = TaskManager([Task([], [marks], 0, 4, schedule=sched(marks), name="marks")], {marks: []})
-    tm.setup_resources_and_tasks()
-    tm.run()
-
-
-@cute.jit
-def strided_marks(dst: cute.Tensor, start: cutlass.Int32, end: cutlass.Int32) -> None:
-    strided_marks_kernel(dst, start, end).launch(grid=(1, 1, 1), block=(128, 1, 1))
-
-
-def test_last_iter_in_runtime_start_end_step_loop_compiles() -> None:
-    counts = _compile(strided_marks, _fake(4096), cutlass.Int32(0), cutlass.Int32(4096))
+def test_last_iter_in_runtime_start_end_step_loop_compiles(kernels: Any) -> None:
+    counts = _compile(kernels.strided_marks, _fake(4096), cutlass.Int32(0), cutlass.Int32(4096))
     assert counts["st.global"] >= 1  # the two marks may merge into one predicated store
 
 

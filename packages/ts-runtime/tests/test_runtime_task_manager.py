@@ -70,9 +70,9 @@ def test_cutlass_groups() -> None:
     cpipe = pytest.importorskip("cutlass.pipeline")
     cfg = PipelineConfig.create_tma_async_pipeline_cfg(
         4,
+        128 * 64 * 2,
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
         cpipe.CooperativeGroup(cpipe.Agent.Thread, 256),
-        128 * 64 * 2,
     )
     assert build(config=cfg).report.ok
 

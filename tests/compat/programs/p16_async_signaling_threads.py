@@ -1,10 +1,12 @@
 # mypy: ignore-errors
 # (Written as a reference user writes DSL code: cutlass.Constexpr fields, proxy pipeline ops
 # on resources, DSL values typed by the tracer. The harness that runs them is type-checked.)
-"""SMEM ring copy where one thread per side signals the barriers.
+"""SMEM ring copy where only some threads signal the barriers.
 
-Covers: ``producer_signaling_threads`` / ``consumer_signaling_threads`` =
-``SignalingThreads.CtaLeader`` with cooperative groups of one thread per side.
+Covers: ``producer_signaling_threads=SignalingThreads.TaskWarpLeader`` (only the producer
+task's first warp commits: the group is one warp's threads) and
+``consumer_signaling_threads=SignalingThreads.CtaLeader`` (the leader CTA of the cluster
+releases: in a one-CTA cluster every thread of the consumer task, 128).
 """
 
 from dataclasses import dataclass, field
@@ -113,10 +115,10 @@ class Dst(MemoryResource):
 def ring_kernel(src: cute.Tensor, dst: cute.Tensor) -> None:
     cfg = PipelineConfig.create_async_async_pipeline_cfg(
         num_stages=STAGES,
-        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 128),
         cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
-        producer_signaling_threads=SignalingThreads.CtaLeader,
+        producer_signaling_threads=SignalingThreads.TaskWarpLeader,
         consumer_signaling_threads=SignalingThreads.CtaLeader,
     )
     src_res = Src(name="src", tensor=src)

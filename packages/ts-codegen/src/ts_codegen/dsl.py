@@ -341,9 +341,25 @@ def state_phase(state: Any) -> Any:
     return state.phase
 
 
-def producer_acquire(pipe: Any, state: Any, token: Any = None) -> None:
-    """Wait until the stage is empty (TMA: and arm its full barrier with the tx bytes)."""
-    pipe.producer_acquire(state, token)
+def producer_acquire(pipe: Any, state: Any, token: Any = None, arm_if: Any = None) -> None:
+    """Wait until the stage is empty (TMA: and arm its full barrier with the tx bytes).
+
+    ``arm_if`` (TMA producers only): every thread waits, but only where ``arm_if`` holds (the
+    task's first warp) is the full barrier armed, once for the whole task.
+    """
+    if arm_if is None:
+        pipe.producer_acquire(state, token)
+        return
+    if token is None:
+        pipe.sync_object_empty.wait(state.index, state.phase)
+    else:
+        _D.if_generate(token == 0, lambda: pipe.sync_object_empty.wait(state.index, state.phase))
+
+    def arm(carried: list[Any]) -> list[Any]:
+        pipe.sync_object_full.arrive(state.index, pipe.producer_mask)
+        return carried
+
+    if_then(arm_if, [], arm)
 
 
 def producer_try_acquire(pipe: Any, state: Any) -> Any:
@@ -359,6 +375,11 @@ def producer_commit(pipe: Any, state: Any) -> None:
 def producer_barrier(pipe: Any, state: Any) -> Any:
     """The stage's full barrier (what a TMA load signals)."""
     return pipe.producer_get_barrier(state)
+
+
+def consumer_barrier(pipe: Any, state: Any) -> Any:
+    """The stage's full barrier, seen from the consumer side."""
+    return pipe.consumer_get_barrier(state)
 
 
 def consumer_wait(pipe: Any, state: Any, token: Any = None) -> None:
@@ -534,6 +555,7 @@ def trap() -> None:
 # -- resources as DSL values -----------------------------------------------------------------------
 
 _TS_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryResource))
+_CONSTEXPR: Any = getattr(cutlass, "Constexpr")  # noqa: B009  (not re-exported for typing)
 
 
 @functools.cache
@@ -549,7 +571,7 @@ def _constexpr_fields(cls: type) -> frozenset[str]:
         if isinstance(ann, str):
             if ann.split("[", 1)[0].rsplit(".", 1)[-1] == "Constexpr":
                 out.add(f.name)
-        elif ann is cutlass.Constexpr or typing.get_origin(ann) is cutlass.Constexpr:
+        elif ann is _CONSTEXPR or typing.get_origin(ann) is _CONSTEXPR:
             out.add(f.name)
     return frozenset(out)
 

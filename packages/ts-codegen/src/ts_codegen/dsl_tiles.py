@@ -89,6 +89,11 @@ def block_index() -> tuple[Any, Any, Any]:
     return x, y, z
 
 
+def block_work_tile() -> Any:
+    """``WorkTileInfo(block_idx, True)``: the work tile of a task outside a work-tile loop."""
+    return cutils.WorkTileInfo(cute.arch.block_idx(), cutlass.Boolean(True))
+
+
 def static_scheduler(params: Any) -> Any:
     """A ``StaticPersistentTileScheduler`` for this CTA (first tile: the CTA's cluster index)."""
     return cutils.StaticPersistentTileScheduler.create(

@@ -16,7 +16,7 @@ task dispatch (all four warps must execute it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import dsl
@@ -130,6 +130,7 @@ def emit_tasks(
     smem_allocator: Any = None,
     context: Any = None,
     debug: bool | Iterable[str] = False,
+    task_caches: Mapping[str, Callable[[], Any]] | None = None,
 ) -> dict[str, Any]:
     """Lower every task of ``plan`` at the current point of the kernel being traced.
 
@@ -143,6 +144,8 @@ def emit_tasks(
         context: Passed to every work call as ``stage_info.context``.
         debug: Bounded, trapping waits (see :func:`ts_codegen.lower_task`) for every task
             (True) or for the tasks named.
+        task_caches: Per task name, what ``stage_info.task_cache`` is (called for every
+            work call of that task).
 
     Returns:
         The created pipelines by resource name.
@@ -191,6 +194,7 @@ def emit_tasks(
                 context=context,
                 queues=queues,
                 debug=task.name in debug_tasks,
+                task_cache=(task_caches or {}).get(task.name),
             )
             return carried
 

@@ -135,8 +135,11 @@ class TaskLowering:
         context: Any = None,
         queues: Mapping[str, TileSource] | None = None,
         debug: bool = False,
+        task_cache: Callable[[], Any] | None = None,
     ) -> None:
         self.task = task
+        self.task_cache = task_cache
+        self._block_tile: Any = None
         self.resources = resources
         self.specs = specs
         self.pipelines = pipelines
@@ -152,13 +155,57 @@ class TaskLowering:
             if isinstance(node, DomainLoop):
                 self._loop_ordinal[id(node)] = ordinal
                 ordinal += 1
+        self._leader_only = self._leader_signals()
+        self._is_leader: Any = None
         self._lagged = _lagged(task.schedule.body, Role.CONSUMER)
         self._lagged_producers = _lagged(task.schedule.body, Role.PRODUCER)
 
     # -- entry -----------------------------------------------------------------------------
 
+    def _leader_signals(self) -> set[StateKey]:
+        """The (resource, role) sides whose barrier signals only the task's first warp makes.
+
+        With ``SignalingThreads.TaskWarpLeader`` the group counts one warp per task; a TMA
+        producer arms the full barrier once per stage (the plan counts one arrival), so in a
+        producer task of several warps only the first warp arms it.
+        """
+        if self.task.num_warps == 1:
+            return set()
+        out: set[StateKey] = set()
+        for step in self._steps.values():
+            spec = self.specs[step.resource].pipeline
+            if spec is None:
+                continue
+            role = step.stage.role
+            signaling = (
+                spec.producer_signaling if role is Role.PRODUCER else spec.consumer_signaling
+            )
+            tma = role is Role.PRODUCER and spec.type.producer_is_tma
+            if tma or signaling.has_task_warp_leader():
+                out.add((step.resource, role))
+        return out
+
+    def _leader_only_step(self, key: StateKey, emit: Callable[[], None]) -> None:
+        """Emit ``emit()`` for the task's first warp only when ``key`` signals from it."""
+        if key not in self._leader_only:
+            emit()
+            return
+
+        def body(carried: list[Any]) -> list[Any]:
+            emit()
+            return carried
+
+        dsl.if_then(self._is_leader, [], body)
+
     def run(self) -> None:
         """Emit the whole schedule (and, for cluster rings, the TMA producer's tail)."""
+        if self._leader_only:
+            # Read once at the top: the predicate must dominate every use in nested regions.
+            start = self.task.warp_start
+            self._is_leader = dsl.in_range(dsl.warp_index(), start, start + 1)
+        if _work_outside_tile_loops(self.task.schedule.body):
+            # Read at the top so that it dominates every work call; unused reads fold away.
+            self._block_tile = dsl_tiles.block_work_tile()
         env = _Env(states=self._initial_states(), values={}, tokens={})
         self._body(self.task.schedule.body, env, after=())
         for (resource, role), state in sorted(env.states.items(), key=lambda kv: kv[0][0]):
@@ -213,16 +260,26 @@ class TaskLowering:
             env.tokens[key] = dsl.producer_try_acquire(self._pipe(step), env.states[key])
         elif st is ScheduleStage.ProducerAcquire:
             self._bounded(step, env.states[key], producer=True)
-            dsl.producer_acquire(self._pipe(step), env.states[key], env.tokens.pop(key, None))
+            spec = self.specs[step.resource].pipeline
+            arm = (
+                self._is_leader
+                if key in self._leader_only and spec is not None and spec.type.producer_is_tma
+                else None
+            )
+            dsl.producer_acquire(
+                self._pipe(step), env.states[key], env.tokens.pop(key, None), arm_if=arm
+            )
             if step.resource in self._lagged_producers:
                 # As for lagged consumers: the work after this acquire fills the acquired
                 # stage, the next acquire takes the following one, commits follow behind.
                 env.current[key] = env.states[key]
                 env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ProducerCommit:
+            side = key
             if step.resource in self._lagged_producers:
                 key = _commit_key(step.resource)
-            dsl.producer_commit(self._pipe(step), env.states[key])
+            pipe, state = self._pipe(step), env.states[key]
+            self._leader_only_step(side, lambda: dsl.producer_commit(pipe, state))
             env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ConsumerTryWait:
             env.tokens[key] = dsl.consumer_try_wait(self._pipe(step), env.states[key])
@@ -235,9 +292,11 @@ class TaskLowering:
                 env.current[key] = env.states[key]
                 env.states[key] = dsl.state_advance(env.states[key])
         elif st is ScheduleStage.ConsumerRelease:
+            side = key
             if step.resource in self._lagged:
                 key = _release_key(step.resource)
-            dsl.consumer_release(self._pipe(step), env.states[key])
+            pipe, state = self._pipe(step), env.states[key]
+            self._leader_only_step(side, lambda: dsl.consumer_release(pipe, state))
             env.states[key] = dsl.state_advance(env.states[key])
         else:
             self._work(step, env)
@@ -260,13 +319,13 @@ class TaskLowering:
         state = env.current.get(key, env.states.get(key))
         spec = self.specs[step.resource].pipeline
         barrier = None
-        if (
-            state is not None
-            and spec is not None
-            and step.stage.role is Role.PRODUCER
-            and spec.type.producer_is_tma
-        ):
-            barrier = dsl.producer_barrier(self.pipelines[step.resource], state)
+        if state is not None and spec is not None:
+            # The stage's full barrier (what a TMA load completes on), for either side.
+            pipe = self.pipelines[step.resource]
+            if step.stage.role is Role.PRODUCER:
+                barrier = dsl.producer_barrier(pipe, state)
+            else:
+                barrier = dsl.consumer_barrier(pipe, state)
         loop = env.loop
         return StageInfo(
             loop_offset=0 if loop is None else loop.offset,
@@ -276,12 +335,21 @@ class TaskLowering:
             stage_idx=None if state is None else dsl.state_index(state),
             label=step.label,
             barrier=barrier,
-            work_tile=None if env.tile is None else env.tile.info,
+            work_tile=self._block_work_tile() if env.tile is None else env.tile.info,
             num_active_stages=0 if spec is None else spec.stages,
             context=self.context,
+            # Evaluated for every work call, as the reference does: a task's cache is
+            # typically a few values derived from thread and block indices.
+            task_cache=None if self.task_cache is None else self.task_cache(),
             iter_idx=0 if loop is None else loop.iter_idx,
             phase=None if state is None else dsl.state_phase(state),
         )
+
+    def _block_work_tile(self) -> Any:
+        """The work tile outside a work-tile loop: this CTA's block index, valid (read once)."""
+        if self._block_tile is None:
+            raise LoweringError(f"task `{self.task.name}`: the block work tile was not read")
+        return self._block_tile
 
     def _work(self, step: Step, env: _Env) -> None:
         resource = self.resources[step.resource]
@@ -647,6 +715,16 @@ def _lagged(body: Sequence[Node], role: Role) -> set[str]:
     return lagged
 
 
+def _work_outside_tile_loops(body: Sequence[Node]) -> bool:
+    """True when a work call runs outside every work-tile loop (its work tile is the block's)."""
+    return any(
+        isinstance(node, Step)
+        and not node.stage.is_pipeline_op
+        and not any(isinstance(p, WorkTileLoop) for p in parents)
+        for node, parents in iter_nodes(tuple(body))
+    )
+
+
 def _condition_reads(node: Node) -> set[ValueKey]:
     """The task-local value a runtime-condition block tests (empty for other nodes)."""
     if isinstance(node, ConditionalBlock) and isinstance(node.guard, OpaqueCondition):
@@ -672,6 +750,7 @@ def lower_task(
     context: Any = None,
     queues: Mapping[str, TileSource] | None = None,
     debug: bool = False,
+    task_cache: Callable[[], Any] | None = None,
 ) -> None:
     """Emit ``task``'s schedule at the current insertion point of the kernel being traced.
 
@@ -687,8 +766,11 @@ def lower_task(
         context: Passed to every work call as ``stage_info.context``.
         queues: The tile source of every work queue, by resource name.
         debug: Lower every blocking wait as a bounded wait that traps with a message.
+        task_cache: Called for every work call; its result is ``stage_info.task_cache``.
 
     Raises:
         LoweringError: A construct that is not lowered yet, or a bound without a value.
     """
-    TaskLowering(task, resources, specs, pipelines, bounds, context, queues, debug).run()
+    TaskLowering(
+        task, resources, specs, pipelines, bounds, context, queues, debug, task_cache
+    ).run()

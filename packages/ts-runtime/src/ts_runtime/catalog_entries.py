@@ -45,10 +45,10 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         cannot work, so the factory refuses it and names what to use on Hopper instead.
         """,
         """
-        cfg = PipelineConfig.create_tma_umma_pipeline_cfg(4, producers, consumers, 32768)
+        cfg = PipelineConfig.create_tma_umma_pipeline_cfg(4, 32768, producers, consumers)
         """,
         """
-        cfg = PipelineConfig.create_tma_async_pipeline_cfg(4, producers, consumers, 32768)
+        cfg = PipelineConfig.create_tma_async_pipeline_cfg(4, 32768, producers, consumers)
         """,
     ),
     _entry(
@@ -65,11 +65,11 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         """
         # the store task has 8 warps (256 threads) but the group says 128
         cfg = PipelineConfig.create_tma_async_pipeline_cfg(
-            4, CooperativeGroup(Agent.Thread, 1), CooperativeGroup(Agent.Thread, 128), 16384)
+            4, 16384, CooperativeGroup(Agent.Thread, 1), CooperativeGroup(Agent.Thread, 128))
         """,
         """
         cfg = PipelineConfig.create_tma_async_pipeline_cfg(
-            4, CooperativeGroup(Agent.Thread, 1), CooperativeGroup(Agent.Thread, 256), 16384)
+            4, 16384, CooperativeGroup(Agent.Thread, 1), CooperativeGroup(Agent.Thread, 256))
         """,
     ),
     _entry(

@@ -9,10 +9,12 @@ Build one with a factory, one per pipeline type::
         num_bytes=128 * 64 * 2,
     )
 
-The fields are those of the documented API, in the documented order. Hopper lowering supports
-``AsyncAsync``, ``TmaAsync`` and ``TmaWgmma`` with every thread signaling; every other option
-must keep its default, and setting it raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at
-construction (not a silent wrong kernel later). The Blackwell pipeline types (UMMA, CLC) raise
+The fields are those of the documented API, in the documented order, and each factory takes the
+reference's parameters in the reference's order. Hopper lowering supports ``AsyncAsync``,
+``TmaAsync`` and ``TmaWgmma`` with the ``advance_on_*`` options and ``All`` / ``TaskWarpLeader``
+/ ``CtaLeader`` signaling; an option that is not lowered must keep its default, and setting it
+raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at construction (not a silent wrong
+kernel later). The Blackwell pipeline types (UMMA, CLC) raise
 :class:`~ts_runtime.errors.UnsupportedOnTarget` from their factories when the target is sm_90.
 
 This module does not need the CuTe DSL: ``producer_group`` / ``consumer_group`` are read by
@@ -90,9 +92,12 @@ class PipelineConfig:
         pipeline_type: The ``<Producer><Consumer>`` barrier protocol.
         barrier_ptr: Preset barrier storage (not supported yet: must be None).
         cta_layout_vmnk: Cluster layout ``(1, CM, CN, 1)`` for TMA multicast (None: one CTA).
-        producer_signaling_threads: Which producer threads signal (only ``All`` yet).
-        consumer_signaling_threads: Which consumer threads signal (only ``All`` yet).
-        consumer_wait_signaling_threads: Which consumer threads wait (only None yet).
+        producer_signaling_threads: Which producer threads commit: ``All`` threads of the
+            task, ``TaskWarpLeader`` (only the task's first warp: size the group for one warp
+            per task) or ``CtaLeader`` (the leader CTA of a cluster: every CTA without one).
+        consumer_signaling_threads: Which consumer threads release (the same choices).
+        consumer_wait_signaling_threads: Which consumer threads wait (None or ``All``: every
+            thread of the task waits).
         umma_consumer_producer_op: Producer op of UMMA-consumer pipelines (``AsyncThread``).
         advance_on_wait: Advance the consumer's stage at ``wait`` rather than at ``release``
             (so several waited stages can be held before releasing the oldest). TS derives this
@@ -171,12 +176,13 @@ class PipelineConfig:
         if self.cta_layout_vmnk is not None:
             self.cluster_mn  # noqa: B018  (raises for a layout that is not (1, CM, CN, 1))
         for name in ("producer_signaling_threads", "consumer_signaling_threads"):
-            if getattr(self, name) != SignalingThreads.All:
-                unsupported.append((name, getattr(self, name), "SignalingThreads.All"))
-        if self.consumer_wait_signaling_threads is not None:
-            unsupported.append(
-                ("consumer_wait_signaling_threads", self.consumer_wait_signaling_threads, None)
-            )
+            value = getattr(self, name)
+            if value.has_cta_leader() and self.cluster_mn != (1, 1):
+                # Only the leader CTA of each cluster would signal: not lowered yet.
+                unsupported.append((name, value, "SignalingThreads.All with a cluster"))
+        wait = self.consumer_wait_signaling_threads
+        if wait is not None and wait != SignalingThreads.All:
+            unsupported.append(("consumer_wait_signaling_threads", wait, "None or All"))
         for name in ("umma_consumer_producer_op", "async_producer_op"):
             if _op_name(getattr(self, name)) != "AsyncThread":
                 unsupported.append((name, getattr(self, name), "PipelineOp.AsyncThread"))
@@ -300,10 +306,10 @@ class PipelineConfig:
     def _make(
         ptype: PipelineType,
         num_stages: int,
+        num_bytes: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int,
-        options: dict[str, Any],
+        **fields: Any,
     ) -> PipelineConfig:
         if ptype not in _HOPPER_TYPES:
             target = current_target()
@@ -318,69 +324,144 @@ class PipelineConfig:
                     "(CUTE_DSL_ARCH=sm_100a)",
                 )
         return PipelineConfig(
-            num_stages, num_bytes, producer_group, consumer_group, ptype, **options
+            num_stages, num_bytes, producer_group, consumer_group, ptype, **fields
         )
+
+    # The factories take the reference's parameters, in the reference's order (a program may
+    # pass them positionally); keyword-only ``options`` are further PipelineConfig fields.
 
     @staticmethod
     def create_async_async_pipeline_cfg(
         num_stages: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
+        producer_op: Any = None,
+        advance_on_acquire: bool = False,
+        interleave_stride: InterleaveStride = 1,
         **options: Any,
     ) -> PipelineConfig:
-        """An ``AsyncAsync`` pipeline: threads arrive on both barriers (``PipelineAsync``).
-
-        ``options`` are further PipelineConfig fields by name.
-        """
+        """An ``AsyncAsync`` pipeline: threads arrive on both barriers (``PipelineAsync``)."""
         return PipelineConfig._make(
-            PipelineType.AsyncAsync, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.AsyncAsync,
+            num_stages,
+            options.pop("num_bytes", 0),
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            async_producer_op=default_pipeline_op() if producer_op is None else producer_op,
+            advance_on_acquire=advance_on_acquire,
+            interleave_stride=interleave_stride,
+            **options,
         )
 
     @staticmethod
     def create_tma_async_pipeline_cfg(
         num_stages: int,
+        num_bytes: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
+        advance_on_wait: bool = False,
+        interleave_stride: InterleaveStride = 1,
+        num_bytes_per_warp_per_cta: int | None = None,
         **options: Any,
     ) -> PipelineConfig:
         """A ``TmaAsync`` pipeline: TMA loads complete the full barrier with ``num_bytes``."""
         return PipelineConfig._make(
-            PipelineType.TmaAsync, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.TmaAsync,
+            num_stages,
+            num_bytes,
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            advance_on_wait=advance_on_wait,
+            interleave_stride=interleave_stride,
+            num_bytes_per_warp_per_cta=num_bytes_per_warp_per_cta,
+            **options,
         )
 
     @staticmethod
     def create_tma_wgmma_pipeline_cfg(
         num_stages: int,
+        num_bytes: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
+        advance_on_wait: bool = False,
+        interleave_stride: InterleaveStride = 1,
         **options: Any,
     ) -> PipelineConfig:
-        """A ``TmaWgmma`` pipeline (Hopper): TMA loads feed ``wgmma.mma_async`` warpgroups.
+        """A ``TmaWgmma`` pipeline (Hopper; TS's own): TMA loads feed ``wgmma`` warpgroups.
 
-        The barrier protocol is ``TmaAsync``'s. What differs is the consumer: its work reads
-        the stage asynchronously, so ts-verify requires a ``WorkAttr.ASYNC_WAIT_ALL`` /
-        ``ASYNC_WAIT_PRIOR`` work call (``wgmma.wait_group``) that retires the MMA before each
-        ``release()`` (TS-V113). A software-pipelined main loop releases the previous stage
-        after ``wgmma.wait_group 1``.
+        The parameters are ``create_tma_async_pipeline_cfg``'s. The barrier protocol is
+        ``TmaAsync``'s. What differs is the consumer: its work reads the stage asynchronously,
+        so ts-verify requires a ``WorkAttr.ASYNC_WAIT_ALL`` / ``ASYNC_WAIT_PRIOR`` work call
+        (``wgmma.wait_group``) that retires the MMA before each ``release()`` (TS-V113). A
+        software-pipelined main loop releases the previous stage after ``wgmma.wait_group 1``.
         """
         return PipelineConfig._make(
-            PipelineType.TmaWgmma, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.TmaWgmma,
+            num_stages,
+            num_bytes,
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            advance_on_wait=advance_on_wait,
+            interleave_stride=interleave_stride,
+            **options,
         )
 
     @staticmethod
     def create_tma_umma_pipeline_cfg(
         num_stages: int,
+        num_bytes: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
+        advance_on_wait: bool = False,
+        interleave_stride: InterleaveStride = 1,
+        mcast_mode_mn: tuple[int, int] = (1, 1),
+        num_bytes_per_warp_per_cta: int | None = None,
         **options: Any,
     ) -> PipelineConfig:
         """A ``TmaUmma`` pipeline (Blackwell only)."""
         return PipelineConfig._make(
-            PipelineType.TmaUmma, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.TmaUmma,
+            num_stages,
+            num_bytes,
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            advance_on_wait=advance_on_wait,
+            interleave_stride=interleave_stride,
+            mcast_mode_mn=mcast_mode_mn,
+            num_bytes_per_warp_per_cta=num_bytes_per_warp_per_cta,
+            **options,
         )
 
     @staticmethod
@@ -388,12 +469,26 @@ class PipelineConfig:
         num_stages: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
+        interleave_stride: InterleaveStride = 1,
         **options: Any,
     ) -> PipelineConfig:
         """A ``UmmaAsync`` pipeline (Blackwell only)."""
         return PipelineConfig._make(
-            PipelineType.UmmaAsync, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.UmmaAsync,
+            num_stages,
+            options.pop("num_bytes", 0),
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            interleave_stride=interleave_stride,
+            **options,
         )
 
     @staticmethod
@@ -401,12 +496,36 @@ class PipelineConfig:
         num_stages: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_wait_signaling_threads: SignalingThreads | None = None,
+        producer_op: Any = None,
+        barrier_ptr: Any = None,
+        advance_on_wait: bool = False,
+        advance_on_acquire: bool = False,
+        interleave_stride: InterleaveStride = 1,
         **options: Any,
     ) -> PipelineConfig:
         """An ``AsyncUmma`` pipeline (Blackwell only)."""
         return PipelineConfig._make(
-            PipelineType.AsyncUmma, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.AsyncUmma,
+            num_stages,
+            options.pop("num_bytes", 0),
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            consumer_wait_signaling_threads=consumer_wait_signaling_threads,
+            umma_consumer_producer_op=(
+                default_pipeline_op() if producer_op is None else producer_op
+            ),
+            barrier_ptr=barrier_ptr,
+            advance_on_wait=advance_on_wait,
+            advance_on_acquire=advance_on_acquire,
+            interleave_stride=interleave_stride,
+            **options,
         )
 
     @staticmethod
@@ -414,30 +533,50 @@ class PipelineConfig:
         num_stages: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
         **options: Any,
     ) -> PipelineConfig:
         """A ``UmmaUmma`` pipeline (Blackwell only)."""
         return PipelineConfig._make(
-            PipelineType.UmmaUmma, num_stages, producer_group, consumer_group, num_bytes, options
+            PipelineType.UmmaUmma,
+            num_stages,
+            options.pop("num_bytes", 0),
+            producer_group,
+            consumer_group,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            **options,
         )
 
     @staticmethod
     def create_clc_fetch_async_pipeline_cfg(
         num_stages: int,
+        num_bytes: int,
         producer_group: Any,
         consumer_group: Any,
-        num_bytes: int = 0,
+        cta_layout_vmnk: Any = None,
+        producer_signaling_threads: SignalingThreads = SignalingThreads.CtaLeader,
+        consumer_signaling_threads: SignalingThreads = SignalingThreads.All,
+        barrier_ptr: Any = None,
         **options: Any,
     ) -> PipelineConfig:
         """A ``ClcFetchAsync`` pipeline (Blackwell only: cluster launch control)."""
         return PipelineConfig._make(
             PipelineType.ClcFetchAsync,
             num_stages,
+            num_bytes,
             producer_group,
             consumer_group,
-            num_bytes,
-            options,
+            cta_layout_vmnk=cta_layout_vmnk,
+            producer_signaling_threads=producer_signaling_threads,
+            consumer_signaling_threads=consumer_signaling_threads,
+            barrier_ptr=barrier_ptr,
+            **options,
         )
 
 

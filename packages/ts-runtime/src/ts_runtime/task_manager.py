@@ -441,4 +441,5 @@ class TaskManager:
             smem_allocator=alloc,
             context=self._context,
             debug=debug,
+            task_caches={t.name: t.make_task_cache for t in self.tasks},
         )

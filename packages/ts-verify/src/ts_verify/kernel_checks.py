@@ -17,7 +17,6 @@ from ts_ir import (
     ResourceSpec,
     Role,
     ScheduleStage,
-    SignalingThreads,
     SmemLayoutError,
     Step,
     TaskSpec,
@@ -98,11 +97,12 @@ def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> i
             return 1  # one elected thread arms the barrier with the transaction bytes
     else:
         group, signaling = pipeline.consumer_group, pipeline.consumer_signaling
-    if signaling == SignalingThreads.All:
-        return group.arrivals_for(task.num_warps)
     if signaling.has_task_warp_leader():
-        return group.arrivals_for(1)
-    return 1
+        return group.arrivals_for(1)  # only the task's first warp signals
+    # All, or CtaLeader: the leader CTA of a cluster signals, i.e. every CTA of a one-CTA
+    # cluster (the per-CTA protocol is what is checked; the runtime refuses CtaLeader rings
+    # over clusters of several CTAs).
+    return group.arrivals_for(task.num_warps)
 
 
 def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
