@@ -437,6 +437,23 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
     return trace
 
 
+def _reject_plain_non_int(value: object, what: str, common: dict[str, Any]) -> None:
+    """TS-T012 for plain Python values that are not integers (2.5, None, [4], "8").
+
+    A runtime bound is a DSL integer or a named placeholder; a float, None, a container or a
+    string holding a number is a mistake the kernel would otherwise trace silently.
+    """
+    numeric_text = isinstance(value, str) and not value.isidentifier()
+    if value is None or numeric_text or isinstance(value, (float, complex, list, tuple, dict, set)):
+        raise ScheduleError(
+            "TS-T012",
+            f"domain_loop {what} bound is {value!r} ({type(value).__name__}); bounds are ints, "
+            "runtime integers or a Task method",
+            **common,
+            fix="pass an int (e.g. domain_loop(8)), a runtime integer or MyTask.get_domain",
+        )
+
+
 def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocation) -> Bound:
     common: dict[str, Any] = {"schedule": builder.name, "location": loc}
     if isinstance(value, (bool, DataFlowToken)):
@@ -449,6 +466,7 @@ def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocati
         )
     if isinstance(value, int):
         return ConstBound(value)
+    _reject_plain_non_int(value, what, common)
     if callable(value):
         qualname = getattr(value, "__qualname__", "")
         parts = qualname.split(".")

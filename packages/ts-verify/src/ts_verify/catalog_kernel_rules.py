@@ -367,6 +367,27 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
     ),
     # -- whole kernel --------------------------------------------------------------------------
     _entry(
+        "TS-V214",
+        "malformed declaration",
+        "pass ints where counts are expected, a traced schedule (the @schedule function called "
+        "with its resources) and the bytes each stage of a TMA ring receives",
+        """
+        Stage counts, warp counts, register counts and group sizes are whole numbers; a
+        task's schedule is the traced schedule (the `@schedule` function called with its
+        resources), not the function itself. A TMA ring must expect the bytes its loads
+        bring (`bytes_per_stage > 0`): with 0 the full barrier completes on the producer's
+        arrival alone and the consumer reads the stage before the data lands.
+        """,
+        """
+        tma = PipelineSpec(PipelineType.TmaAsync, 2, 0, CooperativeGroupSpec("thread", 1), group)
+        ring = Ring(name="ring", pipeline_config=tma)
+        """,
+        """
+        tma = PipelineSpec(PipelineType.TmaAsync, 2, 4096, CooperativeGroupSpec("thread", 1), group)
+        ring = Ring(name="ring", pipeline_config=tma)
+        """,
+    ),
+    _entry(
         "TS-V301",
         "bracket counts differ between tasks",
         "make every task that touches a pipeline "

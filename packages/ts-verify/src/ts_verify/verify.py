@@ -13,6 +13,7 @@ import time
 
 from ts_ir import KernelPlan
 from ts_verify.brackets import check_task_brackets
+from ts_verify.declarations import check_declarations
 from ts_verify.diagnostics import Diagnostic, Report
 from ts_verify.kernel_checks import check_kernel
 from ts_verify.whole_kernel import check_counts, check_runs
@@ -33,6 +34,11 @@ def verify(plan: KernelPlan) -> Report:
         The report; call :meth:`Report.raise_for_errors` to turn errors into an exception.
     """
     start = time.perf_counter()
+    malformed = check_declarations(plan)
+    if malformed:
+        # Every other check computes with these values: report them alone, typed.
+        seconds = (("seconds", time.perf_counter() - start),)
+        return Report(plan.name, tuple(malformed), (), seconds)
     found: list[Diagnostic] = []
     for task in plan.tasks:
         found.extend(check_task_brackets(plan, task))
