@@ -120,7 +120,7 @@ def timed(key: str, m: Any) -> tuple[Callable[[], None], Callable[[], None]]:
         s, e = int(offsets[i]), int(offsets[i + 1])
         ref[i, : e - s] = a[s:e]
     del cutlass
-    return (lambda: f(ta, tb, to)), (lambda: torch.testing.assert_close(b, ref))
+    return (lambda: f(ta, tb, to, segs)), (lambda: torch.testing.assert_close(b, ref))
 
 
 def time_ms(launch: Callable[[], None], iters: int) -> float:

@@ -118,7 +118,9 @@ def run_gpu() -> None:
     args = (from_dlpack(inp_t), from_dlpack(out_t), from_dlpack(hits_t))
     cute.compile(host, *args)(*args)
     torch.cuda.synchronize()
-    torch.testing.assert_close(out_t, inp_t)
+    # domain_loop(2, ROWS) visits rows 2.. only: rows 0 and 1 stay zero.
+    torch.testing.assert_close(out_t[2:], inp_t[2:])
+    assert not out_t[:2].any()
     expect = torch.zeros(2, THREADS, dtype=torch.int32, device="cuda")
     for slot, fired in enumerate(FIRED):
         expect[slot] = sum(i + 1 for i in fired)

@@ -115,7 +115,7 @@ def run_gpu() -> None:
 
     inp_t = torch.randn(ROWS, THREADS, device="cuda")
     out_t = torch.zeros_like(inp_t)
-    hits_t = torch.zeros(2, THREADS, dtype=torch.int32, device="cuda")
+    hits_t = torch.zeros(3, THREADS, dtype=torch.int32, device="cuda")  # one row per guard
     args = (from_dlpack(inp_t), from_dlpack(out_t), from_dlpack(hits_t), cutlass.Int32(ROWS))
     cute.compile(host, *args)(*args)
     torch.cuda.synchronize()

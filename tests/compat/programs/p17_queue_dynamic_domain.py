@@ -97,7 +97,10 @@ def ragged_kernel(a: cute.Tensor, b: cute.Tensor, lengths: cute.Tensor, params: 
 @cute.jit
 def host(a: cute.Tensor, b: cute.Tensor, lengths: cute.Tensor) -> None:
     params = utils.PersistentTileSchedulerParams((ROWS, 1, 1), (1, 1, 1))
-    ragged_kernel(a, b, lengths, params).launch(grid=(CTAS, 1, 1), block=(THREADS, 1, 1))
+    ragged_kernel(a, b, lengths, params).launch(
+        grid=(1, 1, CTAS),
+        block=(THREADS, 1, 1),  # persistent CTAs along z (CUTLASS scheduler)
+    )
 
 
 def compile_fake(arch: str) -> Any:

@@ -112,7 +112,10 @@ def negate_kernel(a: cute.Tensor, b: cute.Tensor, flags: cute.Tensor, params: An
 @cute.jit
 def host(a: cute.Tensor, b: cute.Tensor, flags: cute.Tensor) -> None:
     params = utils.PersistentTileSchedulerParams((BLOCKS + EXTRA, 1, 1), (1, 1, 1))
-    negate_kernel(a, b, flags, params).launch(grid=(CTAS, 1, 1), block=(THREADS, 1, 1))
+    negate_kernel(a, b, flags, params).launch(
+        grid=(1, 1, CTAS),
+        block=(THREADS, 1, 1),  # persistent CTAs along z (CUTLASS scheduler)
+    )
 
 
 def compile_fake(arch: str) -> Any:
