@@ -516,8 +516,8 @@ def test_every_code_is_in_this_corpus() -> None:
     assert used >= set(VERIFY_CATALOG), sorted(set(VERIFY_CATALOG) - used)
 
 
-def test_huge_every_period_in_a_runtime_loop_is_rejected_not_run(src: Src, dst: Dst) -> None:
-    """every(2**31 - 1) in a runtime loop would need runs of 2**31 iterations: TS-V114, fast."""
+def test_huge_every_period_on_one_ring_is_proven_from_depths(src: Src, dst: Dst) -> None:
+    """Balanced every(2**31 - 1) blocks on one ring need no runs (ts_verify.depth): proven."""
     buf = ring("buf", 2)
     n = RuntimeInt()
 
@@ -530,13 +530,58 @@ def test_huge_every_period_in_a_runtime_loop_is_rejected_not_run(src: Src, dst: 
 
     @schedule
     def consumer(r: Any, d: Any) -> None:
-        with domain_loop(n) as k, k.every(2**31 - 1):  # V114
+        with domain_loop(n) as k, k.every(2**31 - 1):
             r.wait()
             d.write(item=r.read())
             r.release()
 
     start = time.perf_counter()
-    report = check(pair(src, buf, dst, producer(src, buf), consumer(buf, dst)), "TS-V114")
+    report = verify(pair(src, buf, dst, producer(src, buf), consumer(buf, dst)))
+    assert report.ok, report.as_text()
+    assert time.perf_counter() - start < 5.0
+
+
+def test_huge_every_period_in_a_ring_cycle_is_rejected_not_run(src: Src, dst: Dst) -> None:
+    """every(2**31 - 1) in a runtime loop of a ring cycle (which runs): TS-V114, fast."""
+    up, side, down = ring("up", 2), ring("side", 2), ring("down", 2)
+    n = RuntimeInt()
+
+    @schedule
+    def head(s: Any, u: Any, w: Any) -> None:
+        with domain_loop(n) as k, k.every(2**31 - 1):
+            item = s.load()
+            u.acquire()
+            u.store(item=item)
+            u.commit()
+            w.acquire()
+            w.store(item=item)
+            w.commit()
+
+    @schedule
+    def middle(u: Any, v: Any) -> None:
+        with domain_loop(n) as k, k.every(2**31 - 1):
+            u.wait()
+            v.acquire()
+            v.store(item=u.read())
+            v.commit()
+            u.release()
+
+    @schedule
+    def tail(v: Any, w: Any, d: Any) -> None:
+        with domain_loop(n) as k, k.every(2**31 - 1):  # V114
+            v.wait()
+            w.wait()
+            d.write(item=v.read())
+            w.release()
+            v.release()
+
+    start = time.perf_counter()
+    plan = plan_of(
+        task("h", head(src, up, side), [src], [up, side]),
+        task("m", middle(up, down), [up], [down], warp=4),
+        task("t", tail(down, side, dst), [down, side], [dst], warp=8),
+    )
+    report = check(plan, "TS-V114")
     assert time.perf_counter() - start < 5.0
     d = report.diagnostics[0]
     assert d.location is not None and d.location.line > 0

@@ -163,7 +163,7 @@ def test_valid_report_as_text_and_json(src: Src, dst: Dst) -> None:
     assert [line.split(":")[0] for line in lines[1:]] == ["  proven", "  proven"]
     data = json.loads(report.to_json(indent=None))
     assert data["ok"] is True and data["diagnostics"] == []
-    assert data["stats"]["runs"] == 1 and data["stats"]["seconds"] >= 0
+    assert data["stats"]["by_depth"] == 1 and data["stats"]["seconds"] >= 0
     assert "\n" not in report.to_json(indent=None)
 
 

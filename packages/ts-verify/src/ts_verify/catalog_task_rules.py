@@ -415,11 +415,12 @@ TASK_ENTRIES: tuple[CatalogEntry, ...] = (
         "use iteration-predicate periods and starts below a few hundred, or constant loops of at "
         "most 4096 iterations",
         """
-        The verifier proves deadlock freedom by running every part of the kernel for every
-        trip count up to a cut-off that grows with the period and start of the loop's
-        `every()` blocks. A period or start in the millions (or a constant loop of millions
-        of ring operations) would need runs that long, so the plan is rejected instead of
-        being checked only in part.
+        A ring whose tasks keep each acquire/commit and wait/release inside one loop
+        iteration or block is proven from their bracket depths alone. Any other part (a lagged
+        release, a cycle of several rings) is run for every trip count up to a cut-off that
+        grows with the period and start of the loop's `every()` blocks. A period or start in
+        the millions (or a constant loop of millions of ring operations) would need runs that
+        long, so the plan is rejected instead of being checked only in part.
         """,
         """
         @schedule
@@ -431,11 +432,14 @@ TASK_ENTRIES: tuple[CatalogEntry, ...] = (
 
         @schedule
         def store_task(ring, dst):
-            with domain_loop(8192):
+            with domain_loop(8192) as k:
                 ring.wait()
                 ring.read()
                 dst.store()
-                ring.release()
+                with k.every(1, start=1):
+                    ring.release()  # the previous stage
+                with k.last_iter():
+                    ring.release()
         """,
         """
         @schedule
