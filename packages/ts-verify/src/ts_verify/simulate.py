@@ -99,9 +99,11 @@ class _Run:
         self.programs = programs
         self.tasks = {t.name: t for t in plan.tasks}
         self.rings: dict[str, _Ring] = {}
+        # Only the rings the programs use: a part's run costs what its own operations cost.
+        used = {op.step.resource for ops in programs.values() for op in ops}
         for r in plan.resources:
             p = r.pipeline
-            if p is not None:
+            if p is not None and r.name in used:
                 self.rings[r.name] = _Ring(
                     p,
                     [Barrier(p.producer_group.size) for _ in range(p.stages)],
@@ -276,6 +278,8 @@ class _Run:
         for name, ring in self.rings.items():
             fills = sum(b.completed for b in ring.full)
             for t in self.plan.tasks:
+                if t.name not in self.programs:
+                    continue  # not in this part: it waits 0 times here
                 waits = self._next(t.name, name, ScheduleStage.ConsumerWait)
                 if waits and waits != fills:
                     return Outcome(
