@@ -24,9 +24,7 @@ NEGATIVE = sorted(p.stem for p in PROGRAMS.glob("n[0-9][0-9]_*.py"))
 ARCH = "sm_90a"
 
 # Programs the reference accepts that TS still refuses: the gap, stated precisely.
-GAPS: dict[str, str] = {
-    "p14_async_interleave_lanes": "TS gap: PipelineConfig(interleave_stride=2) refused (TS-R001)",
-}
+GAPS: dict[str, str] = {}
 
 
 def _load(stem: str) -> ModuleType:

@@ -90,7 +90,7 @@ def test_spec_round_trip_with_cutlass_groups() -> None:
         ("umma_consumer_producer_op", "TCGen05Mma"),
         ("num_bytes_per_warp_per_cta", 128),
         ("mcast_mode_mn", (2, 1)),
-        ("interleave_stride", 2),
+        ("interleave_stride", (2, 2, 1, 1)),
         ("producer_op", "AsyncLoad"),
     ],
 )

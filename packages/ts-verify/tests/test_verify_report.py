@@ -249,5 +249,6 @@ def test_public_api() -> None:
         "Trace",
         "TraceEvent",
         "VerificationError",
+        "split_lanes",
         "verify",
     }

@@ -113,8 +113,10 @@ class Dst(MemoryResource):
 def ring_kernel(src: cute.Tensor, dst: cute.Tensor) -> None:
     cfg = PipelineConfig.create_async_async_pipeline_cfg(
         num_stages=STAGES,
-        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, WG),
-        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, WG),
+        # Each stage is signalled by one lane's task: one warp (the reference's own count for
+        # interleaved rings: one warp x 32 threads per stage).
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32),
         cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)),
         interleave_stride=2,
     )

@@ -318,16 +318,20 @@ def producer_tail(pipe: Any, state: Any) -> None:
     pipe.producer_tail(state)
 
 
-def make_state(producer: bool, stages: int) -> Any:
-    """A fresh ``PipelineState`` (producers start on phase 1: the ring begins empty)."""
+def make_state(producer: bool, stages: int, start: int = 0) -> Any:
+    """A fresh ``PipelineState`` at stage ``start`` (producers start on phase 1: empty ring)."""
+    if start:
+        return cpipe.PipelineState(
+            stages, cutlass.Int32(0), cutlass.Int32(start), cutlass.Int32(1 if producer else 0)
+        )
     user = cpipe.PipelineUserType.Producer if producer else cpipe.PipelineUserType.Consumer
     return cpipe.make_pipeline_state(user, stages)
 
 
-def state_advance(state: Any) -> Any:
-    """The state one stage further (a new object; the argument is left unchanged)."""
+def state_advance(state: Any, by: int = 1) -> Any:
+    """The state ``by`` stages further (a new object; the argument is left unchanged)."""
     new = state.clone()
-    new.advance()
+    new.advance(by)
     return new
 
 

@@ -54,6 +54,7 @@ from ts_ir import (
     TaskSpec,
     WorkTileLoop,
     docs_url,
+    interleave_lane,
     iter_nodes,
     register,
 )
@@ -222,13 +223,34 @@ class TaskLowering:
             if spec is None:
                 continue
             key = (step.resource, step.stage.role)
+            lane = self._lane(step.resource)
             if key not in states:
-                states[key] = dsl.make_state(step.stage.role is Role.PRODUCER, spec.stages)
+                states[key] = dsl.make_state(
+                    step.stage.role is Role.PRODUCER, spec.stages, start=lane
+                )
             if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
-                states[_release_key(step.resource)] = dsl.make_state(False, spec.stages)
+                states[_release_key(step.resource)] = dsl.make_state(False, spec.stages, lane)
             if step.resource in self._lagged_producers and step.stage.role is Role.PRODUCER:
-                states[_commit_key(step.resource)] = dsl.make_state(True, spec.stages)
+                states[_commit_key(step.resource)] = dsl.make_state(True, spec.stages, lane)
         return states
+
+    def _lane(self, resource: str) -> int:
+        """This task's first stage of an interleaved ring (its lane), 0 otherwise."""
+        spec = self.specs[resource].pipeline
+        if spec is None or spec.interleave == 1:
+            return 0
+        lane = interleave_lane(self.task, resource, spec.interleave)
+        if lane is None:
+            raise LoweringError(
+                f"task `{self.task.name}` runs the interleaved ring `{resource}` outside a "
+                f"domain_loop(lane, end, {spec.interleave}) with a constant lane"
+            )
+        return lane
+
+    def _advance(self, resource: str, state: Any) -> Any:
+        """The state one step further: ``interleave`` stages on an interleaved ring."""
+        spec = self.specs[resource].pipeline
+        return dsl.state_advance(state, 1 if spec is None else spec.interleave)
 
     # -- tree walk -------------------------------------------------------------------------
 
@@ -273,14 +295,14 @@ class TaskLowering:
                 # As for lagged consumers: the work after this acquire fills the acquired
                 # stage, the next acquire takes the following one, commits follow behind.
                 env.current[key] = env.states[key]
-                env.states[key] = dsl.state_advance(env.states[key])
+                env.states[key] = self._advance(step.resource, env.states[key])
         elif st is ScheduleStage.ProducerCommit:
             side = key
             if step.resource in self._lagged_producers:
                 key = _commit_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.producer_commit(pipe, state))
-            env.states[key] = dsl.state_advance(env.states[key])
+            env.states[key] = self._advance(step.resource, env.states[key])
         elif st is ScheduleStage.ConsumerTryWait:
             env.tokens[key] = dsl.consumer_try_wait(self._pipe(step), env.states[key])
         elif st is ScheduleStage.ConsumerWait:
@@ -290,14 +312,14 @@ class TaskLowering:
                 # Waits and releases run on separate states: the work after this wait sees
                 # the waited stage, the next wait the following one.
                 env.current[key] = env.states[key]
-                env.states[key] = dsl.state_advance(env.states[key])
+                env.states[key] = self._advance(step.resource, env.states[key])
         elif st is ScheduleStage.ConsumerRelease:
             side = key
             if step.resource in self._lagged:
                 key = _release_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.consumer_release(pipe, state))
-            env.states[key] = dsl.state_advance(env.states[key])
+            env.states[key] = self._advance(step.resource, env.states[key])
         else:
             self._work(step, env)
 

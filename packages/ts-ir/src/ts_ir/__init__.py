@@ -52,6 +52,7 @@ from ts_ir.plan import (
     SmemAllocationSpec,
     TaskSpec,
     WorkMethodSpec,
+    interleave_lane,
 )
 from ts_ir.render import render_mermaid, render_plan_table, render_schedule
 from ts_ir.schedule import (
@@ -148,6 +149,7 @@ __all__ = [
     "entry_from_text",
     "from_json",
     "guard_fires",
+    "interleave_lane",
     "is_iteration_predicate",
     "is_loop_guard",
     "is_skippable_guard",

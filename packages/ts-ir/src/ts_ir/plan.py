@@ -12,7 +12,15 @@ import dataclasses
 from collections.abc import Iterator
 
 from ts_ir.enums import PipelineType, Role, SignalingThreads, WorkAttr
-from ts_ir.schedule import UNKNOWN_LOCATION, Schedule, SourceLocation
+from ts_ir.schedule import (
+    UNKNOWN_LOCATION,
+    ConstBound,
+    DomainLoop,
+    Schedule,
+    SourceLocation,
+    Step,
+    iter_nodes,
+)
 
 __all__ = [
     "WARPGROUP_WARPS",
@@ -25,6 +33,7 @@ __all__ = [
     "SmemAllocationSpec",
     "TaskSpec",
     "WorkMethodSpec",
+    "interleave_lane",
 ]
 
 WARP_SIZE = 32
@@ -74,6 +83,10 @@ class PipelineSpec:
             and each consumer releases the stage in every CTA that filled it. Every CTA runs
             the same schedule on its copy of the ring, so the per-CTA protocol (what
             ts-verify checks) is the one-CTA protocol.
+        interleave: The interleave stride ``s``: the ring's stages are dealt out to ``s``
+            lanes (lane ``l`` owns stages ``l, l + s, ...``), and each task works on one lane
+            (see :func:`interleave_lane`), its cursor moving ``s`` stages at a time. Each lane
+            is a ring of ``stages / s`` stages of its own.
     """
 
     type: PipelineType
@@ -84,10 +97,16 @@ class PipelineSpec:
     producer_signaling: SignalingThreads = SignalingThreads.All
     consumer_signaling: SignalingThreads = SignalingThreads.All
     cluster_mn: tuple[int, int] = (1, 1)
+    interleave: int = 1
 
     def __post_init__(self) -> None:
         if self.stages < 1:
             raise ValueError(f"a pipeline needs at least one stage, got {self.stages}")
+        if self.interleave < 1 or self.stages % self.interleave:
+            raise ValueError(
+                f"the interleave stride {self.interleave} must be >= 1 and divide the "
+                f"{self.stages} stages"
+            )
         if len(self.cluster_mn) != 2 or min(self.cluster_mn) < 1:
             raise ValueError(f"cluster_mn must be two positive ints, got {self.cluster_mn}")
         if self.bytes_per_stage < 0:
@@ -298,3 +317,31 @@ class KernelPlan:
         """Every SMEM allocation of every resource."""
         for r in self.resources:
             yield from r.smem
+
+
+def interleave_lane(task: TaskSpec, resource: str, stride: int) -> int | None:
+    """The lane of an interleaved ring ``resource`` that ``task`` works on, or None.
+
+    A task works on lane ``start % stride`` when every pipeline operation it runs on the ring
+    lies in a ``domain_loop(start, end, stride)`` with a constant start and step ``stride``
+    (so its iterations are the lane's: ``start, start + stride, ...``). Otherwise it has no
+    lane. Work calls do not count: they touch the stage the cursor is on.
+    """
+    lanes: set[int] = set()
+    for node, parents in iter_nodes(task.schedule.body):
+        if not isinstance(node, Step) or node.resource != resource:
+            continue
+        if not node.stage.is_pipeline_op:
+            continue
+        loops = [p for p in parents if isinstance(p, DomainLoop)]
+        if not loops:
+            return None
+        loop = loops[-1]
+        if not (
+            isinstance(loop.start, ConstBound)
+            and isinstance(loop.step, ConstBound)
+            and loop.step.value == stride
+        ):
+            return None
+        lanes.add(loop.start.value % stride)
+    return lanes.pop() if len(lanes) == 1 else None

@@ -220,6 +220,7 @@ def _pipeline_to_dict(p: PipelineSpec) -> dict[str, Any]:
         "producer_signaling": int(p.producer_signaling),
         "consumer_signaling": int(p.consumer_signaling),
         "cluster_mn": list(p.cluster_mn),
+        "interleave": p.interleave,
     }
 
 
@@ -559,6 +560,7 @@ def _pipeline_from_dict(value: object, path: str) -> PipelineSpec:
         producer_signaling=_signaling(d.get("producer_signaling", 1), f"{path}.producer_signaling"),
         consumer_signaling=_signaling(d.get("consumer_signaling", 1), f"{path}.consumer_signaling"),
         cluster_mn=_cluster(d.get("cluster_mn", [1, 1]), f"{path}.cluster_mn"),
+        interleave=_field(d, "interleave", int, path) if "interleave" in d else 1,
     )
 
 

@@ -108,7 +108,11 @@ class PipelineConfig:
             ``commit`` (several acquired stages held before committing the oldest).
         num_bytes_per_warp_per_cta: Per-warp transaction bytes (not supported yet: None).
         mcast_mode_mn: Multicast mode (not supported yet: ``(1, 1)``).
-        interleave_stride: Per-role op interleaving (not supported yet: 1).
+        interleave_stride: Interleaved lanes: with stride ``s`` the ring's stages are dealt
+            out to ``s`` lanes (lane ``l`` owns stages ``l, l + s, ...``); each task runs its
+            iterations of ``domain_loop(l, end, s)`` on lane ``l``, its cursor moving ``s``
+            stages at a time. One stride for every role (a 4-tuple of different strides is
+            not lowered).
         async_producer_op: Producer op of async producers (``AsyncThread``).
     """
 
@@ -197,8 +201,15 @@ class PipelineConfig:
             )
         if tuple(self.mcast_mode_mn) != (1, 1):
             unsupported.append(("mcast_mode_mn", self.mcast_mode_mn, (1, 1)))
-        if self.interleave_strides != (1, 1, 1, 1):
-            unsupported.append(("interleave_stride", self.interleave_stride, 1))
+        strides = set(self.interleave_strides)
+        if len(strides) > 1:
+            unsupported.append(("interleave_stride", self.interleave_stride, "one stride"))
+        elif self.num_stages % self.max_interleave_stride:
+            raise RuntimeConfigError(
+                f"PipelineConfig.interleave_stride={self.interleave_stride!r} must divide "
+                f"num_stages={self.num_stages}: each lane owns every stride-th stage",
+                fix="use a stride that divides the number of stages",
+            )
         if unsupported:
             name, value, default = unsupported[0]
             raise UnsupportedFeatureError(
@@ -298,6 +309,7 @@ class PipelineConfig:
             producer_signaling=self.producer_signaling_threads,
             consumer_signaling=self.consumer_signaling_threads,
             cluster_mn=self.cluster_mn,
+            interleave=self.max_interleave_stride,
         )
 
     # -- factories ---------------------------------------------------------------------------

@@ -46,7 +46,7 @@ from ts_runtime.pipeline_config import blackwell_alternative
 from ts_runtime.target import current_target, is_blackwell_or_later
 from ts_runtime.task import Task
 from ts_trace import MemoryResource, build_plan, resource_name
-from ts_verify import Report, VerificationError, verify
+from ts_verify import Report, VerificationError, split_lanes, verify
 from ts_verify.kernel_checks import arrivals_per_signal
 
 __all__ = ["TaskManager"]
@@ -270,7 +270,11 @@ class TaskManager:
             )
 
     def _check_group_sizes(self) -> None:
-        for spec in self._plan.resources:
+        # Interleaved rings are counted per lane (each lane's tasks arrive on its stages).
+        plan, lane_errors = split_lanes(self._plan)
+        if lane_errors:
+            return  # the verifier reports them
+        for spec in plan.resources:
             p = spec.pipeline
             if p is None:
                 continue
@@ -278,7 +282,7 @@ class TaskManager:
                 (Role.PRODUCER, p.producer_group),
                 (Role.CONSUMER, p.consumer_group),
             ):
-                users = [t for t in self._plan.tasks if _uses_side(t, spec.name, role)]
+                users = [t for t in plan.tasks if _uses_side(t, spec.name, role)]
                 if not users:
                     continue  # the verifier reports a side nobody runs
                 counts = [(t, arrivals_per_signal(t, p, role)) for t in users]

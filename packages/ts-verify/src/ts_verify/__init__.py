@@ -17,6 +17,7 @@ from ts_verify.diagnostics import (
     TraceEvent,
     VerificationError,
 )
+from ts_verify.lanes import split_lanes
 from ts_verify.verify import verify
 
 __all__ = [
@@ -28,5 +29,6 @@ __all__ = [
     "Trace",
     "TraceEvent",
     "VerificationError",
+    "split_lanes",
     "verify",
 ]
