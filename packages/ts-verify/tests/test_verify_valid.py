@@ -556,3 +556,69 @@ def test_persistent_relay_with_a_dynamic_domain(src: Src, dst: Dst, queue: Queue
             task("tail", _tail(queue, b, dst, Tasks.get_domain), [queue, b], [dst], warp=8),
         )
     )
+
+
+def _lag2_consumer(r: Ring, d: Dst) -> Any:
+    @schedule
+    def consumer(ring_: Any, out: Any) -> None:
+        with domain_loop(8) as k:
+            ring_.wait()
+            out.write(item=ring_.read())
+            with k.every(1, start=2):
+                ring_.release()  # the stage of two iterations ago
+        ring_.release()
+        ring_.release()
+
+    return consumer(r, d)
+
+
+def test_release_lagging_two_stages_on_three(src: Src, dst: Dst) -> None:
+    """every(1, start=2) in a constant loop, the last two released after it: checked exactly."""
+    buf = ring("buf", 3)
+    clean(
+        plan_of(
+            task("p", produce(src, buf, 8), [src], [buf]),
+            task("c", _lag2_consumer(buf, dst), [buf], [dst], warp=4),
+        )
+    )
+
+
+def test_release_lagging_two_stages_on_two_deadlocks(src: Src, dst: Dst) -> None:
+    buf = ring("buf", 2)
+    report = verify(
+        plan_of(
+            task("p", produce(src, buf, 8), [src], [buf]),
+            task("c", _lag2_consumer(buf, dst), [buf], [dst], warp=4),
+        )
+    )
+    assert report.codes() == ["TS-V302"], report.as_text()
+
+
+def test_skippable_inside_the_domain_loop(src: Src, dst: Dst, queue: Queue) -> None:
+    """skippable() inside the K loop (not around it) in one task, around it in the other."""
+    buf = ring("buf", 2)
+
+    @schedule
+    def loader(q: Any, s: Any, r: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with domain_loop(Tasks.get_domain), tiles.skippable():
+                r.acquire()
+                r.store(item=s.load())
+                r.commit()
+
+    @schedule
+    def writer(q: Any, r: Any, d: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with tiles.skippable(), domain_loop(Tasks.get_domain):
+                r.wait()
+                d.write(item=r.read())
+                r.release()
+
+    clean(
+        plan_of(
+            task("l", loader(queue, src, buf), [queue, src], [buf]),
+            task("w", writer(queue, buf, dst), [queue, buf], [dst], warp=4),
+        )
+    )

@@ -27,6 +27,7 @@ from ts_ir import (
     DomainLoop,
     Every,
     FirstIteration,
+    IterationPredicate,
     KernelPlan,
     LastIteration,
     Node,
@@ -252,6 +253,10 @@ class _Checker:
 
     def block(self, node: ConditionalBlock, state: State, position: str) -> State:
         guard = node.guard
+        if position.startswith("exact ") and isinstance(guard, IterationPredicate):
+            # Iteration ``i`` of ``n`` of a constant loop run exactly (see ``loop``).
+            _, i, n = position.split()
+            return self.body(node.body, state, "inner") if guard.fires(int(i), int(n)) else state
         if isinstance(guard, (FirstIteration, LastIteration)) or _after_first(guard):
             if isinstance(guard, FirstIteration):
                 wanted: tuple[str, ...] = ("only", "first")
@@ -265,6 +270,15 @@ class _Checker:
         return state
 
     def loop(self, node: DomainLoop, entry: State) -> State:
+        trips = node.static_trip_count()
+        if trips is not None and trips <= EXACT_LOOP_MAX and _lagged(node):
+            # A constant loop with a lag deeper than one iteration (``every(1, start=2)``
+            # releasing the stage of two iterations ago): run it iteration by iteration; the
+            # stages it leaves open must be closed after it (checked where they are).
+            state = entry
+            for i in range(trips):
+                state = self.body(node.body, state, f"exact {i} {trips}")
+            return state
         has_edges = any(
             isinstance(n, ConditionalBlock)
             and (isinstance(n.guard, (FirstIteration, LastIteration)) or _after_first(n.guard))
@@ -318,6 +332,37 @@ class _Checker:
                     first,
                     f"{what} {close}s more stages of `{resource}` than it opens",
                 )
+
+
+EXACT_LOOP_MAX = 4096
+"""Constant loops with deeper lags up to this many iterations are checked iteration by iteration."""
+
+
+def _net(nodes: Iterable[Node]) -> dict[Key, int]:
+    """Stages opened minus stages closed, per (resource, side), ignoring structure."""
+    out: dict[Key, int] = {}
+    for node in nodes:
+        if isinstance(node, Step):
+            if node.stage.is_pipeline_op and not node.stage.is_try:
+                opens = node.stage in (ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait)
+                key = (node.resource, node.stage.role)
+                out[key] = out.get(key, 0) + (1 if opens else -1)
+        else:
+            for key, n in _net(node.body).items():
+                out[key] = out.get(key, 0) + n
+    return out
+
+
+def _lagged(loop: DomainLoop) -> bool:
+    """A direct ``every(1, start=L)`` block, ``L >= 2``, that opens or closes on net."""
+    return any(
+        isinstance(n, ConditionalBlock)
+        and isinstance(n.guard, Every)
+        and n.guard.period == 1
+        and n.guard.start >= 2
+        and any(_net(n.body).values())
+        for n in loop.body
+    )
 
 
 def _after_first(guard: object) -> bool:
