@@ -173,3 +173,23 @@ def strided_marks_kernel(dst: cute.Tensor, start: cutlass.Int32, end: cutlass.In
 @cute.jit
 def strided_marks(dst: cute.Tensor, start: cutlass.Int32, end: cutlass.Int32) -> None:
     strided_marks_kernel(dst, start, end).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+@cute.kernel
+def cta_gated_kernel(dst: cute.Tensor) -> None:
+    marks = Marks(name="marks", dst=dst)
+
+    @ts_schedule
+    def sched(m: Any) -> None:
+        with domain_loop(4):
+            m.mark(what=3)
+
+    task = Task([], [marks], 0, 4, schedule=sched(marks), name="marks", run_only_on_cta_id=0)
+    tm = TaskManager([task], {marks: []})
+    tm.setup_resources_and_tasks()
+    tm.run()
+
+
+@cute.jit
+def cta_gated(dst: cute.Tensor) -> None:
+    cta_gated_kernel(dst).launch(grid=(2, 1, 1), block=(128, 1, 1), cluster=(2, 1, 1))

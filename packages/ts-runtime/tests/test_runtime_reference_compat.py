@@ -120,3 +120,10 @@ def test_errors_are_value_errors() -> None:
         ScheduleError,
     ):
         assert issubclass(err, ValueError), err
+
+
+def test_run_only_on_cta_id_compiles_to_a_cluster_rank_test(kernels: Any) -> None:
+    from ts_codegen.dsl import compile_ptx
+
+    _, ptx = compile_ptx(kernels.cta_gated, _fake(4096))
+    assert "%cluster_ctarank" in ptx  # the task runs on one CTA rank of its cluster

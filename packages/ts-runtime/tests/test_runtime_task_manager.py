@@ -238,10 +238,30 @@ def test_unsupported_manager_options() -> None:
     tasks = [Task([], [smem], 0, 1, schedule=load_schedule(smem), name="load")]
     with pytest.raises(UnsupportedFeatureError, match="tmem_allocator"):
         TaskManager(tasks, {dst: [smem]}, tmem_allocator=object())
-    cta = [Task([], [smem], 0, 1, schedule=load_schedule(smem), run_only_on_cta_id=0)]
+
+
+def test_run_only_on_cta_id_needs_the_ring_partners_on_the_same_cta() -> None:
+    smem = _smem()
+    dst = GlobalOut(name="dst")
+
+    def tasks(store_cta: int | None) -> list[Task]:
+        return [
+            Task([], [smem], 0, 1, schedule=load_schedule(smem), run_only_on_cta_id=0),
+            Task(
+                [smem],
+                [dst],
+                4,
+                8,
+                schedule=store_schedule(smem, dst),
+                name="store",
+                run_only_on_cta_id=store_cta,
+            ),
+        ]
+
     with pytest.raises(UnsupportedFeatureError, match="run_only_on_cta_id") as info:
-        TaskManager(cta, {dst: [smem]})
-    assert info.value.task == "load_schedule"
+        TaskManager(tasks(None), {dst: [smem]})
+    assert info.value.task == "load_schedule" and info.value.resource == "smem"
+    assert TaskManager(tasks(0), {dst: [smem]}).report.ok
 
 
 def test_empty_graph_and_no_tasks() -> None:

@@ -206,6 +206,11 @@ def in_range(value: Any, start: int, stop: int) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
+def cta_rank_in_cluster() -> Any:
+    """This CTA's rank in its cluster (0 without clusters), warp-uniform."""
+    return cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+
+
 def warp_index() -> Any:
     """The warp index within the CTA, made warp-uniform."""
     return cute.arch.make_warp_uniform(cute.arch.warp_idx())

@@ -131,6 +131,7 @@ def emit_tasks(
     context: Any = None,
     debug: bool | Iterable[str] = False,
     task_caches: Mapping[str, Callable[[], Any]] | None = None,
+    cta_gates: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """Lower every task of ``plan`` at the current point of the kernel being traced.
 
@@ -146,6 +147,8 @@ def emit_tasks(
             (True) or for the tasks named.
         task_caches: Per task name, what ``stage_info.task_cache`` is (called for every
             work call of that task).
+        cta_gates: Per task name, the one CTA rank in its cluster the task runs on
+            (``run_only_on_cta_id``); other tasks run on every CTA.
 
     Returns:
         The created pipelines by resource name.
@@ -198,8 +201,15 @@ def emit_tasks(
             )
             return carried
 
-        if task.warp_start == 0 and task.warp_end >= block_warps:
+        gate = (cta_gates or {}).get(task.name)
+        cond = None
+        if not (task.warp_start == 0 and task.warp_end >= block_warps):
+            cond = dsl.in_range(warp, task.warp_start, task.warp_end)
+        if gate is not None:
+            on_cta = dsl.cta_rank_in_cluster() == gate
+            cond = on_cta if cond is None else cond & on_cta
+        if cond is None:
             run([])
         else:
-            dsl.if_then(dsl.in_range(warp, task.warp_start, task.warp_end), [], run)
+            dsl.if_then(cond, [], run)
     return pipelines

@@ -83,8 +83,9 @@ class Task:
         name: Task name ("" means the schedule's name).
         debug_print: Print the task's schedule when it is lowered, and lower its blocking
             waits as bounded waits that trap with a message (see ``TaskManager``).
-        run_only_on_cta_id: Restrict the task to one CTA rank of the cluster (not lowered
-            yet: the ``TaskManager`` rejects a value other than None).
+        run_only_on_cta_id: Run the task only on this CTA rank of its cluster (rank 0 without
+            clusters). Every task that shares a pipelined resource with it must be restricted
+            to the same rank (the ``TaskManager`` checks it).
 
     Raises:
         TaskDeclarationError: A warp range, register count or schedule that cannot work.

@@ -69,6 +69,36 @@ def _uses_side(task: TaskSpec, resource: str, role: Role) -> bool:
     return any(s.resource == resource and s.stage in _SIDE_OPS[role] for s in task.schedule.steps())
 
 
+def _check_cta_gates(tasks: Sequence[Task]) -> None:
+    """Tasks that share a pipelined resource run on the same CTA ranks.
+
+    A task restricted to one CTA rank may share rings only with tasks restricted the same way.
+    The plan is verified per CTA. Where every task on a ring runs on the same CTA rank, that
+    CTA runs the verified protocol and the others do not touch the ring; a ring between a
+    restricted and an unrestricted task would see only one side in the other CTAs (a hang),
+    unless the signals are routed to the leader CTA, which is not lowered.
+    """
+    for t in tasks:
+        if t.run_only_on_cta_id is None:
+            continue
+        rings = {id(r): r for r in t.resources if getattr(r, "pipeline_config", None)}
+        for u in tasks:
+            if u is t or u.run_only_on_cta_id == t.run_only_on_cta_id:
+                continue
+            shared = [r for r in u.resources if id(r) in rings]
+            if shared:
+                name = resource_name(shared[0])
+                raise UnsupportedFeatureError(
+                    f"task `{t.name}` runs only on CTA {t.run_only_on_cta_id} of its cluster, "
+                    f"but task `{u.name}` (run_only_on_cta_id={u.run_only_on_cta_id}) shares "
+                    f"the pipelined resource `{name}` with it: in the other CTAs one side of "
+                    "the ring would wait forever",
+                    task=t.name,
+                    resource=name,
+                    fix=f"give `{u.name}` run_only_on_cta_id={t.run_only_on_cta_id} too",
+                )
+
+
 def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
     """Read a TMA ring's consumer group counted per warp as the thread count it stands for.
 
@@ -176,18 +206,12 @@ class TaskManager:
         for t in tasks:
             if not isinstance(t, Task):
                 raise RuntimeConfigError(f"TaskManager: {t!r} is not a Task")
-            if t.run_only_on_cta_id is not None:
-                raise UnsupportedFeatureError(
-                    f"task `{t.name}`: run_only_on_cta_id={t.run_only_on_cta_id} is not lowered "
-                    "by this TS version",
-                    task=t.name,
-                    fix="leave run_only_on_cta_id=None (clusters are not lowered yet)",
-                )
         if not resource_dependency_graph:
             raise RuntimeConfigError(
                 "TaskManager: the resource dependency graph is empty",
                 fix="pass {downstream: [upstreams...]} listing every resource of the tasks",
             )
+        _check_cta_gates(tasks)
         self.tasks: list[Task] = tasks
         self.resource_dependency_graph = dict(resource_dependency_graph)
         self.skip_validation = skip_validation
@@ -446,4 +470,7 @@ class TaskManager:
             context=self._context,
             debug=debug,
             task_caches={t.name: t.make_task_cache for t in self.tasks},
+            cta_gates={
+                t.name: t.run_only_on_cta_id for t in self.tasks if t.run_only_on_cta_id is not None
+            },
         )
