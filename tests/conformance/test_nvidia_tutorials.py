@@ -24,8 +24,15 @@ import pytest
 pytest.importorskip("cutlass")
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFORMANCE = Path(
-    os.environ.get("TS_CONFORMANCE_DIR", str(ROOT.parent / "shared" / "conformance"))
+# $TS_CONFORMANCE_DIR, else the shared folder beside this checkout, else the workplace's copy.
+_CANDIDATES = [
+    os.environ.get("TS_CONFORMANCE_DIR", ""),
+    str(ROOT.parent / "shared" / "conformance"),
+    "/work/shared/conformance",
+]
+CONFORMANCE = next(
+    (Path(c) for c in _CANDIDATES if c and (Path(c) / "run_tutorials.py").is_file()),
+    Path(_CANDIDATES[1]),
 )
 HARNESS = CONFORMANCE / "run_tutorials.py"
 BASELINE = CONFORMANCE / "nvidia-ts-4.8.1-baseline.json"
