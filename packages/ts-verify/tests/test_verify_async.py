@@ -192,3 +192,43 @@ def test_tma_store_must_finish_reading_before_commit() -> None:
     assert bad.diagnostics[0].location is not None
     assert bad.diagnostics[0].location.line == line_of("V113-store")
     assert verify(plan(epilogue_ok)).ok
+
+
+def test_rewrite_of_a_buffer_without_pipeline_while_its_tma_store_reads() -> None:
+    """An epilogue buffer with no pipeline: the next iteration's write races the TMA store."""
+    staging = Staging(name="staging")
+    src, ab = Src(name="src"), Operands(name="ab", pipeline_config=tma_pipe(4))
+
+    @schedule
+    def epilogue(a: Any, c: Any) -> None:
+        with domain_loop(8):
+            a.wait()
+            a.mma()
+            a.wait_all()
+            a.release()
+            c.write()  # V113-rewrite
+            c.tma_store()
+
+    @schedule
+    def epilogue_ok(a: Any, c: Any) -> None:
+        with domain_loop(8):
+            a.wait()
+            a.mma()
+            a.wait_all()
+            a.release()
+            c.write()
+            c.tma_store()
+            c.store_wait()
+
+    def plan(consumer: Any) -> KernelPlan:
+        return plan_of(
+            task("load", produce(src, ab, 8), [src], [ab]),  # type: ignore[arg-type]
+            task("mma", consumer(ab, staging), [ab], [staging], warp=4),
+        )
+
+    bad = verify(plan(epilogue))
+    assert bad.codes() == ["TS-V113"], bad.as_text()
+    d = bad.diagnostics[0]
+    assert d.location is not None and d.location.line == line_of("V113-rewrite")
+    assert d.task == "mma" and d.resource == "staging" and "tma_store" in d.message
+    assert verify(plan(epilogue_ok)).ok, verify(plan(epilogue_ok)).as_text()

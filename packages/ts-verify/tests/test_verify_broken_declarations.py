@@ -500,7 +500,8 @@ def test_register_file_exceeded(src: Src, dst: Dst) -> None:
         task("c", consume(b, dst), [b], [dst], warp=8, regs=232),
     )
     d = check(plan, "TS-V207").diagnostics[0]
-    assert (d.task, d.resource, d.location) == ("", "", None)
+    # The task with the largest budget (the first of equals), at its declaration.
+    assert d.task == "p" and d.location is not None and d.location.line > 0
     assert "89088 registers" in d.message
 
 
@@ -521,6 +522,7 @@ def test_shared_memory_exceeded(src: Src, dst: Dst) -> None:
     d = check(plan, "TS-V209").diagnostics[0]
     assert "the kernel needs 262208 bytes of shared memory, more than the 232448" in d.message
     assert "buf.tiles" in d.message
+    assert d.resource == "buf" and d.location is not None and d.location.line > 0
 
 
 def test_shared_memory_of_a_small_capacity(src: Src, dst: Dst) -> None:
@@ -666,3 +668,5 @@ def test_work_tile_loops_over_different_queues(src: Src, dst: Dst) -> None:
     )
     d = check(plan, "TS-V213").diagnostics[0]
     assert "(q1: p; q2: c)" in d.message
+    assert (d.task, d.resource) == ("c", "q2") and d.location is not None
+    assert d.location.text == "with work_tile_loop(q):" and d.location.function == "consumer"

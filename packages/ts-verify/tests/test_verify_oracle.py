@@ -290,6 +290,23 @@ CUTOFF_GAP = make_plan(
     ],
 )
 
+# Found by the hypothesis run below (2026-12-02): t0 opens three stages per iteration (two
+# waits on C), so t2's first loop outlasts the buffering only from k = 9, past the old cut-off
+# of (3 stages + 3 tasks + 2) = 8. The cut-off now scales the slack by the opens per iteration.
+MULTI_OPEN_GAP = make_plan(
+    "multi_open_gap",
+    {"A": 1, "B": 1, "C": 1},
+    [
+        ("t0", 1, [loop("k", "C.wait C.release A.acquire A.commit C.wait C.release")]),
+        ("t1", 1, [loop("k", "A.wait A.release B.acquire B.commit")]),
+        (
+            "t2",
+            1,
+            [loop("k", "C.acquire C.commit"), loop("k", "B.wait B.release C.acquire C.commit")],
+        ),
+    ],
+)
+
 # Every(3) thins both rings: three-stage rings hold nine iterations, the cut-off set stops at 7.
 _E3 = Every(3)
 EVERY_GAP = make_plan(
@@ -499,7 +516,9 @@ def _brute_force_deadlock(plan: KernelPlan) -> Valuation | None:
     return None
 
 
-@pytest.mark.parametrize("plan", [CUTOFF_GAP, EVERY_GAP], ids=["cycle", "every"])
+@pytest.mark.parametrize(
+    "plan", [CUTOFF_GAP, EVERY_GAP, MULTI_OPEN_GAP], ids=["cycle", "every", "multi_open"]
+)
 def test_cutoff_covers_long_loops(plan: KernelPlan) -> None:
     hang = _brute_force_deadlock(plan)
     assert hang is not None
@@ -508,6 +527,7 @@ def test_cutoff_covers_long_loops(plan: KernelPlan) -> None:
 
 @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 @example(plan=CUTOFF_GAP)
+@example(plan=MULTI_OPEN_GAP)
 @given(
     plan=kernels(
         valid=False,

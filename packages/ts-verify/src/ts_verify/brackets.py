@@ -84,9 +84,17 @@ class _Checker:
         self.resources: dict[str, ResourceSpec] = {r.name: r for r in plan.resources}
         self.found: dict[tuple[str, int, str], Diagnostic] = {}
         self.async_seq = 0
+        # Buffers without a pipeline that an asynchronous read (a TMA store, a WGMMA) may still
+        # be reading: resource -> (sequence number, the reading step).
+        self.unpiped: dict[str, tuple[int, Step]] = {}
+        self.quiet = False  # a second pass over a loop body: only those reads are reported
 
     # -- reporting ------------------------------------------------------------------------
-    def report(self, code: str, step: Step, message: str, fix: str = "") -> None:
+    def report(
+        self, code: str, step: Step, message: str, fix: str = "", *, loud: bool = False
+    ) -> None:
+        if self.quiet and not loud:
+            return
         key = (code, step.id, step.resource)
         if key not in self.found:
             self.found[key] = Diagnostic(
@@ -112,6 +120,9 @@ class _Checker:
         if side.pending_try is not None and not self._completes_try(step, side.pending_try):
             self._unfinished_try(side.pending_try, f"{_step_text(step)} comes first")
             side = dataclasses.replace(side, pending_try=None)
+        if res.pipeline is None and not step.stage.is_pipeline_op:
+            self._unpiped(step, state)
+            return
         if step.stage.is_pipeline_op:
             if res.pipeline is None:
                 self.report(
@@ -151,6 +162,35 @@ class _Checker:
             marks = side.marks()
             side = dataclasses.replace(side, async_reads=(*marks[:-1], self.async_seq))
         state[key] = side
+
+    def _unpiped(self, step: Step, state: State) -> None:
+        """A buffer without a pipeline: an asynchronous read must retire before a rewrite."""
+        if step.attrs & _ASYNC_WAITS:
+            # Its own wait (cp.async.bulk.wait_group.read on the buffer) retires the read.
+            self._async_wait(step, state)
+            mine = self.unpiped.get(step.resource)
+            newest = max((seq for seq, _ in self.unpiped.values()), default=0)
+            if mine is not None and not (
+                step.attrs & WorkAttr.ASYNC_WAIT_PRIOR and mine[0] == newest
+            ):
+                del self.unpiped[step.resource]
+        elif step.attrs & WorkAttr.ASYNC_READ:
+            self.async_seq += 1
+            self.unpiped[step.resource] = (self.async_seq, step)
+        elif step.stage.role is Role.PRODUCER and step.is_work and not step.is_auxiliary:
+            pending = self.unpiped.get(step.resource)
+            if pending is not None:
+                read = pending[1]
+                self.report(
+                    "TS-V113",
+                    step,
+                    f"{step.describe()}() rewrites `{step.resource}` while the asynchronous "
+                    f"read {read.describe()}() (line {read.location.line}) may still be "
+                    "reading it",
+                    fix="run work marked WorkAttr.ASYNC_WAIT_ALL (or ASYNC_WAIT_PRIOR, when a "
+                    f"newer read exists) before {step.describe()}()",
+                    loud=True,
+                )
 
     def _async_wait(self, step: Step, state: State) -> None:
         """Retire asynchronous reads: all of them, or all but the newest."""
@@ -239,10 +279,24 @@ class _Checker:
             elif isinstance(node, WorkTileLoop):
                 after = self.body(node.body, state, "tile")
                 self.balanced(node.body, state, after, "one work tile")
+                self.again(node.body, after, "tile")
             else:
                 state = self.block(node, state, position)
         self.close_tries(nodes, state)
         return state
+
+    def again(self, nodes: tuple[Node, ...], state: State, position: str) -> None:
+        """A second iteration, when a read of a buffer without a pipeline is still pending.
+
+        A rewrite at the top of the next iteration races with it (only that is reported).
+        """
+        if not self.unpiped or self.quiet:
+            return
+        self.quiet = True
+        try:
+            self.body(nodes, state, position)
+        finally:
+            self.quiet = False
 
     def close_tries(self, nodes: Iterable[Node], state: State) -> None:
         steps = {s.id for s in nodes if isinstance(s, Step)}
@@ -287,6 +341,7 @@ class _Checker:
         if not has_edges:
             after = self.body(node.body, entry, "middle")
             self.balanced(node.body, entry, after, "one loop iteration")
+            self.again(node.body, after, "middle")
             return entry
         only = self.body(node.body, entry, "only")
         self.balanced(node.body, entry, only, "a loop that runs once", code="TS-V112")

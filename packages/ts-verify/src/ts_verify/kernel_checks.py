@@ -232,10 +232,15 @@ def _registers(plan: KernelPlan) -> Iterator[Diagnostic]:
         budget = max((r if r is not None else default for r in asked), default=default)
         total += budget * WARP_SIZE * min(WARPGROUP_WARPS, warps - group * WARPGROUP_WARPS)
     if total > REGISTER_FILE:
+        # Point at the task with the largest explicit budget (the one to lower first).
+        biggest = max(plan.tasks, key=lambda t: t.num_registers or 0, default=None)
         yield Diagnostic(
             "TS-V207",
             f"the tasks ask for {total} registers in all, more than the {REGISTER_FILE} of "
             "the register file",
+            task="" if biggest is None else biggest.name,
+            location=None if biggest is None else biggest.location,
+            fix="lower num_registers of the tasks (the largest first) or use fewer warps",
         )
 
 
@@ -259,17 +264,38 @@ def _downstream(plan: KernelPlan, start: str) -> set[str]:
     return seen
 
 
+def _largest_smem(plan: KernelPlan) -> ResourceSpec | None:
+    """The resource with the most SMEM (the one a fix most likely shrinks)."""
+    with_smem = [r for r in plan.resources if r.smem]
+    return max(
+        with_smem,
+        key=lambda r: sum(a.size_bytes for a in r.smem if isinstance(a.size_bytes, int)),
+        default=None,
+    )
+
+
 def _smem(plan: KernelPlan) -> Iterator[Diagnostic]:
     try:
         layout = plan_smem_layout(plan)
     except SmemLayoutError as err:
-        yield Diagnostic("TS-V209", str(err), fix="fix the SMEM declarations")
+        bad = _largest_smem(plan)
+        yield Diagnostic(
+            "TS-V209",
+            str(err),
+            resource="" if bad is None else bad.name,
+            location=None if bad is None else bad.location,
+            fix="fix the SMEM declarations",
+        )
         return
     if not layout.fits:
+        big = _largest_smem(plan)
         yield Diagnostic(
             "TS-V209",
             f"the kernel needs {layout.total} bytes of shared memory, more than the "
             f"{layout.capacity} available\n" + layout.report(),
+            resource="" if big is None else big.name,
+            location=None if big is None else big.location,
+            fix="use fewer stages or smaller tiles (the largest resource is named)",
         )
     owner = _owner(plan)
     persistent = {
@@ -327,16 +353,25 @@ def _dependencies(plan: KernelPlan) -> Iterator[Diagnostic]:
 
 def _work_queues(plan: KernelPlan) -> Iterator[Diagnostic]:
     queues: dict[str, list[str]] = defaultdict(list)
+    loops: dict[str, tuple[str, WorkTileLoop]] = {}
     for t in plan.tasks:
         for n in t.schedule.body:
             if isinstance(n, WorkTileLoop):
                 queues[n.work_queue].append(t.name)
+                loops.setdefault(n.work_queue, (t.name, n))
     if len(queues) > 1:
         detail = "; ".join(f"{q}: {', '.join(ts)}" for q, ts in queues.items())
+        # Point at the first loop over the second queue (the odd one out, in plan order).
+        name, loop = loops[list(queues)[1]]
         yield Diagnostic(
             "TS-V213",
             f"persistent tasks iterate different work queues ({detail}); tasks that share "
             "pipelines must see the same tiles",
+            task=name,
+            resource=loop.work_queue,
+            step=f"work_tile_loop({loop.work_queue})",
+            location=loop.location,
+            fix=f"iterate `{next(iter(queues))}` in every persistent task",
         )
 
 
