@@ -121,10 +121,10 @@ def _run(gen: Gen, val: dict[str, int]) -> bool:
     return True
 
 
-def oracle_ok(gen: Gen) -> bool:
-    """Whether every valuation up to MAX_TRIP (and every flag value) runs to the end."""
+def oracle_ok(gen: Gen, max_trip: int = MAX_TRIP) -> bool:
+    """Whether every valuation up to ``max_trip`` (and every flag value) runs to the end."""
     names = [*SYMBOLS, *FLAGS]
-    ranges = [range(MAX_TRIP + 1)] * len(SYMBOLS) + [range(2)] * len(FLAGS)
+    ranges = [range(max_trip + 1)] * len(SYMBOLS) + [range(2)] * len(FLAGS)
     return all(_run(gen, dict(zip(names, vs, strict=True))) for vs in itertools.product(*ranges))
 
 
