@@ -4,7 +4,8 @@ Usage: ``python bench/verify_soundness.py [PLANS] [FIRST_SEED]``. Prints one JSO
 checked, disagreements (unsound proofs and false alarms, with their seeds), plans the oracle
 found bad, seconds. The oracle tries trip counts up to ``MAX_TRIP`` (5); a plan the verifier
 rejects but that short run passes is re-checked up to ``LONG_TRIP`` (12) and counted as
-confirmed when it fails there (a deadlock needing longer loops than the short run tries). The generator and the oracle are ``packages/ts-verify/tests/ring_oracle.py``.
+confirmed when it fails there (a deadlock needing longer loops than the short run tries).
+The generator and the oracle are ``packages/ts-verify/tests/ring_oracle.py``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/ts-verify
 from ring_oracle import generate, oracle_ok, to_plan
 
 from ts_verify import verify
-
 
 LONG_TRIP = 12
 """How far the oracle re-checks a plan the verifier rejects but the short oracle run passes."""
