@@ -30,7 +30,7 @@ from verify_testkit import (
 
 from ts_ir import DependencyEdge, SignalingThreads
 from ts_trace import domain_loop, schedule, when_false, when_true, work_tile_loop
-from ts_verify import Diagnostic
+from ts_verify import Diagnostic, verify
 
 
 def line_of(marker: str) -> int:
@@ -670,3 +670,31 @@ def test_work_tile_loops_over_different_queues(src: Src, dst: Dst) -> None:
     assert "(q1: p; q2: c)" in d.message
     assert (d.task, d.resource) == ("c", "q2") and d.location is not None
     assert d.location.text == "with work_tile_loop(q):" and d.location.function == "consumer"
+
+
+def test_aliased_smem_live_in_one_iteration(src: Src, dst: Dst) -> None:
+    """Ordered by the graph (a before b), but the relay uses both in every iteration."""
+    a, b = ring("a", smem=8192), ring("b", smem=8192)
+    plan = plan_of(
+        task("p", produce(src, a), [src], [a]),
+        task("r", relay(a, b), [a], [b], warp=4),
+        task("c", consume(b, dst), [b], [dst], warp=8),
+        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
+    )
+    d = check(plan, "TS-V210").diagnostics[0]
+    assert d.task == "r" and d.resource == "a" and d.location is not None
+    assert "uses both in every iteration of one loop" in d.message
+
+
+def test_aliased_smem_on_a_dependency_cycle(src: Src, dst: Dst) -> None:
+    """A cycle in the dependency graph orders neither buffer: it no longer hides the alias."""
+    a, b = ring("a", smem=8192), ring("b", smem=8192)
+    plan = plan_of(
+        task("p", produce(src, a), [src], [a]),
+        task("r", relay(a, b), [a], [b], warp=4),
+        task("c", consume(b, dst), [b], [dst], warp=8),
+        graph={a: [b], b: [a]},
+        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
+    )
+    d = next(d for d in verify(plan).diagnostics if d.code == "TS-V210")
+    assert "has a cycle through them" in d.message

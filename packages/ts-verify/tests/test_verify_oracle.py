@@ -525,7 +525,15 @@ def test_cutoff_covers_long_loops(plan: KernelPlan) -> None:
     assert not verify(plan).ok, f"verify accepts {plan.name}, which hangs at {hang.describe()}"
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
+# Derandomized: the brute force's cost varies a lot between plans (3 s to 90 s for 50 random
+# ones); a fixed set keeps CI time stable. bench/verify_soundness.py is the long random run.
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+    database=None,
+)
 @example(plan=CUTOFF_GAP)
 @example(plan=MULTI_OPEN_GAP)
 @given(

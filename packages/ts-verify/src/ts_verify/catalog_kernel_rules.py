@@ -230,9 +230,10 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         """
         Regions in different phases of an alias group share the same bytes, so their
         resources must never be live at the same time. The verifier accepts an alias when the
-        dependency graph orders the two resources (one is downstream of the other, so it is
-        only written after the other's data has been used) and no persistent task overlaps
-        one tile's use of one with the next tile's use of the other.
+        dependency graph orders the two resources one way (one is downstream of the other, and
+        no cycle runs through both), no task uses both inside one loop (then both are live in
+        every iteration), and no persistent task overlaps one tile's use of one with the next
+        tile's use of the other.
         """,
         """
         ring = Ring(name="ring", smem_bytes=64 * 1024, pipeline_config=PipelineSpec(
@@ -245,12 +246,20 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
             smem_alias_groups=[[["ring.tiles"], ["dst.tiles"]]])
         """,
         """
+        @schedule
+        def drain_then_store(ring, dst):
+            with domain_loop(8):
+                ring.wait()
+                ring.read()
+                ring.release()
+            dst.store()  # after the ring's last use
+
         ring = Ring(name="ring", smem_bytes=64 * 1024, pipeline_config=PipelineSpec(
             PipelineType.AsyncAsync, 2, 0, group, group))
         dst = Sink(name="dst", smem_bytes=32 * 1024)
         plan = build_plan(
             [TaskDeclaration([src], [ring], 0, 4, load_task(src, ring), name="loader"),
-             TaskDeclaration([ring], [dst], 4, 4, store_task(ring, dst), name="storer")],
+             TaskDeclaration([ring], [dst], 4, 4, drain_then_store(ring, dst), name="storer")],
             {ring: [src], dst: [ring]},
             smem_alias_groups=[[["ring.tiles"], ["dst.tiles"]]])
         """,

@@ -12,7 +12,9 @@ from collections.abc import Iterator
 from ts_ir import (
     WARP_SIZE,
     WARPGROUP_WARPS,
+    DomainLoop,
     KernelPlan,
+    Node,
     PipelineSpec,
     ResourceSpec,
     Role,
@@ -307,21 +309,59 @@ def _smem(plan: KernelPlan) -> Iterator[Diagnostic]:
             for b_res in phases[i + 1 :]:
                 for a in sorted(a_res):
                     for b in sorted(b_res):
-                        ordered = b in _downstream(plan, a) or a in _downstream(plan, b)
-                        overlap = (_users(plan, a) | _users(plan, b)) & persistent
-                        if a != b and (not ordered or overlap):
-                            why = (
-                                "persistent tasks overlap one tile's use of one with the next "
-                                "tile's use of the other"
-                                if ordered
-                                else "the dependency graph does not order them"
-                            )
-                            yield Diagnostic(
-                                "TS-V210",
-                                f"SMEM of `{a}` and `{b}` is aliased, but they can be live "
-                                f"together: {why}",
-                                resource=a,
-                            )
+                        if a != b:
+                            yield from _alias_pair(plan, a, b, persistent)
+
+
+def _shared_loop(plan: KernelPlan, a: str, b: str) -> tuple[TaskSpec, Node] | None:
+    """The first loop of a task whose body uses both ``a`` and ``b``.
+
+    In each of its iterations both are live at once, whatever the dependency graph says.
+    """
+    for t in plan.tasks:
+        for node, _ in t.schedule.walk():
+            if isinstance(node, (DomainLoop, WorkTileLoop)):
+                used = {n.resource for n, _ in _walk(node.body) if isinstance(n, Step)}
+                if {a, b} <= used:
+                    return t, node
+    return None
+
+
+def _walk(body: tuple[Node, ...]) -> Iterator[tuple[Node, None]]:
+    for node in body:
+        yield node, None
+        if not isinstance(node, Step):
+            yield from _walk(node.body)
+
+
+def _alias_pair(plan: KernelPlan, a: str, b: str, persistent: set[str]) -> Iterator[Diagnostic]:
+    """TS-V210 when two aliased resources can be live together (by live ranges)."""
+    a_first, b_first = b in _downstream(plan, a), a in _downstream(plan, b)
+    shared = _shared_loop(plan, a, b)
+    overlap = (_users(plan, a) | _users(plan, b)) & persistent
+    task, location = "", None
+    if a_first and b_first:
+        why = "the dependency graph has a cycle through them, so it orders neither"
+    elif not (a_first or b_first):
+        why = "the dependency graph does not order them"
+    elif overlap:
+        why = "persistent tasks overlap one tile's use of one with the next tile's use of the other"
+    elif shared is not None:
+        loop = shared[1]
+        task = shared[0].name
+        location = loop.location if isinstance(loop, (DomainLoop, WorkTileLoop)) else None
+        why = f"task `{task}` uses both in every iteration of one loop"
+    else:
+        return
+    yield Diagnostic(
+        "TS-V210",
+        f"SMEM of `{a}` and `{b}` is aliased, but they can be live together: {why}",
+        task=task,
+        resource=a,
+        location=location,
+        fix="alias only buffers whose uses never overlap (one finished before the other "
+        "starts, in every task), or give them separate SMEM",
+    )
 
 
 def _dependencies(plan: KernelPlan) -> Iterator[Diagnostic]:

@@ -221,14 +221,20 @@ def _collect(body: tuple[Node, ...], sym: _Symbols, loop: DomainLoop | None, sco
 
 
 def _opening_steps(body: tuple[Node, ...]) -> int:
-    """Acquires and waits in one pass over ``body`` (inner loops counted once)."""
-    n = 0
-    for node in body:
-        if isinstance(node, Step):
-            n += node.stage.value in _OPENS.values()
-        else:
-            n += _opening_steps(node.body)
-    return n
+    """The most acquires (or waits) on one ring in one pass over ``body`` (inner loops once)."""
+    counts: dict[tuple[str, str], int] = {}
+
+    def walk(nodes: tuple[Node, ...]) -> None:
+        for node in nodes:
+            if isinstance(node, Step):
+                if node.stage.value in _OPENS.values():
+                    key = (node.resource, node.stage.value)
+                    counts[key] = counts.get(key, 0) + 1
+            else:
+                walk(node.body)
+
+    walk(body)
+    return max(counts.values(), default=1)
 
 
 def _skip_predicates(body: tuple[Node, ...]) -> set[str]:
@@ -266,10 +272,10 @@ def _part(plan: KernelPlan, system: System, slack: int) -> _Part:
             sym.skips |= _skip_predicates(pruned.body)
     loops = sym.kernel_loops | sym.tile_loops
     # The slack counts items (stages, tasks). A task whose iteration opens m stages absorbs m
-    # items per iteration, so another task's loop over the same class may need m times as
-    # many trips to exhaust the buffering: the slack is scaled by the most opens per iteration
-    # (an oracle plan, 2 waits + 1 acquire per iteration on a 3-ring cycle of 1-stage rings,
-    # hung at 9 trips, past the unscaled cut-off of 8; kept in test_verify_oracle.py).
+    # items of a ring per iteration, so another task's loop over the same class may need m
+    # times as many trips to exhaust the buffering: the slack is scaled by the most opens of
+    # one ring per iteration (an oracle plan with 2 waits per iteration on a 3-ring cycle of
+    # 1-stage rings hung at 9 trips, past the unscaled cut-off of 8; see test_verify_oracle).
     reach = {k: cutoff(slack * sym.opens.get(k, 1), *sym.periods.get(k, (1, 0))) for k in loops}
     return _Part(system, slack, schedules, sym, reach)
 
