@@ -7,10 +7,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from verify_testkit import Src, Tasks, async_pipe, plan_of, produce, task, tma_pipe
+from verify_testkit import Queue, Src, Tasks, async_pipe, plan_of, produce, task, tma_pipe
 
 from ts_ir import KernelPlan, WorkAttr
-from ts_trace import MemoryResource, consumer_work, domain_loop, producer_work, schedule
+from ts_trace import (
+    MemoryResource,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+    work_tile_loop,
+)
 from ts_verify import verify
 
 
@@ -232,3 +239,37 @@ def test_rewrite_of_a_buffer_without_pipeline_while_its_tma_store_reads() -> Non
     assert d.location is not None and d.location.line == line_of("V113-rewrite")
     assert d.task == "mma" and d.resource == "staging" and "tma_store" in d.message
     assert verify(plan(epilogue_ok)).ok, verify(plan(epilogue_ok)).as_text()
+
+
+def test_guard_inside_skippable_is_bracket_checked() -> None:
+    """A WGMMA issued in last_iter() inside skippable() and released at once: TS-V113."""
+    src, queue = Src(name="src"), Queue(name="wq")
+    ab = Operands(name="ab", pipeline_config=tma_pipe(4))
+
+    @schedule
+    def load(q: Any, s: Any, r: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with tiles.skippable(), domain_loop(Tasks.get_domain):
+                r.acquire()
+                r.store(item=s.load())
+                r.commit()
+
+    @schedule
+    def mma(q: Any, a: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with tiles.skippable(), domain_loop(Tasks.get_domain) as k:
+                a.wait()
+                with k.last_iter():
+                    a.mma()
+                a.release()  # V113-skippable
+
+    plan = plan_of(
+        task("load", load(queue, src, ab), [queue, src], [ab]),
+        task("mma", mma(queue, ab), [queue, ab], [], warp=4),
+    )
+    report = verify(plan)
+    assert report.codes() == ["TS-V113"], report.as_text()
+    d = report.diagnostics[0]
+    assert d.location is not None and d.location.line == line_of("V113-skippable")
