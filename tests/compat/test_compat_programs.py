@@ -4,7 +4,7 @@ Each ``pNN_*.py`` is a kernel written against the reference's API (only its impo
 ``task_scheduling``); ``compile_fake(arch)`` compiles it with fake tensors. Each ``nNN_*.py`` is
 a wrong program that the reference refuses too: TS must refuse it with a typed error that is a
 ``ValueError``, as the reference's is. bench/compat_reference.py runs the same programs on the
-reference; tools/run_compat_gpu.py runs their ``run_gpu()`` on a GPU.
+reference; bench/compat_gpu.py runs their ``run_gpu()`` on a GPU.
 """
 
 import importlib.util

@@ -1,6 +1,6 @@
 """Run ``run_gpu()`` of every compat program that has one, on a GPU; one JSON line each.
 
-    .venv/bin/python tools/run_compat_gpu.py [--only SUBSTR] [--impl task_scheduling]
+    .venv/bin/python bench/compat_gpu.py [--only SUBSTR] [--impl task_scheduling]
 
 Each program (tests/compat/programs/pNN_*.py) runs in its own subprocess, so a hang or a crash
 in one cannot stop the others. ``run_gpu`` runs the kernel on CUDA tensors, checks the result
