@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -184,3 +185,29 @@ def test_skipping_the_handoff_on_one_side_is_rejected_with_the_line() -> None:
     text = str(info.value)
     assert "tiles" in text and "read" in text
     assert "reader_skipping_the_handoff" in text or "test_runtime_work_queue.py" in text
+
+
+@schedule
+def static_style_reader(wq: ResourceProxy, ring: ResourceProxy) -> None:
+    with work_tile_loop(wq, skip_if=empty_tile) as tiles:
+        wq.wait()
+        wq.get_and_advance_work_tile()  # the static queue's step, on a dynamic queue
+        wq.release()
+        with tiles.skippable(), domain_loop(ChunkTask.chunks):
+            ring.wait()
+            ring.drain()
+            ring.release()
+
+
+def test_static_queue_step_on_a_dynamic_queue_is_refused_at_its_line() -> None:
+    with pytest.raises(RuntimeConfigError, match="get_and_advance_work_tile") as info:
+        _manager(static_style_reader)
+    err = info.value
+    assert (err.task, err.resource) == ("read", "tiles")
+    assert "read_next_tile" in err.fix
+    assert f"test_runtime_work_queue.py:{_line_of('the static queue')}" in str(err)
+
+
+def _line_of(marker: str) -> int:
+    lines = Path(__file__).read_text().splitlines()
+    return next(i for i, text in enumerate(lines, 1) if marker in text and "#" in text)

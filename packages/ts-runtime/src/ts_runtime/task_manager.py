@@ -99,6 +99,36 @@ def _check_cta_gates(tasks: Sequence[Task]) -> None:
                 )
 
 
+def _check_queue_steps(tasks: Sequence[Task], plan: KernelPlan) -> None:
+    """``get_and_advance_work_tile`` is the static queue's step; a dynamic queue hands over.
+
+    A dynamic queue's tiles travel through its pipeline (``fetch_next_tile`` /
+    ``read_next_tile``). The reference-style static step there would read the current tile and
+    skip the hand-over: refused at the user's line rather than lowered into a wrong kernel.
+    """
+    queues = {
+        resource_name(r): r
+        for t in tasks
+        for r in t.resources
+        if getattr(type(r), "is_work_queue", False)
+        and getattr(getattr(r, "tile_scheduler_config", None), "is_dynamic", False)
+    }
+    for spec in plan.tasks:
+        for step in spec.schedule.steps():
+            if step.resource in queues and step.label == "get_and_advance_work_tile":
+                cfg = queues[step.resource].tile_scheduler_config
+                raise RuntimeConfigError(
+                    f"{step.location}: task `{spec.name}` calls "
+                    f"`{step.resource}.get_and_advance_work_tile()`, but the queue's "
+                    f"{cfg.tile_scheduler_type.value} scheduler hands each tile over through "
+                    "its pipeline, which that step does not read",
+                    task=spec.name,
+                    resource=step.resource,
+                    fix="call fetch_next_tile() in the fetching task and read_next_tile() in "
+                    "the others (docs/persistent.rst), or use the static scheduler",
+                )
+
+
 def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
     """Read a TMA ring's consumer group counted per warp as the thread count it stands for.
 
@@ -235,6 +265,7 @@ class TaskManager:
             block_warps=block_warps,
         )
         self._plan = _per_warp_tma_groups(self._plan)
+        _check_queue_steps(tasks, self._plan)
         self._check_target()
         self._validated(self._check_group_sizes)
         self._validated(self._check_smem)

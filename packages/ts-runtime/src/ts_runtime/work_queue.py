@@ -201,7 +201,19 @@ class WorkQueue(MemoryResource):
         The reference's spelling of the per-tile queue step (``wq.wait();
         wq.get_and_advance_work_tile(); wq.release()``). With the static scheduler the queue has
         no pipeline: the brackets around it are bookkeeping and TS records none of them.
+        A dynamic queue hands tiles over through its pipeline instead, with
+        ``fetch_next_tile`` / ``read_next_tile``; returning the current tile there would
+        silently skip that hand-over, so it is refused.
         """
+        if self.tile_scheduler_config.is_dynamic:
+            raise RuntimeConfigError(
+                f"WorkQueue `{self.name}`.get_and_advance_work_tile: the "
+                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands each "
+                "tile over through the queue's pipeline, which this step does not read",
+                resource=self.name,
+                fix="use fetch_next_tile() in the fetching task and read_next_tile() in the "
+                "others (see docs/persistent.rst), or the static scheduler",
+            )
         return stage_info.work_tile
 
     @producer_work
