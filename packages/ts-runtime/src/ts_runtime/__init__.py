@@ -28,6 +28,17 @@ from ts_runtime.errors import (
 )
 from ts_runtime.memory import ResourceContext, SmemAllocation, SmemAllocator
 from ts_runtime.pipeline_config import PipelineConfig
+from ts_runtime.staged import (
+    Compiled,
+    Kernel,
+    KernelContext,
+    Lowered,
+    Planned,
+    Symbol,
+    Tasks,
+    Traced,
+    Verified,
+)
 from ts_runtime.target import current_target
 from ts_runtime.task import Task
 from ts_runtime.task_manager import TaskManager
@@ -35,20 +46,29 @@ from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 
 __all__ = [
     "CompileCache",
+    "Compiled",
     "CompiledKernel",
     "GroupSizeError",
+    "Kernel",
+    "KernelContext",
+    "Lowered",
     "PipelineConfig",
+    "Planned",
     "ResourceContext",
     "RuntimeConfigError",
     "SmemAllocation",
     "SmemAllocator",
     "SmemBudgetError",
+    "Symbol",
     "Task",
     "TaskDeclarationError",
     "TaskManager",
+    "Tasks",
     "TileSchedulerConfig",
+    "Traced",
     "UnsupportedFeatureError",
     "UnsupportedOnTarget",
+    "Verified",
     "WorkQueue",
     "__version__",
     "compile_kernel",

@@ -106,7 +106,7 @@ def _check_queue_steps(tasks: Sequence[Task], plan: KernelPlan) -> None:
     ``read_next_tile``). The reference-style static step there would read the current tile and
     skip the hand-over: refused at the user's line rather than lowered into a wrong kernel.
     """
-    queues = {
+    queues: dict[str, Any] = {
         resource_name(r): r
         for t in tasks
         for r in t.resources

@@ -1,0 +1,32 @@
+"""The staged grid-stride copy and its hand-written twin (imported when the DSL is there)."""
+
+from __future__ import annotations
+
+import cutlass
+import cutlass.cute as cute
+from test_runtime_staged import copy_tasks
+
+from ts_runtime.staged import Kernel
+
+kern = Kernel(copy_tasks, name="grid_stride_copy")
+
+
+@kern.launcher
+@cute.jit
+def launch(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+    kern.launch(src, dst, n, grid=(132, 1, 1))
+
+
+@cute.kernel
+def twin_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    bdim, _, _ = cute.arch.block_dim()
+    gdim, _, _ = cute.arch.grid_dim()
+    for i in cutlass.range(bidx * bdim + tidx, n, gdim * bdim, unroll=4):  # type: ignore[attr-defined]
+        dst[i] = src[i]
+
+
+@cute.jit
+def twin(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+    twin_kernel(src, dst, n).launch(grid=(132, 1, 1), block=(256, 1, 1))

@@ -1,0 +1,164 @@
+"""The staged front door: host stages without the DSL, compiled stages against a hand twin."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType
+from ts_runtime import RuntimeConfigError, Task
+from ts_runtime.staged import Kernel, KernelContext, Symbol, Tasks
+from ts_trace import (
+    MemoryResource,
+    ResourceProxy,
+    TaskLocalVariable,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+)
+from ts_verify import VerificationError
+
+
+@dataclasses.dataclass(kw_only=True)
+class Source(MemoryResource):
+    tensor: Any = None
+    element: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.element = TaskLocalVariable(dtype="Float16", default=0)
+
+    @consumer_work(returns=element)
+    def load(self, stage_info: Any) -> Any:
+        return self.tensor[stage_info.loop_offset]
+
+
+@dataclasses.dataclass(kw_only=True)
+class Destination(MemoryResource):
+    tensor: Any = None
+
+    @producer_work
+    def store(self, stage_info: Any, *, element: Any) -> None:
+        self.tensor[stage_info.loop_offset] = element
+
+
+def copy_tasks(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
+    """A grid-stride copy: thread t copies t, t + grid threads, ... below n."""
+    s, d = Source(name="src", tensor=src), Destination(name="dst", tensor=dst)
+    start = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
+
+    @schedule
+    def copy(src: ResourceProxy, dst: ResourceProxy) -> None:
+        with domain_loop(start, n, k.grid_dim[0] * k.block_dim[0], unroll=4):
+            dst.store(element=src.load())
+
+    return Tasks([Task([s], [d], 0, 8, schedule=copy(s, d), name="copy")], {d: [s]})
+
+
+# -- host stages --------------------------------------------------------------------------------
+
+
+def test_host_stages_need_no_dsl_values() -> None:
+    kern = Kernel(copy_tasks)
+    assert kern.name == "copy_tasks" and kern.parameters == ("src", "dst", "n")
+    traced = kern.trace()
+    assert list(traced.schedules) == ["copy"]
+    assert "src.load" in traced.as_text() and "dst.store" in traced.as_text()
+    planned = kern.plan()
+    assert planned.plan.num_warps == 8 and len(planned.fingerprint) == 16
+    assert "copy" in planned.as_text() and "flowchart" in planned.mermaid()
+    verified = kern.verify()
+    assert verified.ok and "verified" in verified.as_text()
+    # Stages are computed once: the same plan object comes back.
+    assert kern.plan().plan is planned.plan
+
+
+def test_symbols_keep_their_names_and_identity() -> None:
+    n = Symbol("n")
+    assert type(n).__name__ == "n" and repr(n) == "Symbol('n')"
+    expr = n * 2 + 1
+    assert expr.name == "((n * 2) + 1)"
+    assert (3 - n).name == "(3 - n)" and (n // 4 % 2).name == "((n // 4) % 2)"
+    assert n[0].name == "n[0]"
+    # Two computations of one expression are two runtime values (as DSL values are).
+    assert (n - 1) is not (n - 1)
+    with pytest.raises(RuntimeConfigError, match="cannot branch"):
+        bool(n)
+
+
+def test_context_on_the_host_answers_symbols() -> None:
+    k = KernelContext(False)
+    assert [s.name for s in k.block_idx] == ["block_idx.x", "block_idx.y", "block_idx.z"]
+    assert k.value("tiles_n", lambda: 1 // 0).name == "tiles_n"  # not computed on the host
+    a, b = k.smem_tensor("f16", lambda: 1 // 0), k.smem_tensor("f16", None)
+    assert (a.name, b.name) == ("smem0", "smem1")
+    assert k.smem_allocator is None
+    m, n = k.value(("m", "n"), lambda: 1 // 0)
+    assert (m.name, n.name) == ("m", "n")
+    with pytest.raises(RuntimeConfigError, match="not a sequence"):
+        a, b = k.value("tiles", lambda: (1, 2))
+
+
+@dataclasses.dataclass(kw_only=True)
+class Ring(MemoryResource):
+    @producer_work
+    def fill(self, stage_info: Any) -> None:
+        """Write a stage."""
+
+    @consumer_work
+    def drain(self, stage_info: Any) -> None:
+        """Read a stage."""
+
+
+def test_a_broken_declaration_is_reported_by_verify_and_refused_by_lower() -> None:
+    group = CooperativeGroupSpec("thread", 32)
+
+    def tasks(k: KernelContext, n: Any) -> Tasks:
+        ring = Ring(
+            name="ring", pipeline_config=PipelineSpec(PipelineType.AsyncAsync, 2, 0, group, group)
+        )
+
+        @schedule
+        def fill(r: ResourceProxy) -> None:
+            with domain_loop(n):
+                r.acquire()
+                r.fill()
+                r.commit()
+
+        @schedule
+        def drain(r: ResourceProxy) -> None:
+            with domain_loop(n):
+                r.wait()
+                r.drain()  # never released: the producer's third acquire waits forever
+
+        return Tasks(
+            [
+                Task([], [ring], 0, 1, schedule=fill(ring), name="fill"),
+                Task([ring], [], 1, 1, schedule=drain(ring), name="drain"),
+            ],
+            {ring: []},
+        )
+
+    kern = Kernel(tasks)
+    verified = kern.verify()
+    assert not verified.ok
+    assert "drain" in verified.as_text() and "ring" in verified.as_text()
+    kern.launcher(lambda *a: None)
+    with pytest.raises(VerificationError):
+        kern.lower(1)
+
+
+def test_declaration_errors_are_typed() -> None:
+    with pytest.raises(RuntimeConfigError, match="not a function"):
+        Kernel(42)  # type: ignore[arg-type]
+    with pytest.raises(RuntimeConfigError, match="takes no parameters"):
+        Kernel(lambda: Tasks([], {}))
+    with pytest.raises(RuntimeConfigError, match="returned dict, not Tasks"):
+        Kernel(lambda k: {}).plan()  # type: ignore[arg-type, return-value]
+    kern = Kernel(copy_tasks)
+    with pytest.raises(RuntimeConfigError, match="has no launcher"):
+        kern.lower()
+    with pytest.raises(RuntimeConfigError, match=r"2 value\(s\) for the declaration's 3"):
+        kern.launch(1, 2, grid=(1, 1, 1))
