@@ -52,12 +52,11 @@ import ts_codegen
 from ts_codegen.dsl import compile_ptx
 from ts_codegen.ptx import opcode_counts
 from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType, WorkAttr
+from ts_runtime import Kernel, KernelContext, Task, Tasks
 from ts_trace import (
     MemoryResource,
     ResourceProxy,
-    TaskDeclaration,
     TaskLocalVariable,
-    build_plan,
     consumer_work,
     domain_loop,
     producer_work,
@@ -183,6 +182,31 @@ def tma_store_wait() -> None:
     cute.arch.sync_warp()
 
 
+def _tiles(v: Variant, dst: cute.Tensor) -> tuple[int, int]:
+    return cute.size(dst, mode=[0]) // v.tile_m, cute.size(dst, mode=[1]) // v.tile_n
+
+
+def _grid(v: Variant, dst: cute.Tensor) -> Any:
+    """CTAs to launch: ``CTAS`` persistent ones, or one per ``tiles_per_cta`` tiles."""
+    if v.tiles_per_cta == 0:
+        return CTAS
+    tiles_m, tiles_n = _tiles(v, dst)
+    return (tiles_m * tiles_n + v.tiles_per_cta - 1) // v.tiles_per_cta
+
+
+def _tma_atoms(v: Variant, src: cute.Tensor, dst: cute.Tensor) -> tuple[Any, Any, Any, Any]:
+    """TMA load atom over ``src`` and, for the TMA store path, TMA store atom over ``dst``."""
+    load_atom, g_src = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(v), (v.tile_m, v.tile_n)
+    )
+    store_atom, g_dst = load_atom, g_src
+    if v.tma_store:
+        store_atom, g_dst = cpasync.make_tiled_tma_atom(
+            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(v), (v.tile_m, v.tile_n)
+        )
+    return load_atom, g_src, store_atom, g_dst
+
+
 # ---------------------------------------------------------------------------------------------
 # TS kernel
 # ---------------------------------------------------------------------------------------------
@@ -260,42 +284,8 @@ class GlobalOut(MemoryResource):
         store_tile(store_copy(v), tidx - STORE_WARP * 32, view, g)
 
 
-def tile_loop() -> Any:
-    """The CTA's tiles: ``blockIdx.x, blockIdx.x + gridDim.x, ... < num_tiles``."""
-    return domain_loop(runtime("first_tile"), runtime("num_tiles"), runtime("grid_size"))
-
-
-@schedule
-def load_schedule(smem: ResourceProxy) -> None:
-    """Fill one stage per tile."""
-    with tile_loop():
-        smem.acquire()
-        smem.tma_load()
-        smem.commit()
-
-
-@schedule
-def store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
-    """Drain one stage per tile through the registers."""
-    with tile_loop():
-        smem.wait()
-        view = smem.read()
-        dst.store(view=view)
-        smem.release()
-
-
-@schedule
-def tma_store_schedule(smem: ResourceProxy, dst: ResourceProxy) -> None:
-    """Drain one stage per tile with a TMA store; release it once the store has read it."""
-    with tile_loop():
-        smem.wait()
-        smem.tma_store()
-        smem.store_wait()
-        smem.release()
-
-
-def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
-    """The TMA copy as a kernel plan."""
+def ts_kernel(variant: str = DEFAULT_VARIANT) -> Kernel:
+    """The TS kernel of one variant: a load warp filling the ring, a store task draining it."""
     v = VARIANTS[variant]
     pipeline = PipelineSpec(
         PipelineType.TmaAsync,
@@ -304,98 +294,82 @@ def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
         producer_group=CooperativeGroupSpec("thread", 1),
         consumer_group=CooperativeGroupSpec("thread", STORE_THREADS),
     )
-    smem, dst = StageBuffer(name="smem", pipeline_config=pipeline), GlobalOut(name="dst")
-    drain = tma_store_schedule if v.tma_store else store_schedule
-    tasks = [
-        TaskDeclaration([], [smem], LOAD_WARP, 1, load_schedule(smem), LOAD_REGS, name="load"),
-        TaskDeclaration(
-            [smem],
-            [dst],
-            STORE_WARP,
-            STORE_WARPS,
-            drain(smem, dst),
-            STORE_REGS,
-            name="store",
-        ),
-    ]
-    return build_plan(tasks, {dst: [smem]}, name="tma_copy", block_warps=BLOCK_THREADS // 32)
+
+    def tasks(
+        k: KernelContext, tma_atom: Any, g_src: Any, store_atom: Any, g_dst: Any, dst: Any
+    ) -> Tasks:
+        tiles_m, tiles_n = k.value(("tiles_m", "tiles_n"), lambda: _tiles(v, dst))
+        smem = StageBuffer(
+            name="smem",
+            pipeline_config=pipeline,
+            variant=v,
+            tma_atom=tma_atom,
+            g_tiles=k.value("g_tiles", lambda: cute.zipped_divide(g_src, (v.tile_m, v.tile_n))),
+            s_tiles=k.smem_tensor(cutlass.Float16, lambda: ring_layout(v)),
+            store_atom=store_atom,
+            g_out=k.value("g_out", lambda: cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))),
+            tiles_n=tiles_n,
+        )
+        out = GlobalOut(name="dst", variant=v, tensor=dst, tiles_n=tiles_n)
+        tiles = (k.block_idx[0], tiles_m * tiles_n, k.grid_dim[0])  # this CTA's tiles
+
+        @schedule
+        def load(s: ResourceProxy) -> None:
+            with domain_loop(*tiles):
+                s.acquire()
+                s.tma_load()
+                s.commit()
+
+        @schedule
+        def store(s: ResourceProxy, d: ResourceProxy) -> None:
+            with domain_loop(*tiles):
+                s.wait()
+                if v.tma_store:  # the store reads the stage until store_wait
+                    s.tma_store()
+                    s.store_wait()
+                else:
+                    d.store(view=s.read())
+                s.release()
+
+        return Tasks(
+            [
+                Task([], [smem], LOAD_WARP, 1, schedule=load(smem), num_registers=LOAD_REGS),
+                Task(
+                    [smem],
+                    [out],
+                    STORE_WARP,
+                    STORE_WARPS,
+                    schedule=store(smem, out),
+                    num_registers=STORE_REGS,
+                ),
+            ],
+            {out: [smem]},
+        )
+
+    kernel = Kernel(tasks, name="tma_copy", block_warps=BLOCK_THREADS // 32)
+
+    @kernel.launcher
+    @cute.jit
+    def launch(src: cute.Tensor, dst: cute.Tensor) -> None:
+        tma_atom, g_src, store_atom, g_dst = _tma_atoms(v, src, dst)
+        kernel.launch(tma_atom, g_src, store_atom, g_dst, dst, grid=(_grid(v, dst), 1, 1))
+
+    return kernel
 
 
-PLANS: dict[str, KernelPlan] = {name: make_plan(name) for name in VARIANTS}
+def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
+    """The TMA copy as a kernel plan (traced on the host: no GPU, no DSL values)."""
+    return ts_kernel(variant).plan().plan
+
+
+KERNELS: dict[str, Kernel] = {name: ts_kernel(name) for name in VARIANTS}
+PLANS: dict[str, KernelPlan] = {name: k.plan().plan for name, k in KERNELS.items()}
 PLAN = PLANS[DEFAULT_VARIANT]
 
 
-def _tiles(v: Variant, dst: cute.Tensor) -> tuple[int, int]:
-    return cute.size(dst, mode=[0]) // v.tile_m, cute.size(dst, mode=[1]) // v.tile_n
-
-
-def _grid(v: Variant, dst: cute.Tensor) -> Any:
-    """CTAs to launch: ``CTAS`` persistent ones, or one per ``tiles_per_cta`` tiles."""
-    if v.tiles_per_cta == 0:
-        return CTAS
-    tiles_m, tiles_n = _tiles(v, dst)
-    return (tiles_m * tiles_n + v.tiles_per_cta - 1) // v.tiles_per_cta
-
-
-def _tma_atoms(v: Variant, src: cute.Tensor, dst: cute.Tensor) -> tuple[Any, Any, Any, Any]:
-    """TMA load atom over ``src`` and, for the TMA store path, TMA store atom over ``dst``."""
-    load_atom, g_src = cpasync.make_tiled_tma_atom(
-        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(v), (v.tile_m, v.tile_n)
-    )
-    store_atom, g_dst = load_atom, g_src
-    if v.tma_store:
-        store_atom, g_dst = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(v), (v.tile_m, v.tile_n)
-        )
-    return load_atom, g_src, store_atom, g_dst
-
-
-class TsCopy:
-    """The TS kernel of one variant (call it like a ``@cute.jit`` function: ``(src, dst)``)."""
-
-    def __init__(self, variant: str = DEFAULT_VARIANT) -> None:
-        self.v = VARIANTS[variant]
-        self.plan = PLANS[variant]
-
-    @cute.kernel
-    def kernel(
-        self,
-        tma_atom: cute.CopyAtom,
-        g_src: cute.Tensor,
-        store_atom: cute.CopyAtom,
-        g_dst: cute.Tensor,
-        dst: cute.Tensor,
-    ) -> None:
-        v = self.v
-        bidx, _, _ = cute.arch.block_idx()
-        gdim, _, _ = cute.arch.grid_dim()
-        tiles_m, tiles_n = _tiles(v, dst)
-        alloc = SmemAllocator()
-        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(v), 1024)
-        g_tiles = cute.zipped_divide(g_src, (v.tile_m, v.tile_n))
-        g_out = cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))
-        smem = StageBuffer(
-            name="smem",
-            variant=v,
-            tma_atom=tma_atom,
-            g_tiles=g_tiles,
-            s_tiles=s_tiles,
-            store_atom=store_atom,
-            g_out=g_out,
-            tiles_n=tiles_n,
-        )
-        dst_r = GlobalOut(name="dst", variant=v, tensor=dst, tiles_n=tiles_n)
-        loop = (bidx, tiles_m * tiles_n, gdim)
-        ts_codegen.emit_tasks(
-            self.plan, [smem, dst_r], bounds={"load": [loop], "store": [loop]}, smem_allocator=alloc
-        )
-
-    @cute.jit
-    def __call__(self, src: cute.Tensor, dst: cute.Tensor) -> None:
-        tma_atom, g_src, store_atom, g_dst = _tma_atoms(self.v, src, dst)
-        self.kernel(tma_atom, g_src, store_atom, g_dst, dst).launch(
-            grid=(_grid(self.v, dst), 1, 1), block=(BLOCK_THREADS, 1, 1)
-        )
+def TsCopy(variant: str = DEFAULT_VARIANT) -> Any:  # a class before; the name stays for callers
+    """The TS kernel's ``@cute.jit`` launcher ``(src, dst)`` of one variant."""
+    return (KERNELS[variant] if variant in KERNELS else ts_kernel(variant)).jit_launcher
 
 
 # ---------------------------------------------------------------------------------------------
@@ -441,7 +415,7 @@ class TwinCopy:
         cute.arch.sync_threads()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         if warp < 4:
-            cute.arch.warpgroup_reg_dealloc(LOAD_REGS)
+            cute.arch.setmaxregister_decrease(LOAD_REGS)
         if warp < 1:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, v.stages)
             for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
@@ -459,7 +433,7 @@ class TwinCopy:
                 pipe.producer_commit(state)
                 state.advance()
         if (warp >= STORE_WARP) & (warp < STORE_WARP + STORE_WARPS):
-            cute.arch.warpgroup_reg_alloc(STORE_REGS)
+            cute.arch.setmaxregister_increase(STORE_REGS)
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, v.stages)
             tidx, _, _ = cute.arch.thread_idx()
             for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]

@@ -74,11 +74,20 @@ def test_store_released_before_its_read_retires_is_rejected(example: Any) -> Non
     """ts-verify sees the TMA store's asynchronous SMEM read (WorkAttr.ASYNC_READ)."""
     ts_verify = pytest.importorskip("ts_verify")
     from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType
-    from ts_trace import TaskDeclaration, build_plan, schedule
+    from ts_trace import TaskDeclaration, build_plan, domain_loop, schedule
+
+    tiles = type("num_tiles", (), {})()  # a runtime bound, as on the host
+
+    @schedule
+    def load(smem: Any) -> None:
+        with domain_loop(tiles):
+            smem.acquire()
+            smem.tma_load()
+            smem.commit()
 
     @schedule
     def racy_store(smem: Any, dst: Any) -> None:
-        with example.tile_loop():
+        with domain_loop(tiles):
             smem.wait()
             smem.tma_store()
             smem.release()
@@ -95,7 +104,7 @@ def test_store_released_before_its_read_retires_is_rejected(example: Any) -> Non
     dst = example.GlobalOut(name="dst")
     plan = build_plan(
         [
-            TaskDeclaration([], [smem], 0, 1, example.load_schedule(smem), 40, name="load"),
+            TaskDeclaration([], [smem], 0, 1, load(smem), 40, name="load"),
             TaskDeclaration([smem], [dst], 4, 8, racy_store(smem, dst), 232, name="store"),
         ],
         {dst: [smem]},

@@ -446,6 +446,11 @@ class Kernel:
         self._launcher = fn
         return fn
 
+    @property
+    def jit_launcher(self) -> Any:
+        """The registered ``@cute.jit`` launcher (None before :meth:`launcher`)."""
+        return self._launcher
+
     def lower(self, *args: Any) -> Lowered:
         """Lower (and compile, cached) the launcher for these arguments."""
         if self._launcher is None:
