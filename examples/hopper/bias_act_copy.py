@@ -361,7 +361,7 @@ class TwinBiasAct:
         cute.arch.sync_threads()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         if warp < 4:
-            cute.arch.warpgroup_reg_dealloc(LOAD_REGS)
+            cute.arch.setmaxregister_decrease(LOAD_REGS)
         if warp < 1:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
             for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
@@ -379,7 +379,7 @@ class TwinBiasAct:
                 pipe.producer_commit(state)
                 state.advance()
         if (warp >= STORE_WARP) & (warp < STORE_WARP + STORE_WARPS):
-            cute.arch.warpgroup_reg_alloc(STORE_REGS)
+            cute.arch.setmaxregister_increase(STORE_REGS)
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
             for t in cutlass.range(bidx, num_tiles, gdim):  # type: ignore[attr-defined]
                 pipe.consumer_wait(state)

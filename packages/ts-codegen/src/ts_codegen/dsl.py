@@ -219,9 +219,9 @@ def warp_index() -> Any:
 def set_max_registers(count: int, *, increase: bool) -> None:
     """``setmaxnreg.inc`` / ``setmaxnreg.dec`` for the calling warpgroup."""
     if increase:
-        cute.arch.warpgroup_reg_alloc(count)
+        cute.arch.setmaxregister_increase(count)
     else:
-        cute.arch.warpgroup_reg_dealloc(count)
+        cute.arch.setmaxregister_decrease(count)
 
 
 def block_threads_default(num_threads: int) -> int:
