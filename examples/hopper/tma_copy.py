@@ -51,13 +51,12 @@ from cutlass.memory import SmemAllocator
 import ts_codegen
 from ts_codegen.dsl import compile_ptx
 from ts_codegen.ptx import opcode_counts
-from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType, WorkAttr
+from ts_ir import KernelPlan
 from ts_runtime import Kernel, KernelContext, Task, Tasks
+from ts_runtime.blocks import TmaRing
 from ts_trace import (
     MemoryResource,
     ResourceProxy,
-    TaskLocalVariable,
-    consumer_work,
     domain_loop,
     producer_work,
     schedule,
@@ -213,73 +212,19 @@ def _tma_atoms(v: Variant, src: cute.Tensor, dst: cute.Tensor) -> tuple[Any, Any
 
 
 @dataclasses.dataclass(kw_only=True)
-class StageBuffer(MemoryResource):
-    """The SMEM ring of tiles between the TMA load and the store."""
-
-    variant: Any = None
-    tma_atom: Any = None
-    g_tiles: Any = None  # TMA coordinate tensor: ((tile_m, tile_n), (tiles_m, tiles_n))
-    s_tiles: Any = None  # (tile_m, tile_n, stages)
-    store_atom: Any = None  # TMA store atom into dst (tma_store variant)
-    g_out: Any = None  # dst's TMA coordinate tensor (tma_store variant)
-    tiles_n: int = 1
-    view: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.view = TaskLocalVariable(dtype="SmemTile", default=None)
-
-    @producer_work
-    @cute.jit
-    def tma_load(self, stage_info: Any) -> None:
-        """TMA-load tile ``loop_offset`` into the acquired stage."""
-        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
-        t_s, t_g = cpasync.tma_partition(
-            self.tma_atom,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(self.s_tiles, 0, 2),
-            self.g_tiles,
-        )
-        cute.copy(
-            self.tma_atom,
-            t_g[(None, (m, n))],
-            t_s[(None, stage_info.stage_idx)],
-            tma_bar_ptr=stage_info.barrier,
-        )
-
-    @consumer_work(returns=view)
-    @cute.jit
-    def read(self, stage_info: Any) -> Any:
-        return self.s_tiles[(None, None, stage_info.stage_idx)]
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
-    @cute.jit
-    def tma_store(self, stage_info: Any) -> None:
-        """Start the TMA store of the waited stage into dst (it reads the stage until waited)."""
-        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
-        tma_store_tile(self.store_atom, self.s_tiles, self.g_out, stage_info.stage_idx, m, n)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    @cute.jit
-    def store_wait(self, stage_info: Any) -> None:
-        """``cp.async.bulk.wait_group.read 0``: the store no longer reads the stage."""
-        tma_store_wait()
-
-
-@dataclasses.dataclass(kw_only=True)
 class GlobalOut(MemoryResource):
-    """The destination tensor, written tile by tile by the store threads."""
+    """The destination, written tile by tile from registers (the ``regs`` variants)."""
 
     variant: Any = None
     tensor: Any = None
-    tiles_n: int = 1
+    tiles_n: Any = 1
 
     @producer_work
-    @cute.jit
     def store(self, stage_info: Any, *, view: Any) -> None:
         v = self.variant
-        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
-        g = cute.local_tile(self.tensor, (v.tile_m, v.tile_n), (m, n))
+        g = cute.local_tile(
+            self.tensor, (v.tile_m, v.tile_n), tile_coord(stage_info.loop_offset, self.tiles_n)
+        )
         tidx, _, _ = cute.arch.thread_idx()
         store_tile(store_copy(v), tidx - STORE_WARP * 32, view, g)
 
@@ -287,63 +232,56 @@ class GlobalOut(MemoryResource):
 def ts_kernel(variant: str = DEFAULT_VARIANT) -> Kernel:
     """The TS kernel of one variant: a load warp filling the ring, a store task draining it."""
     v = VARIANTS[variant]
-    pipeline = PipelineSpec(
-        PipelineType.TmaAsync,
-        stages=v.stages,
-        bytes_per_stage=v.tile_bytes,
-        producer_group=CooperativeGroupSpec("thread", 1),
-        consumer_group=CooperativeGroupSpec("thread", STORE_THREADS),
-    )
 
     def tasks(
         k: KernelContext, tma_atom: Any, g_src: Any, store_atom: Any, g_dst: Any, dst: Any
     ) -> Tasks:
         tiles_m, tiles_n = k.value(("tiles_m", "tiles_n"), lambda: _tiles(v, dst))
-        smem = StageBuffer(
+        ring = TmaRing(
             name="smem",
-            pipeline_config=pipeline,
-            variant=v,
-            tma_atom=tma_atom,
-            g_tiles=k.value("g_tiles", lambda: cute.zipped_divide(g_src, (v.tile_m, v.tile_n))),
-            s_tiles=k.smem_tensor(cutlass.Float16, lambda: ring_layout(v)),
+            pipeline_config=TmaRing.pipeline(v.stages, v.tile_bytes, STORE_THREADS),
+            atom=tma_atom,
+            gmem=k.value("g_tiles", lambda: cute.zipped_divide(g_src, (v.tile_m, v.tile_n))),
+            smem=k.smem_tensor(cutlass.Float16, lambda: ring_layout(v)),
+            coord=lambda t: tile_coord(t, tiles_n),
             store_atom=store_atom,
-            g_out=k.value("g_out", lambda: cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))),
-            tiles_n=tiles_n,
+            store_gmem=k.value("g_out", lambda: cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))),
+            store_warp=STORE_WARP,
         )
         out = GlobalOut(name="dst", variant=v, tensor=dst, tiles_n=tiles_n)
         tiles = (k.block_idx[0], tiles_m * tiles_n, k.grid_dim[0])  # this CTA's tiles
 
         @schedule
-        def load(s: ResourceProxy) -> None:
+        def load(r: ResourceProxy) -> None:
             with domain_loop(*tiles):
-                s.acquire()
-                s.tma_load()
-                s.commit()
+                r.acquire()
+                r.load()
+                r.commit()
 
         @schedule
-        def store(s: ResourceProxy, d: ResourceProxy) -> None:
+        def store(r: ResourceProxy, d: ResourceProxy) -> None:
             with domain_loop(*tiles):
-                s.wait()
-                if v.tma_store:  # the store reads the stage until store_wait
-                    s.tma_store()
-                    s.store_wait()
+                r.wait()
+                if v.tma_store:  # the TMA store reads the stage until store_wait
+                    r.store()
+                    r.store_wait()
                 else:
-                    d.store(view=s.read())
-                s.release()
+                    d.store(view=r.tile())
+                r.release()
 
         return Tasks(
             [
-                Task([], [smem], LOAD_WARP, 1, schedule=load(smem), num_registers=LOAD_REGS),
+                Task([], [ring], LOAD_WARP, 1, schedule=load(ring), num_registers=LOAD_REGS),
                 Task(
-                    [smem],
+                    [ring],
                     [out],
                     STORE_WARP,
                     STORE_WARPS,
-                    schedule=store(smem, out),
+                    schedule=store(ring, out),
                     num_registers=STORE_REGS,
                 ),
             ],
-            {out: [smem]},
+            {out: [ring]},
         )
 
     kernel = Kernel(tasks, name="tma_copy", block_warps=BLOCK_THREADS // 32)
