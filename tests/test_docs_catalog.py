@@ -34,8 +34,8 @@ def test_one_page_per_registered_code(ext: ModuleType, tmp_path: Path) -> None:
     )
     index = (tmp_path / "index.rst").read_text()
     for e in ts_ir.entries():
-        # The page name is the last part of the address that messages print.
-        assert ts_ir.docs_url(e.code).endswith(f"/errors/{e.code}.html")
+        # The page of the code is where docs_page() says (errors/<CODE>.html once built).
+        assert ts_ir.docs_page(e.code) == f"errors/{e.code}.html"
         page = (tmp_path / f"{e.code}.rst").read_text()
         title = f"{e.code}: {ext.render_text(e.title)}"
         assert f"\n{title}\n{'=' * len(title)}\n" in page

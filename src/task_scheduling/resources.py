@@ -1,12 +1,24 @@
-"""Resources, work decorators, task-local variables and ``PipelineConfig`` (re-exports)."""
+"""Resources, work decorators, task-local variables and ``PipelineConfig`` (re-exports).
+
+``PipelineConfig``, ``TileSchedulerConfig`` and ``WorkQueue`` come from the runtime layer
+(ts-runtime) and are imported when first used, so that the rest of this module, which is all a
+schedule needs, works with only ts-ir, ts-trace and ts-verify installed.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from ts_ir.enums import WorkAttr
-from ts_runtime.pipeline_config import PipelineConfig
-from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
 from ts_trace.task_local import TaskLocalVariable
 from ts_trace.work import consumer_work, producer_work
+
+if TYPE_CHECKING:
+    from ts_runtime.pipeline_config import PipelineConfig
+    from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 
 __all__ = [
     "MemoryResource",
@@ -19,3 +31,28 @@ __all__ = [
     "consumer_work",
     "producer_work",
 ]
+
+# The runtime names and the ts-runtime module each comes from.
+_RUNTIME = {
+    "PipelineConfig": "ts_runtime.pipeline_config",
+    "TileSchedulerConfig": "ts_runtime.work_queue",
+    "WorkQueue": "ts_runtime.work_queue",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a runtime name on first use; say what to install when ts-runtime is missing."""
+    module = _RUNTIME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as err:
+        raise ImportError(
+            f"task_scheduling.resources.{name} comes from the runtime layer, which is not "
+            f"installed ({err}): `pip install ts-runtime`; schedules, plans and the verifier "
+            "need only ts-ir, ts-trace and ts-verify",
+            name=__name__,
+        ) from None
+    globals()[name] = value  # later lookups find it directly
+    return value

@@ -165,7 +165,7 @@ def test_every_bundled_example_verifies(capsys: pytest.CaptureFixture[str], exam
 
 def test_console_script_runs_as_a_module() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ts_cli.main", "doctor"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "ts_cli", "doctor"], capture_output=True, text=True, check=True
     )
     assert "ts-cli: " in proc.stdout
 

@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("cutlass")
 
 from ts_codegen import LoweringError
-from ts_ir import docs_url, entry
+from ts_ir import entry, see_also
 
 
 def test_lowering_error_code_and_page() -> None:
@@ -15,4 +15,4 @@ def test_lowering_error_code_and_page() -> None:
     assert e.layer == "ts-codegen" and all([e.title, e.explanation, e.wrong, e.right, e.fix])
     text = str(LoweringError("task `t`: work_tile_loop(wq) is not lowered yet"))
     assert text.startswith("TS-C001: task `t`: work_tile_loop(wq)")
-    assert text.endswith(f"see: {docs_url('TS-C001')}")
+    assert text.endswith(f"see: {see_also('TS-C001')}")

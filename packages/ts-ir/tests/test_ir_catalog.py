@@ -1,4 +1,4 @@
-"""The error-catalog registry: registration, duplicates, lookups, order and page addresses."""
+"""The error-catalog registry: registration, duplicates, lookups, order and where messages point."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 import ts_ir
 from ts_ir import catalog
-from ts_ir.catalog import CatalogEntry, docs_url, entries, entry, register
+from ts_ir.catalog import CatalogEntry, docs_page, docs_url, entries, entry, register, see_also
 
 
 @pytest.fixture(autouse=True)
@@ -94,15 +94,20 @@ def test_entries_are_frozen() -> None:
         e.title = "changed"  # type: ignore[misc]
 
 
-def test_docs_url_is_the_generated_page() -> None:
-    assert catalog.DOCS_URL == "https://ts-kernels.dev/errors"
-    assert docs_url("TS-T003") == "https://ts-kernels.dev/errors/TS-T003.html"
-    # The address does not need the registry: messages can always print it.
-    assert docs_url("TS-V302") == f"{catalog.DOCS_URL}/TS-V302.html"
-    assert make("TS-X001").url == docs_url("TS-X001")
+def test_messages_point_at_ts_explain() -> None:
+    # A command that works offline, not a web address (the old domain never resolved).
+    assert see_also("TS-T003") == "ts explain TS-T003"
+    # It does not need the registry (empty here): messages can always print it.
+    assert see_also("TS-V302") == "ts explain TS-V302"
+    assert make("TS-X001").see_also == see_also("TS-X001")
+    # The 0.2 name gives the same, so code written against it prints the same line.
+    assert docs_url("TS-V302") == see_also("TS-V302")
+    # The page the documentation generates for a code (docs/_ext/error_catalog.py).
+    assert docs_page("TS-V302") == "errors/TS-V302.html"
 
 
 def test_package_exports() -> None:
-    for name in ("CatalogEntry", "DOCS_URL", "docs_url", "entries", "entry", "register"):
+    names = ("CatalogEntry", "docs_page", "docs_url", "entries", "entry", "register", "see_also")
+    for name in names:
         assert name in ts_ir.__all__
         assert getattr(ts_ir, name) is getattr(catalog, name)

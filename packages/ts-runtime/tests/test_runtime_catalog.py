@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ts_ir import docs_url, entry
+from ts_ir import entry, see_also
 from ts_runtime import errors
 from ts_runtime.catalog_entries import RUNTIME_ENTRIES
 
@@ -40,5 +40,5 @@ def test_messages_carry_code_fix_and_page(name: str) -> None:
     text = str(err)
     assert text.startswith(f"{cls.code}: the thing is wrong")
     assert "  fix: do it right" in text
-    assert text.endswith(f"see: {docs_url(cls.code)}")
+    assert text.endswith(f"see: {see_also(cls.code)}")
     assert err.task == "load" and err.resource == "ring"

@@ -1,6 +1,6 @@
 """The TS-T entries of the error catalog: complete, registered, and their examples are true.
 
-Every wrong example raises its own code (and the message ends with the code's page address);
+Every wrong example raises its own code (and the message ends with `ts explain <CODE>`);
 every fixed example traces without error.
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import ts_trace
-from ts_ir import CatalogEntry, docs_url, entries, entry
+from ts_ir import CatalogEntry, entries, entry, see_also
 from ts_trace import TRACE_ERROR_CATALOG, ScheduleError, TraceError
 from ts_trace.catalog_entries import EXAMPLES_PLAN, EXAMPLES_PRELUDE, TRACE_ENTRIES
 
@@ -83,7 +83,7 @@ def test_wrong_example_raises_its_code(e: CatalogEntry) -> None:
     assert err.value.code == e.code, str(err.value)
     message = str(err.value)
     assert message.startswith(f"{e.code}: ")
-    assert message.endswith(f"\n  see: {docs_url(e.code)}")
+    assert message.endswith(f"\n  see: {see_also(e.code)}")
 
 
 @pytest.mark.parametrize("e", TRACE_ENTRIES, ids=lambda e: e.code)
@@ -96,13 +96,13 @@ def test_default_fix_comes_from_the_entry() -> None:
     assert err.fix == entry("TS-T003").fix
     assert str(err).splitlines()[-2:] == [
         f"  fix: {entry('TS-T003').fix}",
-        "  see: https://ts-kernels.dev/errors/TS-T003.html",
+        "  see: ts explain TS-T003",
     ]
 
 
 def test_an_explicit_fix_wins_but_the_address_stays() -> None:
     err = ScheduleError("TS-T020", "two tasks are named `x`", fix="rename one")
-    assert str(err).splitlines()[-2:] == ["  fix: rename one", f"  see: {docs_url('TS-T020')}"]
+    assert str(err).splitlines()[-2:] == ["  fix: rename one", f"  see: {see_also('TS-T020')}"]
 
 
 def test_unknown_code_is_refused() -> None:

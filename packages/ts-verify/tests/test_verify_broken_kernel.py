@@ -462,7 +462,7 @@ def test_report_text(src: Src, buf: Ring, dst: Dst) -> None:
     assert f'  File "{__file__}", line {line_of("report")}, in producer' in lines
     assert "      r.acquire()  # report" in lines
     assert "  fix: call buf.commit() before the end of one loop iteration" in lines
-    assert lines[-1] == "  see: https://ts-kernels.dev/errors/TS-V103.html"
+    assert lines[-1] == "  see: ts explain TS-V103"
 
 
 def test_report_json(src: Src, buf: Ring, dst: Dst) -> None:

@@ -1,7 +1,7 @@
 """The TS-V entries of the error catalog: complete, registered, and their examples are true.
 
 Every wrong example makes :func:`ts_verify.verify` report its code (and the diagnostic's text
-ends with the code's page address); every fixed example verifies without any diagnostic.
+ends with `ts explain <CODE>`); every fixed example verifies without any diagnostic.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import ts_verify
-from ts_ir import CatalogEntry, KernelPlan, docs_url, entries, entry
+from ts_ir import CatalogEntry, KernelPlan, entries, entry, see_also
 from ts_trace.catalog_entries import EXAMPLES_PLAN, EXAMPLES_PRELUDE
 from ts_verify import VERIFY_CATALOG, Diagnostic, Report, verify
 from ts_verify.catalog_entries import VERIFY_ENTRIES
@@ -93,12 +93,12 @@ def test_entry_fields(e: CatalogEntry) -> None:
 
 
 @pytest.mark.parametrize("e", VERIFY_ENTRIES, ids=lambda e: e.code)
-def test_diagnostic_text_ends_with_the_page_address(e: CatalogEntry) -> None:
+def test_diagnostic_text_ends_with_ts_explain(e: CatalogEntry) -> None:
     d = Diagnostic(e.code, "something is wrong")
     lines = d.as_text().splitlines()
     assert lines[0] == f"error {e.code} ({e.title}): something is wrong"
-    assert lines[-2:] == [f"  fix: {e.fix}", f"  see: {docs_url(e.code)}"]
-    assert lines[-1] == f"  see: https://ts-kernels.dev/errors/{e.code}.html"
+    assert lines[-2:] == [f"  fix: {e.fix}", f"  see: {see_also(e.code)}"]
+    assert lines[-1] == f"  see: ts explain {e.code}"
 
 
 @pytest.mark.parametrize("e", VERIFY_ENTRIES, ids=lambda e: e.code)
@@ -106,7 +106,7 @@ def test_wrong_example_reports_its_code(e: CatalogEntry) -> None:
     report = verify_example(e.code, e.wrong)
     assert e.code in report.codes(), report.as_text()
     d = next(d for d in report.diagnostics if d.code == e.code)
-    assert d.as_text().endswith(f"\n  see: {docs_url(e.code)}")
+    assert d.as_text().endswith(f"\n  see: {see_also(e.code)}")
 
 
 @pytest.mark.parametrize("e", VERIFY_ENTRIES, ids=lambda e: e.code)

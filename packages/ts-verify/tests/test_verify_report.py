@@ -206,7 +206,7 @@ def test_diagnostic_text_without_location_uses_the_catalog_fix() -> None:
     assert d.as_text().splitlines() == [
         "error TS-V207 (register file exceeded): too many registers",
         "  fix: " + VERIFY_CATALOG["TS-V207"][1],
-        "  see: https://ts-kernels.dev/errors/TS-V207.html",
+        "  see: ts explain TS-V207",
     ]
     assert d.to_dict()["fix"] == VERIFY_CATALOG["TS-V207"][1]
     assert d.title == "register file exceeded"

@@ -53,10 +53,10 @@ from ts_ir import (
     Step,
     TaskSpec,
     WorkTileLoop,
-    docs_url,
     interleave_lane,
     iter_nodes,
     register,
+    see_also,
 )
 from ts_trace import MemoryResource, StageInfo, skip_predicate
 
@@ -76,13 +76,13 @@ class LoweringError(ValueError):
 
     A ``ValueError``, the family of the reference's errors.
 
-    The message starts with the code ``TS-C001`` and ends with the code's catalog page.
+    The message starts with the code ``TS-C001`` and ends with ``see: ts explain TS-C001``.
     """
 
     code = "TS-C001"
 
     def __init__(self, message: str) -> None:
-        super().__init__(f"{self.code}: {message}\n  see: {docs_url(self.code)}")
+        super().__init__(f"{self.code}: {message}\n  see: {see_also(self.code)}")
 
 
 @dataclasses.dataclass

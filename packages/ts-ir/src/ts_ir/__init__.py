@@ -7,13 +7,14 @@ other TS layer speaks these types.
 
 from ts_ir.__about__ import __version__
 from ts_ir.catalog import (
-    DOCS_URL,
     CatalogEntry,
+    docs_page,
     docs_url,
     entries,
     entry,
     entry_from_text,
     register,
+    see_also,
 )
 from ts_ir.enums import (
     RESERVED_OP_NAMES,
@@ -92,7 +93,6 @@ from ts_ir.smem import (
 )
 
 __all__ = [
-    "DOCS_URL",
     "FIRST_ITER",
     "IR_VERSION",
     "LAST_ITER",
@@ -143,6 +143,7 @@ __all__ = [
     "WorkTileLoop",
     "__version__",
     "compute_smem_layout",
+    "docs_page",
     "docs_url",
     "entries",
     "entry",
@@ -164,5 +165,6 @@ __all__ = [
     "render_schedule",
     "schedule_from_dict",
     "schedule_to_dict",
+    "see_also",
     "to_json",
 ]

@@ -3,8 +3,9 @@
 Each layer registers its codes at import (``ts_trace`` the ``TS-Txxx`` tracing errors,
 ``ts_verify`` the ``TS-Vxxx`` verifier diagnostics). An entry says what the rule is, why it
 exists, shows a minimal wrong schedule and its fix, and gives the one-line fix hint that error
-messages print. The documentation renders one page per entry, at :func:`docs_url`, and every
-error message ends with that address.
+messages print. Every error message ends with ``see: ts explain <CODE>`` (:func:`see_also`): the
+``ts`` command prints the entry offline; the documentation renders the same entry as the page
+``errors/<CODE>.html`` (:func:`docs_page`).
 
 Text fields use one markup convention: code is written between single backticks (the
 documentation renders it as code, messages print it as is).
@@ -18,17 +19,15 @@ import textwrap
 from collections.abc import Iterable
 
 __all__ = [
-    "DOCS_URL",
     "CatalogEntry",
+    "docs_page",
     "docs_url",
     "entries",
     "entry",
     "entry_from_text",
     "register",
+    "see_also",
 ]
-
-DOCS_URL = "https://ts-kernels.dev/errors"
-"""Base address of the error catalog pages; :func:`docs_url` adds ``/<CODE>.html``."""
 
 _CODE = re.compile(r"TS-[A-Z]\d{3}")
 _REGISTRY: dict[str, CatalogEntry] = {}
@@ -64,9 +63,9 @@ class CatalogEntry:
             raise ValueError(f"catalog entry {self.code}: empty field(s) {', '.join(empty)}")
 
     @property
-    def url(self) -> str:
-        """The address of this entry's documentation page (:func:`docs_url`)."""
-        return docs_url(self.code)
+    def see_also(self) -> str:
+        """Where a message sends the reader for this entry (:func:`see_also`)."""
+        return see_also(self.code)
 
 
 def register(new: Iterable[CatalogEntry]) -> None:
@@ -115,17 +114,40 @@ def entries() -> tuple[CatalogEntry, ...]:
     return tuple(_REGISTRY[c] for c in sorted(_REGISTRY))
 
 
-def docs_url(code: str) -> str:
-    """The address of the documentation page of ``code``.
+def see_also(code: str) -> str:
+    """What the ``see:`` line of every message for ``code`` names: ``ts explain <CODE>``.
 
-    The page exists for every registered code (the documentation generates one per entry);
-    the address does not depend on the registry, so messages can always print it.
+    A command rather than a web address: TS documentation is not hosted at a fixed address, and
+    ``ts explain`` (``python -m task_scheduling explain``) prints the entry offline, from the
+    installed layers, so it always matches the code that raised the message. It does not need
+    the registry, so messages can always print it.
 
-    >>> from ts_ir import docs_url
-    >>> docs_url("TS-T003")
-    'https://ts-kernels.dev/errors/TS-T003.html'
+    >>> from ts_ir import see_also
+    >>> see_also("TS-T003")
+    'ts explain TS-T003'
     """
-    return f"{DOCS_URL}/{code}.html"
+    return f"ts explain {code}"
+
+
+def docs_url(code: str) -> str:
+    """The same as :func:`see_also`, under its name of TS 0.2, for code written against it.
+
+    It gave a web address that never resolved; messages now name ``ts explain <CODE>``.
+    """
+    return see_also(code)
+
+
+def docs_page(code: str) -> str:
+    """The page of ``code`` within the built documentation (``docs/_build/html``).
+
+    The documentation generates one page per registered entry, with the text that
+    ``ts explain`` prints.
+
+    >>> from ts_ir import docs_page
+    >>> docs_page("TS-V302")
+    'errors/TS-V302.html'
+    """
+    return f"errors/{code}.html"
 
 
 def entry_from_text(

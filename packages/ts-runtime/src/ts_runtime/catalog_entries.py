@@ -1,7 +1,7 @@
 """The ts-runtime part of the error catalog: every ``TS-Rxxx`` code, explained with an example.
 
 :mod:`ts_runtime.errors` registers :data:`RUNTIME_ENTRIES` in the :mod:`ts_ir.catalog`
-registry; every runtime error carries one of these codes and ends with its page's address.
+registry; every runtime error carries one of these codes and ends with ``see: ts explain <CODE>``.
 """
 
 from __future__ import annotations

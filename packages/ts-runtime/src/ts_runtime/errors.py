@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ts_ir import docs_url, register
+from ts_ir import register, see_also
 from ts_runtime.catalog_entries import RUNTIME_ENTRIES
 
 register(RUNTIME_ENTRIES)
@@ -42,7 +42,7 @@ class RuntimeConfigError(ValueError):
         text = f"{self.code}: {message}"
         if fix:
             text += f"\n  fix: {fix}"
-        super().__init__(f"{text}\n  see: {docs_url(self.code)}")
+        super().__init__(f"{text}\n  see: {see_also(self.code)}")
 
 
 class UnsupportedFeatureError(RuntimeConfigError):

@@ -1,16 +1,17 @@
 """Errors raised while declaring resources, tracing schedules and assembling kernel plans.
 
 Every error carries a stable code (``TS-Txxx``), the schedule function, the resource and the step
-involved, the user's source line, a line saying how to fix it and the address of the code's page
-in the error catalog. :data:`TRACE_ERROR_CATALOG` maps every code to its catalog entry (title,
-explanation, a wrong and a fixed example, fix hint; written in ``ts_trace.catalog_entries``).
+involved, the user's source line, a line saying how to fix it and the ``ts explain`` command that
+prints the code's entry of the error catalog. :data:`TRACE_ERROR_CATALOG` maps every code to its
+catalog entry (title, explanation, a wrong and a fixed example, fix hint; written in
+``ts_trace.catalog_entries``).
 Importing this module registers them in the :mod:`ts_ir.catalog` registry, from which the
 documentation renders one page per code.
 """
 
 from __future__ import annotations
 
-from ts_ir import CatalogEntry, SourceLocation, docs_url, register
+from ts_ir import CatalogEntry, SourceLocation, register, see_also
 from ts_ir import entry as catalog_entry
 from ts_trace.catalog_entries import TRACE_ENTRIES
 
@@ -76,7 +77,7 @@ class TraceError(Exception):
         if self.location is not None:
             lines.extend("  " + part for part in self.location.frame().splitlines())
         lines.append(f"  fix: {self.fix}")
-        lines.append(f"  see: {docs_url(self.code)}")
+        lines.append(f"  see: {see_also(self.code)}")
         return "\n".join(lines)
 
 

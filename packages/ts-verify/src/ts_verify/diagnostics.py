@@ -2,9 +2,9 @@
 
 Every diagnostic has a stable code (``TS-Vxxx``) listed in :data:`VERIFY_CATALOG`, names the
 task, the resource, the step and the user's source line, says how to fix it, and ends with the
-address of the code's page in the error catalog. The catalog entries (explanation, a wrong and a
-fixed example) are written in ``ts_verify.catalog_entries``; importing this module registers them
-in the :mod:`ts_ir.catalog` registry.
+``ts explain`` command that prints the code's entry of the error catalog. The catalog entries
+(explanation, a wrong and a fixed example) are written in ``ts_verify.catalog_entries``;
+importing this module registers them in the :mod:`ts_ir.catalog` registry.
 
 Deadlocks and races carry a :class:`Trace`: the interleaving that reaches them and the barrier
 states at the end.
@@ -17,8 +17,7 @@ import enum
 import json
 from typing import Any
 
-from ts_ir import DOCS_URL as DOCS_URL  # compatibility: the base address of the catalog pages
-from ts_ir import SourceLocation, docs_url, register
+from ts_ir import SourceLocation, register, see_also
 from ts_verify.catalog_entries import VERIFY_ENTRIES
 
 __all__ = [
@@ -185,7 +184,7 @@ class Diagnostic:
         if self.trace is not None:
             lines.append(self.trace.as_text())
         lines.append(f"  fix: {self.fix or VERIFY_CATALOG[self.code][1]}")
-        lines.append(f"  see: {docs_url(self.code)}")
+        lines.append(f"  see: {see_also(self.code)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
