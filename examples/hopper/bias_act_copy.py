@@ -33,6 +33,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -515,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         out.pop("twin_ops")
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
+    if not gpu_ready(__file__):
+        return 2
     out = run_on_gpu(shape, args.iters, args.act)
     print(json.dumps(out, sort_keys=True))
     return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1

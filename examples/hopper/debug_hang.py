@@ -29,6 +29,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gpu_check import gpu_ready
 
 from ts_codegen.dsl import compile_ptx
 from ts_runtime import PipelineConfig, Task, TaskManager
@@ -144,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
         out = compile_only()
         print(json.dumps(out, sort_keys=True))
         return 0 if out["debug"]["trap"] and not out["plain"]["trap"] else 1
+    if not gpu_ready(__file__):
+        return 2
     out = run_on_gpu()
     print(json.dumps(out, sort_keys=True), flush=True)
     return 0 if out["trapped"] else 1

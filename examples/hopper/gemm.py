@@ -108,6 +108,7 @@ from _gemm_twin import (
     twin_kernel,
     twin_pingpong_kernel,
 )
+from _gpu_check import gpu_ready
 from cutlass.base_dsl.ast_helpers import const_expr
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr
@@ -785,6 +786,8 @@ def main(argv: list[str] | None = None) -> int:
         twin = out["twin"]
         needed = ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg")
         return 0 if out["same_counts"] and all(twin[kind] > 0 for kind in needed) else 1
+    if not gpu_ready(__file__):
+        return 2
     cfg = fit_swizzle(cfg, args.mnk[1])
     compiled = compile_for_gpu(cfg)
     out = run_case(cfg, compiled, (args.mnk[0], args.mnk[1], args.mnk[2]), args.iters)

@@ -25,6 +25,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
+from _gpu_check import gpu_ready
 
 import ts_codegen
 from ts_codegen.dsl import compile_ptx
@@ -201,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         out = compile_only(args.n)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
+    if not gpu_ready(__file__):
+        return 2
     out = run_on_gpu(args.n, args.iters)
     print(json.dumps(out, sort_keys=True))
     return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1

@@ -30,6 +30,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 import cutlass.utils as cutils
+from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -395,6 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         out = compile_only(shape, args.extra_rows)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
+    if not gpu_ready(__file__):
+        return 2
     out = run_on_gpu(shape, args.iters, args.extra_rows)
     print(json.dumps(out, sort_keys=True))
     return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1

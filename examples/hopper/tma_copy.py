@@ -45,6 +45,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -489,6 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         out = compile_only(shape, args.variant)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
+    if not gpu_ready(__file__):
+        return 2
     out = run_on_gpu(shape, args.iters, args.variant)
     print(json.dumps(out, sort_keys=True))
     return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1

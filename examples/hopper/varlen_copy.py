@@ -37,6 +37,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 import cutlass.utils as cutils
+from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -635,6 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         out = compile_only(args.scheduler)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["same_counts"] else 1
+    if not gpu_ready(__file__):
+        return 2
     inputs = make_inputs(segment_lengths(args.segments, args.mean, args.imbalance))
     out = run_case(args.scheduler, inputs, args.iters)
     out.update(segments=args.segments, mean=args.mean, imbalance=args.imbalance)
