@@ -16,7 +16,12 @@ For each layer (a distribution under ``packages/``) this script
    installed wheel.
 
 The umbrella distribution (the repository root, ``task_scheduling``) gets steps 1-3; its tests
-(the root ``tests/``) need the checkout and run in the hatch ``all`` env instead.
+(the root ``tests/``) need the checkout and run in the hatch ``all`` env instead. It is also
+installed a second time without its dependencies, beside only the GPU-free layers it needs for
+schedules (ts-ir, ts-trace, ts-verify): there ``task_scheduling`` and its schedule modules must
+import with no CuTe DSL, CUDA, torch, ts-codegen or ts-runtime importable, and the doctests of the
+first tutorial page (``docs/first_schedule.rst``, "nothing here needs a GPU or the CuTe DSL")
+must pass.
 
 It prints one line per (layer, Python) and exits non-zero if any of them failed::
 
@@ -245,6 +250,52 @@ _PROBE = textwrap.dedent(
 )
 
 
+# The facade's part that needs only the GPU-free layers, and the page that promises it.
+FACADE_LITE_LAYERS = ("ts-ir", "ts-trace", "ts-verify")
+FACADE_LITE_MODULES = ("enums", "pipeline", "plan", "resources", "schedule_builder")
+FACADE_LITE_PAGE = ROOT / "docs" / "first_schedule.rst"
+
+_LITE_PROBE = textwrap.dedent(
+    """
+    import doctest, importlib, importlib.util, sys
+    page, modules, forbidden = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+    problems = [f"{name} is importable" for name in forbidden if importlib.util.find_spec(name)]
+    for name in ["task_scheduling", *(f"task_scheduling.{m}" for m in modules)]:
+        importlib.import_module(name)
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(page, module_relative=False, optionflags=flags)
+    if result.failed or not result.attempted:
+        problems.append(f"{page}: {result.failed} of {result.attempted} doctests failed")
+    if problems:
+        sys.exit("\\n".join(problems))
+    """
+)
+
+
+def check_facade_lite(
+    uv: list[str], version: str, python: str, dists: dict[str, Dist], work: Path
+) -> str:
+    """The umbrella wheel without its dependencies, beside ts-ir, ts-trace and ts-verify only.
+
+    Returns the detail line; raises :class:`CheckError` if the facade or the first tutorial page
+    needs more.
+    """
+    venv = work / "venvs" / f"{UMBRELLA}-lite-py{version}"
+    venv_python = venv / "bin" / "python"
+    run([*uv, "venv", "--quiet", "--python", python, str(venv)], "creating the lite venv", cwd=work)
+    install = [*uv, "pip", "install", "--quiet", "--python", str(venv_python)]
+    layers = closure(list(FACADE_LITE_LAYERS), dists)
+    run([*install, *(str(dists[d].wheel) for d in layers)], "installing the GPU-free layers", work)
+    run([*install, "--no-deps", str(dists[UMBRELLA].wheel)], "installing the facade alone", work)
+    # A copy outside the checkout, so that nothing of the repository is on the import path.
+    page = work / f"first_schedule-py{version}.rst"
+    shutil.copyfile(FACADE_LITE_PAGE, page)
+    forbidden = [*GPU_STACK, "ts_codegen", "ts_runtime"]
+    probe = [str(page), ",".join(FACADE_LITE_MODULES), ",".join(forbidden)]
+    run([str(venv_python), "-c", _LITE_PROBE, *probe], "the facade without the GPU stack", work)
+    return f"with only {', '.join(layers)}: imports, {FACADE_LITE_PAGE.name} doctests pass"
+
+
 def check_one(
     uv: list[str],
     layer: str,
@@ -280,7 +331,8 @@ def check_one(
         probe = [str(venv), import_name(layer), ",".join(others), ",".join(forbidden)]
         run([str(venv_python), "-c", _PROBE, *probe], "the isolation check", cwd=work)
         if layer == UMBRELLA:
-            detail = "installs alone, every module imports"
+            lite = check_facade_lite(uv, version, python, dists, work)
+            detail = f"installs alone, every module imports; {lite}"
         else:
             # 2. Its `test` extra (which may name other in-repo layers), then its tests, copied
             #    out of the checkout so that they exercise the installed wheel.
