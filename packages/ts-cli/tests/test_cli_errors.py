@@ -100,6 +100,21 @@ def test_an_exception_in_the_kernel_function_names_its_line(
     assert "return 1 / 0" in err
 
 
+def test_a_script_that_exits_when_imported(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    script = write(
+        tmp_path,
+        "script.py",
+        "import sys\n\ndef kernel(): ...\n\nsys.exit(3)\n",
+    )
+    code, data, err = run_json(capsys, "verify", "--json", str(script))
+    assert code == 2 and "Traceback" not in err
+    assert data["error"]["code"] == "kernel-failed" and data["error"]["line"] == 5
+    assert "the file exited (sys.exit(3)) while ts imported it" in err
+    assert 'if __name__ == "__main__":' in err
+
+
 def test_traceback_flag_shows_the_full_traceback(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -198,6 +198,18 @@ def _module_from_file(path: Path) -> ModuleType:
     sys.path.insert(0, str(folder))
     try:
         spec.loader.exec_module(module)
+    except SystemExit as err:
+        # A script that runs (parses arguments, exits) when imported, not only as __main__.
+        sys.modules.pop(name, None)
+        where = _user_frame(err.__traceback__, (folder,))
+        message = f"the file exited (sys.exit({err.code!r})) while ts imported it"
+        lines = _located(f"importing {path}", where, message)
+        lines += (
+            "put the script's own code (argument parsing, runs) under "
+            '`if __name__ == "__main__":`, so that importing the file only defines the kernel',
+        )
+        file, line = (where.filename, where.lineno) if where else (None, None)
+        raise KernelLoadError("\n".join(lines), "kernel-failed", file, line) from err
     except Exception as err:
         sys.modules.pop(name, None)
         if has_ts_code(err):
