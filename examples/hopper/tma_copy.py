@@ -46,6 +46,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 from _gpu_check import gpu_ready
+from cuda.bindings import driver as cuda
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -242,11 +243,12 @@ def ts_kernel(variant: str = DEFAULT_VARIANT) -> Kernel:
             name="smem",
             pipeline_config=TmaRing.pipeline(v.stages, v.tile_bytes, STORE_THREADS),
             atom=tma_atom,
-            gmem=k.value("g_tiles", lambda: cute.zipped_divide(g_src, (v.tile_m, v.tile_n))),
+            gmem=g_src,
+            box=(v.tile_m, v.tile_n),
             smem=k.smem_tensor(cutlass.Float16, lambda: ring_layout(v)),
             coord=lambda t: tile_coord(t, tiles_n),
             store_atom=store_atom,
-            store_gmem=k.value("g_out", lambda: cute.zipped_divide(g_dst, (v.tile_m, v.tile_n))),
+            store_gmem=g_dst,
             store_warp=STORE_WARP,
         )
         out = GlobalOut(name="dst", variant=v, tensor=dst, tiles_n=tiles_n)
@@ -289,26 +291,13 @@ def ts_kernel(variant: str = DEFAULT_VARIANT) -> Kernel:
 
     @kernel.launcher
     @cute.jit
-    def launch(src: cute.Tensor, dst: cute.Tensor) -> None:
+    def launch(src: cute.Tensor, dst: cute.Tensor, stream: cuda.CUstream | None = None) -> None:
         tma_atom, g_src, store_atom, g_dst = _tma_atoms(v, src, dst)
-        kernel.launch(tma_atom, g_src, store_atom, g_dst, dst, grid=(_grid(v, dst), 1, 1))
+        kernel.launch(
+            tma_atom, g_src, store_atom, g_dst, dst, grid=(_grid(v, dst), 1, 1), stream=stream
+        )
 
     return kernel
-
-
-def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
-    """The TMA copy as a kernel plan (traced on the host: no GPU, no DSL values)."""
-    return ts_kernel(variant).plan().plan
-
-
-KERNELS: dict[str, Kernel] = {name: ts_kernel(name) for name in VARIANTS}
-PLANS: dict[str, KernelPlan] = {name: k.plan().plan for name, k in KERNELS.items()}
-PLAN = PLANS[DEFAULT_VARIANT]
-
-
-def TsCopy(variant: str = DEFAULT_VARIANT) -> Any:  # a class before; the name stays for callers
-    """The TS kernel's ``@cute.jit`` launcher ``(src, dst)`` of one variant."""
-    return (KERNELS[variant] if variant in KERNELS else ts_kernel(variant)).jit_launcher
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,13 +386,28 @@ class TwinCopy:
         )
 
 
+# ---------------------------------------------------------------------------------------------
+# Module API (tools, benches, tests) and CLI
+# ---------------------------------------------------------------------------------------------
+
+
+def make_plan(variant: str = DEFAULT_VARIANT) -> KernelPlan:
+    """The TMA copy as a kernel plan (traced on the host: no GPU, no DSL values)."""
+    return ts_kernel(variant).plan().plan
+
+
+KERNELS: dict[str, Kernel] = {name: ts_kernel(name) for name in VARIANTS}
+PLANS: dict[str, KernelPlan] = {name: k.plan().plan for name, k in KERNELS.items()}
+PLAN = PLANS[DEFAULT_VARIANT]
+
+
+def TsCopy(variant: str = DEFAULT_VARIANT) -> Any:  # a class before; the name stays for callers
+    """The TS kernel's ``@cute.jit`` launcher ``(src, dst)`` of one variant."""
+    return (KERNELS[variant] if variant in KERNELS else ts_kernel(variant)).jit_launcher
+
+
 ts_copy = TsCopy()
 twin_copy = TwinCopy()
-
-
-# ---------------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------------
 
 
 def _kernels(variant: str) -> tuple[tuple[str, Any], ...]:

@@ -40,9 +40,16 @@ def launch(
     grid: Sequence[Any],
     block: Sequence[int],
     cluster: Sequence[int] | None = None,
+    stream: Any = None,
 ) -> None:
-    """Launch ``kernel`` (from :func:`device_kernel`) from a ``@cute.jit`` host function."""
-    extra = {} if cluster is None else {"cluster": list(cluster)}
+    """Launch ``kernel`` (from :func:`device_kernel`) from a ``@cute.jit`` host function.
+
+    ``stream`` (a ``cuda.CUstream``) or None for the default stream; decided in Python, at
+    trace time, so a launcher may take an optional stream.
+    """
+    extra: dict[str, Any] = {} if cluster is None else {"cluster": list(cluster)}
+    if stream is not None:
+        extra["stream"] = stream
     kernel(tuple(params)).launch(grid=list(grid), block=list(block), **extra)
 
 

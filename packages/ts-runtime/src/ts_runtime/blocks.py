@@ -28,11 +28,12 @@ class TmaRing(MemoryResource):
 
     Args:
         atom: The TMA load atom.
-        gmem: The source's TMA coordinate tensor tiled by the box, ``((box), (tiles))``.
+        gmem: The source's TMA tensor (what ``make_tiled_tma_atom`` returns with the atom).
+        box: The tile shape (Python ints): ``gmem`` is read tile by tile in boxes of it.
         smem: The stages, an SMEM tensor ``(box..., stages)``.
         coord: Loop offset → tile coordinate in ``gmem``'s tile modes (default: the offset).
         store_atom: The TMA store atom (for :meth:`store`).
-        store_gmem: The destination's TMA coordinate tensor tiled by the box.
+        store_gmem: The destination's TMA tensor.
         store_warp: The warp that issues the TMA store (the first warp of the storing task).
 
     Work methods: ``load`` (producer: the TMA load of the offset's tile), ``tile`` (consumer:
@@ -42,6 +43,7 @@ class TmaRing(MemoryResource):
 
     atom: Any = None
     gmem: Any = None
+    box: tuple[int, ...] = ()
     smem: Any = None
     coord: Callable[[Any], Any] = _identity
     store_atom: Any = None
@@ -69,7 +71,15 @@ class TmaRing(MemoryResource):
         from ts_codegen.tma import load_tile
 
         coord = self.coord(stage_info.loop_offset)
-        load_tile(self.atom, self.gmem, self.smem, coord, stage_info.stage_idx, stage_info.barrier)
+        load_tile(
+            self.atom,
+            self.gmem,
+            self.box,
+            self.smem,
+            coord,
+            stage_info.stage_idx,
+            stage_info.barrier,
+        )
 
     @consumer_work(returns=view)
     def tile(self, stage_info: Any) -> Any:
@@ -87,6 +97,7 @@ class TmaRing(MemoryResource):
             self.store_atom,
             self.smem,
             self.store_gmem,
+            self.box,
             stage_info.stage_idx,
             coord,
             self.store_warp,

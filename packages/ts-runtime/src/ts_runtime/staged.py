@@ -421,10 +421,13 @@ class Kernel:
         grid: Sequence[Any],
         block: Sequence[int] | None = None,
         cluster: Sequence[int] | None = None,
+        stream: Any = None,
     ) -> None:
         """Launch the kernel from the ``@cute.jit`` launcher, handing it ``values``.
 
-        ``block`` defaults to ``block_warps * 32`` threads (or the tasks' warp ranges).
+        ``block`` defaults to ``block_warps * 32`` threads (or the tasks' warp ranges);
+        ``stream`` (a ``cuda.CUstream``, e.g. the launcher's optional ``stream`` parameter) to
+        the default stream.
         """
         if len(values) != len(self.parameters):
             raise RuntimeConfigError(
@@ -438,7 +441,9 @@ class Kernel:
             self._device = ts_codegen.launch.device_kernel(lambda params: self.emit(*params))
         if block is None:
             block = (self.plan().plan.num_warps * 32, 1, 1)
-        ts_codegen.launch.launch(self._device, values, grid=grid, block=block, cluster=cluster)
+        ts_codegen.launch.launch(
+            self._device, values, grid=grid, block=block, cluster=cluster, stream=stream
+        )
 
     # -- compiled stages (CuTe DSL) -----------------------------------------------------------
     def launcher(self, fn: Any) -> Any:

@@ -1,0 +1,152 @@
+"""A compiled TS kernel as a PyTorch custom operator.
+
+:func:`torch_op` registers a ``@cute.jit`` launcher as a ``torch.library`` operator that takes
+and returns torch tensors. It has a fake (meta) implementation, so ``torch.compile`` traces it
+with ``fullgraph=True``, and it launches on the current stream, so it can be captured in a CUDA
+graph (after one warm-up call has loaded the kernel)::
+
+    copy = torch_op("examples::tma_copy", launch, outputs=lambda src: torch.empty_like(src))
+    dst = copy(src)                                  # eager
+    dst = torch.compile(lambda x: copy(x) * 2, fullgraph=True)(src)
+
+The launcher takes the inputs, then the outputs, then the stream (a ``cuda.CUstream``; make it
+an optional parameter and pass it on with ``kernel.launch(..., stream=stream)``). One
+compiled kernel is kept per signature of the tensors: dtype, shape, strides and whether each is
+aligned to ``align`` bytes (static shapes: a new shape compiles once more).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any
+
+from ts_runtime.errors import RuntimeConfigError
+
+__all__ = ["TorchOp", "torch_op"]
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
+
+
+class TorchOp:
+    """The registered operator (call it like a function of the input tensors).
+
+    Attributes:
+        qualname: ``namespace::name`` of the operator.
+        op: The ``torch.ops`` overload packet.
+        compiles: How many kernels were compiled (one per tensor signature).
+    """
+
+    def __init__(
+        self,
+        qualname: str,
+        launcher: Any,
+        *,
+        num_inputs: int,
+        num_outputs: int,
+        outputs: Callable[..., Any],
+        align: int,
+    ) -> None:
+        import torch
+
+        if "::" not in qualname:
+            raise RuntimeConfigError(
+                f"torch_op: {qualname!r} is not a qualified operator name",
+                fix="name it 'namespace::name', e.g. 'my_kernels::tma_copy'",
+            )
+        self.qualname = qualname
+        self._launcher = launcher
+        self._outputs = outputs
+        self._align = align
+        self._compiled: dict[Hashable, Any] = {}
+        self._lock = threading.Lock()
+        self.compiles = 0
+        params = ", ".join(f"Tensor x{i}" for i in range(num_inputs))
+        returns = "Tensor" if num_outputs == 1 else "(" + ", ".join(["Tensor"] * num_outputs) + ")"
+        ns, name = qualname.split("::", 1)
+        self._lib = torch.library.Library(ns, "FRAGMENT")  # kept alive with the op
+        self._lib.define(f"{name}({params}) -> {returns}")
+        self._lib.impl(name, self._run, "CUDA")
+        torch.library.register_fake(qualname, self._fake, lib=self._lib)
+        self.op = getattr(getattr(torch.ops, ns), name)
+
+    def __call__(self, *tensors: Any) -> Any:
+        """Run the operator (through the dispatcher, as ``torch.compile`` sees it)."""
+        return self.op(*tensors)
+
+    def _fake(self, *tensors: Any) -> Any:
+        return self._outputs(*tensors)
+
+    def _key(self, tensors: Sequence[Any]) -> Hashable:
+        return tuple(
+            (t.dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() % self._align == 0)
+            for t in tensors
+        )
+
+    def _run(self, *inputs: Any) -> Any:
+        import torch
+        from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
+        from cutlass.cute.runtime import from_dlpack
+
+        outs = self._outputs(*inputs)
+        tensors = (*inputs, *_as_tuple(outs))
+        for i, t in enumerate(tensors):
+            if t.data_ptr() % self._align:
+                raise RuntimeConfigError(
+                    f"{self.qualname}: tensor {i} ({tuple(t.shape)}, {t.dtype}) is not "
+                    f"{self._align}-byte aligned, as the kernel assumes",
+                    fix="pass a contiguous tensor (e.g. x.contiguous()) or register the op "
+                    "with a smaller align=",
+                )
+        args = [from_dlpack(t, assumed_align=self._align) for t in tensors]
+        stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        key = self._key(tensors)
+        with self._lock:
+            compiled = self._compiled.get(key)
+            if compiled is None:
+                import cutlass.cute as cute
+
+                compiled = cute.compile(self._launcher, *args, stream)
+                self._compiled[key] = compiled
+                self.compiles += 1
+        compiled(*args, stream)
+        return outs
+
+
+def torch_op(
+    qualname: str,
+    launcher: Any,
+    *,
+    outputs: Callable[..., Any],
+    num_inputs: int = 1,
+    num_outputs: int = 1,
+    align: int = 16,
+) -> TorchOp:
+    """Register ``launcher`` as the PyTorch operator ``qualname``.
+
+    Args:
+        qualname: ``"namespace::name"``.
+        launcher: A ``@cute.jit`` function ``(*inputs, *outputs, stream)``, or a
+            :class:`~ts_runtime.Kernel` (its registered launcher).
+        outputs: ``outputs(*inputs)`` allocates the output tensor(s); it also serves as the
+            fake implementation, so it must only use shapes, dtypes and devices.
+        num_inputs: How many tensors the operator takes.
+        num_outputs: How many tensors ``outputs`` returns.
+        align: Byte alignment the kernel assumes of every tensor (checked at each call).
+    """
+    jit = getattr(launcher, "jit_launcher", launcher)
+    if jit is None:
+        raise RuntimeConfigError(
+            f"torch_op({qualname!r}): the kernel has no launcher",
+            fix="decorate its @cute.jit host function with @kernel.launcher",
+        )
+    return TorchOp(
+        qualname,
+        jit,
+        num_inputs=num_inputs,
+        num_outputs=num_outputs,
+        outputs=outputs,
+        align=align,
+    )

@@ -1,0 +1,68 @@
+"""A TS kernel as a PyTorch operator: eager, torch.compile(fullgraph=True), CUDA graphs.
+
+Runs where torch and a CUDA GPU are (the H200 machine); skipped elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("cutlass")
+if not torch.cuda.is_available():
+    pytest.skip("needs a CUDA GPU", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def copy_op(load_example: Callable[[str], Any]) -> Any:
+    from ts_runtime.torch_op import torch_op
+
+    example = load_example("tma_copy")
+    return torch_op(
+        "ts_tests::tma_copy", example.KERNELS["two_tiles"], outputs=lambda x: torch.empty_like(x)
+    )
+
+
+def _src() -> Any:
+    return torch.randn(1024, 512, device="cuda", dtype=torch.float16)
+
+
+def test_eager(copy_op: Any) -> None:
+    x = _src()
+    assert torch.equal(copy_op(x), x)
+    compiles = copy_op.compiles
+    assert torch.equal(copy_op(x * 2), x * 2)
+    assert copy_op.compiles == compiles  # same signature: no new compile
+
+
+def test_torch_compile_fullgraph(copy_op: Any) -> None:
+    @torch.compile(fullgraph=True)
+    def double_copy(x: Any) -> Any:
+        return copy_op(x + 1) * 2
+
+    x = _src()
+    torch.testing.assert_close(double_copy(x), (x + 1) * 2)
+
+
+def test_cuda_graph(copy_op: Any) -> None:
+    x = _src()
+    copy_op(x)  # warm up: compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = copy_op(x)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, x)
+
+
+def test_misaligned_tensor_is_a_typed_error(copy_op: Any) -> None:
+    from ts_runtime import RuntimeConfigError
+
+    x = torch.randn(1024 * 512 + 1, device="cuda", dtype=torch.float16)[1:].view(1024, 512)
+    with pytest.raises(RuntimeConfigError, match="not 16-byte aligned"):
+        copy_op(x)
