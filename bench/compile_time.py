@@ -85,6 +85,9 @@ def _example(name: str, folder: Path = ROOT / "examples" / "hopper") -> ModuleTy
     path = folder / f"{name}.py"
     if not path.exists():
         return None
+    # As when the example runs as a script: it imports the helpers beside it.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"bench_compile_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -26,6 +26,9 @@ GIB_HALVES = 1 << 29  # fp16 elements in 1 GiB
 
 def _example(name: str) -> ModuleType:
     path = ROOT / "examples" / "hopper" / f"{name}.py"
+    # As when the example runs as a script: it imports the helpers beside it.
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(f"bench_hopper_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
