@@ -1,69 +1,132 @@
 """The long soundness run: random ring plans, ts-verify vs an independent brute-force oracle.
 
-Usage: ``python bench/verify_soundness.py [PLANS] [FIRST_SEED]``. Prints one JSON line: plans
-checked, disagreements (unsound proofs and false alarms, with their seeds), plans the oracle
-found bad, seconds. The oracle tries trip counts up to ``MAX_TRIP`` (5); a plan the verifier
-rejects but that short run passes is re-checked up to ``LONG_TRIP`` (12) and counted as
-confirmed when it fails there (a deadlock needing longer loops than the short run tries).
-The generator and the oracle are ``packages/ts-verify/tests/ring_oracle.py``.
+Usage::
+
+    python bench/verify_soundness.py [PLANS] [FIRST_SEED]
+    python bench/verify_soundness.py --merge CHUNKS.jsonl
+
+Prints one JSON line: plans checked, plans the oracle found bad, disagreements (unsound
+proofs and false alarms, with their seeds), seconds, and per feature (persistent, skips,
+flags, lags, aliasing) the plans, the oracle-bad ones and the disagreements. ``--merge``
+adds up the lines of several chunks (runs over consecutive seed ranges) into one line.
+
+The generator is ``packages/ts-verify/tests/ring_oracle_plans.py``, the oracle
+``packages/ts-verify/tests/ring_oracle.py`` (it imports nothing from ts-verify). The oracle
+tries symbol values up to ``MAX_TRIP`` (5) and up to ``MAX_TILES`` (4) work tiles with every
+per-tile assignment of flags and skips. A plan the verifier rejects but that short run passes
+is re-checked up to ``LONG_TRIP`` trips and ``LONG_TILES`` tiles and counted as confirmed
+when it fails there (a failure that needs longer loops or more tiles than the short run).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/ts-verify/tests"))
 
-from ring_oracle import generate, oracle_ok, to_plan
+from ring_oracle import oracle_ok
+from ring_oracle_plans import generate, to_plan
 
 from ts_verify import verify
 
 LONG_TRIP = 12
-"""How far the oracle re-checks a plan the verifier rejects but the short oracle run passes."""
+"""How far the oracle re-checks trip counts of a plan the verifier rejects and it passes."""
+
+LONG_TILES = 6
+"""How many work tiles that re-check tries."""
+
+FEATURES = ("persistent", "skips", "flags", "lags", "aliasing")
+SEEDS_SHOWN = 20
 
 
-def main() -> None:
-    plans = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+def run(plans: int, first: int) -> dict[str, Any]:
+    """Compare the verifier with the oracle on ``plans`` seeds from ``first``."""
     start = time.perf_counter()
     unsound: list[int] = []
     false_alarms: list[int] = []
     beyond: list[int] = []
     bad = 0
+    verify_s = oracle_s = 0.0
+    per = {f: {"plans": 0, "oracle_bad": 0, "disagreements": 0} for f in FEATURES}
     for seed in range(first, first + plans):
         gen = generate(random.Random(seed))
+        t = time.perf_counter()
         ok = verify(to_plan(gen)).ok
+        verify_s += time.perf_counter() - t
+        t = time.perf_counter()
         expected = oracle_ok(gen)
+        oracle_s += time.perf_counter() - t
         bad += not expected
+        wrong = False
         if ok and not expected:
             unsound.append(seed)
+            wrong = True
         elif expected and not ok:
-            # The oracle tries trip counts up to MAX_TRIP only; the verifier proves all of them.
-            # A rejection is confirmed when the oracle, run further, fails too.
-            if oracle_ok(gen, LONG_TRIP):
+            # The verifier proves all trip and tile counts, the short oracle run tries a few.
+            if oracle_ok(gen, LONG_TRIP, LONG_TILES):
                 false_alarms.append(seed)
+                wrong = True
             else:
                 beyond.append(seed)
-    print(
-        json.dumps(
-            {
-                "plans": plans,
-                "first_seed": first,
-                "oracle_bad": bad,
-                "unsound": unsound[:20],
-                "false_alarms": false_alarms[:20],
-                "confirmed_beyond_oracle_range": len(beyond),
-                "beyond_seeds": beyond[:20],
-                "long_trip": LONG_TRIP,
-                "disagreements": len(unsound) + len(false_alarms),
-                "seconds": round(time.perf_counter() - start, 1),
-            }
-        )
-    )
+        for f in gen.features:
+            per[f]["plans"] += 1
+            per[f]["oracle_bad"] += not expected
+            per[f]["disagreements"] += wrong
+    return {
+        "plans": plans,
+        "first_seed": first,
+        "oracle_bad": bad,
+        "disagreements": len(unsound) + len(false_alarms),
+        "unsound": unsound[:SEEDS_SHOWN],
+        "false_alarms": false_alarms[:SEEDS_SHOWN],
+        "confirmed_beyond_oracle_range": len(beyond),
+        "beyond_seeds": beyond[:SEEDS_SHOWN],
+        "long_trip": LONG_TRIP,
+        "long_tiles": LONG_TILES,
+        "features": per,
+        "verify_seconds": round(verify_s, 1),
+        "oracle_seconds": round(oracle_s, 1),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def merge(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """One result for consecutive chunks."""
+    lines = sorted(lines, key=lambda d: d["first_seed"])
+    for a, b in itertools.pairwise(lines):
+        if a["first_seed"] + a["plans"] != b["first_seed"]:
+            raise SystemExit(f"chunks are not consecutive: {a['first_seed']} + {a['plans']}")
+    out: dict[str, Any] = {"plans": sum(d["plans"] for d in lines)}
+    out["first_seed"] = lines[0]["first_seed"]
+    for key in ("oracle_bad", "disagreements", "confirmed_beyond_oracle_range"):
+        out[key] = sum(d[key] for d in lines)
+    for key in ("unsound", "false_alarms", "beyond_seeds"):
+        out[key] = [s for d in lines for s in d[key]][:SEEDS_SHOWN]
+    out["long_trip"], out["long_tiles"] = lines[0]["long_trip"], lines[0]["long_tiles"]
+    out["features"] = {
+        f: {k: sum(d["features"][f][k] for d in lines) for k in lines[0]["features"][f]}
+        for f in FEATURES
+    }
+    for key in ("verify_seconds", "oracle_seconds", "seconds"):
+        out[key] = round(sum(d[key] for d in lines), 1)
+    out["chunks"] = len(lines)
+    return out
+
+
+def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == "--merge":
+        text = Path(sys.argv[2]).read_text().splitlines()
+        print(json.dumps(merge([json.loads(x) for x in text if x.strip()])))
+        return
+    plans = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
+    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    print(json.dumps(run(plans, first)))
 
 
 if __name__ == "__main__":

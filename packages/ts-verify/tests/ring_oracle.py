@@ -1,90 +1,262 @@
-"""Random ring plans and a brute-force oracle written apart from ts-verify.
+"""A brute-force oracle for random ring plans, written apart from ts-verify.
 
-A plan is generated as plain data (:class:`Gen`): tasks, each a list of *segments*; a segment
-is a loop over a bound (a constant or one of a few runtime symbols) around ring operations,
-optionally under a keyed runtime flag, optionally split into ``every(2)`` and
-``every(2, start=1)`` halves. The same data is lowered to a ts-ir plan for the verifier and
-interpreted here, by the oracle, with its own expansion and its own ring model: a ring of
-``S`` stages is two arrays of phase counters; the k-th acquire waits until the empty barrier
-of stage ``k % S`` has completed ``k // S`` phases, the k-th wait until the full barrier of
-that stage has completed ``k // S + 1``; a commit / release completes one phase (one task per
-side, one arrival per phase). A run that stops with a task unfinished, or with a ring filled
-and drained a different number of times, is a failure. The oracle tries every valuation of the
-symbols from 0 to ``MAX_TRIP`` and both values of every flag: a plan is bad iff one fails.
-Nothing here imports ts-verify.
+Plans are plain data (:class:`Gen`): rings with a depth, and per task a small tree of
+:class:`Ops` (ring operations in order), :class:`Loop` (a constant or a runtime symbol as trip
+count), :class:`When` (a guard: a runtime flag, ``every(period, start)``, first or last
+iteration, ``skippable``) and :class:`Tiles` (the persistent loop over work tiles, with an
+optional skip predicate). ``ring_oracle_plans`` generates them and lowers them to ts-ir for
+the verifier; this module only interprets them. It imports nothing from ts-verify (nor from
+ts-ir): its semantics are its own.
+
+**Valuations.** Every runtime symbol of the plan (``n``, ``m``) takes every value
+``0..max_trip``. A non-persistent plan gives every flag one value for the whole kernel (both
+are tried). A persistent plan has ``T`` work tiles, ``T`` in ``0..max_tiles``; every task
+processes every tile in order; every flag key and every skip predicate has one value *per
+tile*, and every assignment of those values over the ``T`` tiles is tried. The same flag key
+(or predicate name) in two tasks is the same value in the same tile; different keys are
+independent. A ``skippable`` region runs in a tile iff the enclosing ``Tiles``' predicate does
+not skip that tile.
+
+**Expansion.** A loop of ``n`` trips runs its body ``n`` times; iteration guards are decided
+by the innermost loop's ``(i, n)``: ``every(p, s)`` fires when ``i >= s`` and ``(i - s) % p ==
+0``, ``first`` when ``i == 0``, ``last`` when ``i == n - 1``.
+
+**Rings** (one producer task and one consumer task per ring, one arrival per phase, as
+mbarriers with right arrival counts). A ring of ``S`` stages is two arrays of phase counters,
+``full`` and ``empty``. The ``k``-th ``acquire`` of a task uses stage ``k % S`` and may pass
+once ``empty[k % S]`` has completed ``k // S`` phases; the ``k``-th ``wait`` once
+``full[k % S]`` has completed ``k // S + 1``. The ``k``-th ``commit`` completes a phase of
+``full[k % S]``, the ``k``-th ``release`` one of ``empty[k % S]`` (stages are committed and
+released in the order they were acquired and waited). Tasks run greedily until none can move.
+
+**Failures** (a plan is bad iff some valuation has one):
+
+* a deadlock: some task is unfinished and none can move;
+* a bracket error: a ``commit`` (``release``) with no stage acquired (waited) and not yet
+  committed (released), or a stage still held when its task ends;
+* a leftover: a ring filled and drained a different number of times;
+* an alias conflict, for two rings that share SMEM (``Gen.aliases``: each ring's SMEM is one
+  allocation, so the whole ring aliases the whole other ring). Stage index ``k`` of a ring is
+  *live* from the producer's ``k``-th acquire to the consumer's ``k``-th release. Each event
+  has a fixed enabling event (the ``k``-th acquire needs the ``(k - S)``-th release, the
+  ``k``-th wait the ``k``-th commit), so the executions are exactly the orders of the events
+  that respect *happens-before*: program order plus those enabling edges, transitively. Two
+  live intervals ``[a1, r1]`` and ``[a2, r2]`` can overlap in some execution iff neither ``r1``
+  happens before ``a2`` nor ``r2`` before ``a1``; that is a conflict. Happens-before is
+  computed with vector clocks along the greedy run.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import random
-
-from ts_ir import (
-    ConditionalBlock,
-    ConstBound,
-    CooperativeGroupSpec,
-    DomainLoop,
-    Every,
-    KernelPlan,
-    Node,
-    OpaqueCondition,
-    PipelineSpec,
-    PipelineType,
-    ResourceSpec,
-    RuntimeBound,
-    Schedule,
-    ScheduleStage,
-    Step,
-    TaskSpec,
-)
+from collections.abc import Iterator
 
 MAX_TRIP = 5
+"""Symbol values tried by default: 0..MAX_TRIP."""
+
+MAX_TILES = 4
+"""Work-tile counts tried by default for persistent plans: 0..MAX_TILES."""
+
 SYMBOLS = ("n", "m")
 FLAGS = ("f", "g")
+PREDICATES = ("p", "q")
+
+RingOp = tuple[str, str]
+"""``(ring, op)``, op one of ``acquire``, ``commit``, ``wait``, ``release``."""
 
 
 @dataclasses.dataclass(frozen=True)
-class Segment:
-    """``loop(bound) { ops }``: ops are (ring, side) with side 'p' (acquire/commit) or 'c'."""
+class Guard:
+    """``kind``: ``flag`` (``key``, ``negated``), ``every`` (``period``, ``start``), ``first``,
+    ``last`` or ``skippable``."""
+
+    kind: str
+    key: str = ""
+    negated: bool = False
+    period: int = 1
+    start: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Ops:
+    """Ring operations, in program order."""
+
+    ops: tuple[RingOp, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Loop:
+    """``for i in range(bound)``: a constant or a runtime symbol."""
 
     bound: int | str
-    ops: tuple[tuple[str, str], ...]
-    flag: str | None = None
-    negated: bool = False
-    split: bool = False
+    body: tuple[Node, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class When:
+    """A guarded block."""
+
+    guard: Guard
+    body: tuple[Node, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Tiles:
+    """The persistent loop over work tiles; ``skip_if`` names its skip predicate."""
+
+    skip_if: str | None
+    body: tuple[Node, ...]
+
+
+Node = Ops | Loop | When | Tiles
 
 
 @dataclasses.dataclass(frozen=True)
 class Gen:
+    """A generated plan.
+
+    Attributes:
+        stages: Ring name -> depth.
+        tasks: Task name -> schedule tree.
+        aliases: Pairs of rings whose SMEM is aliased.
+        deps: Declared dependency edges ``(upstream, downstream)``; they carry no semantics
+            here (the oracle judges aliasing by happens-before only).
+        features: What the generator put in (for the benchmark's breakdown).
+    """
+
     stages: dict[str, int]
-    tasks: dict[str, tuple[Segment, ...]]
+    tasks: dict[str, tuple[Node, ...]]
+    aliases: tuple[tuple[str, str], ...] = ()
+    deps: tuple[tuple[str, str], ...] = ()
+    features: frozenset[str] = frozenset()
 
 
-# -- the oracle ---------------------------------------------------------------------------------
-def _expand(segs: tuple[Segment, ...], val: dict[str, int]) -> list[tuple[str, str]]:
-    """The flat list of (ring, op) with op in acquire/commit/wait/release."""
-    out: list[tuple[str, str]] = []
-    for seg in segs:
-        if seg.flag is not None and bool(val[seg.flag]) == seg.negated:
-            continue
-        n = seg.bound if isinstance(seg.bound, int) else val[seg.bound]
-        # A split segment runs its ops from one guarded copy in even iterations and from the
-        # other in odd ones: every iteration still runs them once, in the same order.
-        for _ in range(n):
-            for ring, side in seg.ops:
-                pair = ("acquire", "commit") if side == "p" else ("wait", "release")
-                out.extend((ring, op) for op in pair)
+@dataclasses.dataclass(frozen=True)
+class Valuation:
+    """Symbol values, the tile count and per-tile flags and skips (index 0 outside tiles)."""
+
+    trips: dict[str, int]
+    tiles: int
+    flags: dict[str, tuple[bool, ...]]
+    skips: dict[str, tuple[bool, ...]]
+
+
+# -- what a plan uses ---------------------------------------------------------------------------
+def _nodes(body: tuple[Node, ...]) -> Iterator[Node]:
+    for node in body:
+        yield node
+        if not isinstance(node, Ops):
+            yield from _nodes(node.body)
+
+
+def _all_nodes(gen: Gen) -> Iterator[Node]:
+    for body in gen.tasks.values():
+        yield from _nodes(body)
+
+
+def is_persistent(gen: Gen) -> bool:
+    """Whether the plan has work-tile loops."""
+    return any(isinstance(n, Tiles) for n in _all_nodes(gen))
+
+
+def _symbols(gen: Gen) -> list[str]:
+    return sorted(
+        {n.bound for n in _all_nodes(gen) if isinstance(n, Loop) and isinstance(n.bound, str)}
+    )
+
+
+def _flag_keys(gen: Gen) -> list[str]:
+    return sorted(
+        {n.guard.key for n in _all_nodes(gen) if isinstance(n, When) and n.guard.kind == "flag"}
+    )
+
+
+def _predicates(gen: Gen) -> list[str]:
+    """Predicates of the tile loops that hold a ``skippable`` region (only those can skip)."""
+    out = set()
+    for body in gen.tasks.values():
+        for node in _nodes(body):
+            if (
+                isinstance(node, Tiles)
+                and node.skip_if is not None
+                and any(
+                    isinstance(n, When) and n.guard.kind == "skippable" for n in _nodes(node.body)
+                )
+            ):
+                out.add(node.skip_if)
+    return sorted(out)
+
+
+# -- expansion ----------------------------------------------------------------------------------
+def _fires(guard: Guard, val: Valuation, tile: int, it: tuple[int, int], pred: str | None) -> bool:
+    i, n = it
+    if guard.kind == "flag":
+        return val.flags[guard.key][max(tile, 0)] != guard.negated
+    if guard.kind == "every":
+        return i >= guard.start and (i - guard.start) % guard.period == 0
+    if guard.kind == "first":
+        return i == 0
+    if guard.kind == "last":
+        return i == n - 1
+    if guard.kind == "skippable":
+        # Without a predicate nothing decides to skip: the region always runs.
+        return pred is None or not val.skips[pred][tile]
+    raise ValueError(guard.kind)
+
+
+def _expand(
+    body: tuple[Node, ...],
+    val: Valuation,
+    out: list[RingOp],
+    tile: int = -1,
+    it: tuple[int, int] = (0, 0),
+    pred: str | None = None,
+) -> None:
+    for node in body:
+        if isinstance(node, Ops):
+            out.extend(node.ops)
+        elif isinstance(node, Loop):
+            n = node.bound if isinstance(node.bound, int) else val.trips[node.bound]
+            for i in range(n):
+                _expand(node.body, val, out, tile, (i, n), pred)
+        elif isinstance(node, When):
+            if _fires(node.guard, val, tile, it, pred):
+                _expand(node.body, val, out, tile, it, pred)
+        else:
+            for t in range(val.tiles):
+                _expand(node.body, val, out, t, (0, 0), node.skip_if)
+
+
+def program(body: tuple[Node, ...], val: Valuation) -> list[RingOp]:
+    """The ring operations one task runs under ``val``, in order."""
+    out: list[RingOp] = []
+    _expand(body, val, out)
     return out
 
 
-def _run(gen: Gen, val: dict[str, int]) -> bool:
-    """True when the tasks finish with every ring filled as often as drained."""
-    progs = {t: _expand(segs, val) for t, segs in gen.tasks.items()}
+# -- the ring model -----------------------------------------------------------------------------
+Clock = tuple[str, tuple[int, ...]]
+"""An event's task and its vector clock (one entry per task)."""
+
+
+def _before(x: Clock, y: Clock, index: dict[str, int]) -> bool:
+    """``x`` happens before (or is) ``y``."""
+    t = index[x[0]]
+    return x[1][t] <= y[1][t]
+
+
+def run(gen: Gen, val: Valuation) -> str:
+    """``ok`` or the failure (``deadlock``, ``bracket``, ``leftover``, ``alias``) of one run."""
+    progs = {t: program(body, val) for t, body in gen.tasks.items()}
+    index = {t: i for i, t in enumerate(progs)}
     pc = dict.fromkeys(progs, 0)
     full = {r: [0] * s for r, s in gen.stages.items()}
     empty = {r: [0] * s for r, s in gen.stages.items()}
-    used = {(t, r, op): 0 for t in progs for r in gen.stages for op in ("acquire", "wait")}
+    done = {(t, r, op): 0 for t in progs for r in gen.stages for op in _OPS}
+    track = bool(gen.aliases)
+    clock = {t: (0,) * len(progs) for t in progs}
+    events: dict[tuple[str, str], list[Clock]] = {(r, op): [] for r in gen.stages for op in _OPS}
     moved = True
     while moved:
         moved = False
@@ -92,130 +264,111 @@ def _run(gen: Gen, val: dict[str, int]) -> bool:
             while pc[t] < len(prog):
                 ring, op = prog[pc[t]]
                 depth = gen.stages[ring]
-                if op in ("acquire", "wait"):
-                    k = used[(t, ring, op)]
-                    stage, rnd = k % depth, k // depth
-                    ready = (
-                        empty[ring][stage] >= rnd
-                        if op == "acquire"
-                        else (full[ring][stage] >= rnd + 1)
-                    )
-                    if not ready:
+                k = done[(t, ring, op)]
+                stage, rnd = k % depth, k // depth
+                enabler: Clock | None = None
+                if op == "acquire":
+                    if empty[ring][stage] < rnd:
                         break
-                    used[(t, ring, op)] = k + 1
+                    if track and k >= depth:
+                        enabler = events[(ring, "release")][k - depth]
+                elif op == "wait":
+                    if full[ring][stage] < rnd + 1:
+                        break
+                    if track:
+                        enabler = events[(ring, "commit")][k]
                 elif op == "commit":
-                    k = used[(t, ring, "acquire")] - 1
-                    full[ring][k % depth] += 1
+                    if k >= done[(t, ring, "acquire")]:
+                        return "bracket"
+                    full[ring][stage] += 1
                 else:
-                    k = used[(t, ring, "wait")] - 1
-                    empty[ring][k % depth] += 1
+                    if k >= done[(t, ring, "wait")]:
+                        return "bracket"
+                    empty[ring][stage] += 1
+                done[(t, ring, op)] = k + 1
+                if track:
+                    vc = list(clock[t])
+                    if enabler is not None:
+                        vc = [max(a, b) for a, b in zip(vc, enabler[1], strict=True)]
+                    vc[index[t]] += 1
+                    clock[t] = tuple(vc)
+                    events[(ring, op)].append((t, clock[t]))
                 pc[t] += 1
                 moved = True
     if any(pc[t] < len(p) for t, p in progs.items()):
-        return False
+        return "deadlock"
+    for t in progs:
+        for ring in gen.stages:
+            if done[(t, ring, "acquire")] != done[(t, ring, "commit")]:
+                return "bracket"
+            if done[(t, ring, "wait")] != done[(t, ring, "release")]:
+                return "bracket"
     for ring in gen.stages:
-        fills = sum(used[(t, ring, "acquire")] for t in progs)
-        drains = sum(used[(t, ring, "wait")] for t in progs)
+        fills = sum(done[(t, ring, "acquire")] for t in progs)
+        drains = sum(done[(t, ring, "wait")] for t in progs)
         if fills != drains:
-            return False
-    return True
+            return "leftover"
+    for a, b in gen.aliases:
+        if _conflict(events, a, b, index):
+            return "alias"
+    return "ok"
 
 
-def oracle_ok(gen: Gen, max_trip: int = MAX_TRIP) -> bool:
-    """Whether every valuation up to ``max_trip`` (and every flag value) runs to the end."""
-    names = [*SYMBOLS, *FLAGS]
-    ranges = [range(max_trip + 1)] * len(SYMBOLS) + [range(2)] * len(FLAGS)
-    return all(_run(gen, dict(zip(names, vs, strict=True))) for vs in itertools.product(*ranges))
+_OPS = ("acquire", "commit", "wait", "release")
 
 
-# -- lowering to ts-ir --------------------------------------------------------------------------
-# One runtime placeholder per symbol (equal symbols are the same value; no arithmetic, so the
-# verifier keys it by name, and the names differ).
-_OBJECTS = {s: type(f"sym_{s}", (), {})() for s in SYMBOLS}
+def _conflict(
+    events: dict[tuple[str, str], list[Clock]], a: str, b: str, index: dict[str, int]
+) -> bool:
+    """Whether some live interval of ring ``a`` can overlap some live interval of ring ``b``."""
+    a_live = list(zip(events[(a, "acquire")], events[(a, "release")], strict=True))
+    b_live = list(zip(events[(b, "acquire")], events[(b, "release")], strict=True))
+    for a_start, a_end in a_live:
+        for b_start, b_end in b_live:
+            if not _before(a_end, b_start, index) and not _before(b_end, a_start, index):
+                return True
+    return False
 
 
-def _bound(b: int | str) -> ConstBound | RuntimeBound:
-    if isinstance(b, int):
-        return ConstBound(b)
-    return RuntimeBound(type(_OBJECTS[b]).__name__, _OBJECTS[b])
-
-
-def to_plan(gen: Gen) -> KernelPlan:
-    """The generated plan as ts-ir (one 1-warp task per task, 1-arrival groups)."""
-    group = CooperativeGroupSpec("warp", 1)
-    resources = tuple(
-        ResourceSpec(
-            r,
-            pipeline=PipelineSpec(PipelineType.AsyncAsync, s, 0, group, group),
-        )
-        for r, s in gen.stages.items()
-    )
-    tasks = []
-    for w, (name, segs) in enumerate(gen.tasks.items()):
-        ids = itertools.count()
-        body: list[Node] = []
-
-        def ops(seg: Segment, ids: itertools.count[int] = ids) -> tuple[Node, ...]:
-            out: list[Node] = []
-            for ring, side in seg.ops:
-                names = (
-                    (ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit)
-                    if side == "p"
-                    else (ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease)
+# -- valuations ---------------------------------------------------------------------------------
+def valuations(
+    gen: Gen, max_trip: int = MAX_TRIP, max_tiles: int = MAX_TILES
+) -> Iterator[Valuation]:
+    """Every valuation of the plan's own symbols, flags, tiles and skips up to the bounds."""
+    symbols = _symbols(gen)
+    flags = _flag_keys(gen)
+    persistent = is_persistent(gen)
+    preds = _predicates(gen) if persistent else []
+    for trips in itertools.product(range(max_trip + 1), repeat=len(symbols)):
+        trip_of = dict(zip(symbols, trips, strict=True))
+        if not persistent:
+            for bits in itertools.product((False, True), repeat=len(flags)):
+                yield Valuation(trip_of, 1, {k: (v,) for k, v in zip(flags, bits, strict=True)}, {})
+            continue
+        for tiles in range(max_tiles + 1):
+            rows = itertools.product(
+                itertools.product((False, True), repeat=tiles), repeat=len(flags) + len(preds)
+            )
+            for row in rows:
+                yield Valuation(
+                    trip_of,
+                    tiles,
+                    {k: row[i] or (False,) for i, k in enumerate(flags)},
+                    {p: row[len(flags) + i] for i, p in enumerate(preds)},
                 )
-                out.extend(Step(next(ids), ring, st, st.op_name) for st in names)
-            return tuple(out)
-
-        for seg in segs:
-            if seg.split:
-                inner: tuple[Node, ...] = (
-                    ConditionalBlock(Every(2), ops(seg)),
-                    ConditionalBlock(Every(2, 1), ops(seg)),
-                )
-            else:
-                inner = ops(seg)
-            loop: Node = DomainLoop(ConstBound(0), _bound(seg.bound), ConstBound(1), None, inner)
-            if seg.flag is not None:
-                loop = ConditionalBlock(OpaqueCondition(seg.flag, seg.negated), (loop,))
-            body.append(loop)
-        srcs = tuple(sorted({r for s in segs for r, side in s.ops if side == "c"}))
-        dsts = tuple(sorted({r for s in segs for r, side in s.ops if side == "p"}))
-        tasks.append(TaskSpec(name, w, 1, None, srcs, dsts, Schedule(name, (), tuple(body))))
-    return KernelPlan("random", resources, tuple(tasks))
 
 
-# -- the generator ------------------------------------------------------------------------------
-def generate(rng: random.Random) -> Gen:
-    """A random plan: 2 to 3 tasks, 1 to 3 rings between them, 1 to 3 segments per task."""
-    n_tasks = rng.randint(2, 3)
-    names = [f"t{i}" for i in range(n_tasks)]
-    stages = {f"r{i}": rng.randint(1, 3) for i in range(rng.randint(1, 3))}
-    ends = {r: rng.sample(names, 2) for r in stages}  # (producer, consumer)
-    bounds: list[int | str] = [*SYMBOLS, 1, 2, 3]
-    tasks: dict[str, list[Segment]] = {t: [] for t in names}
-    for ring in stages:
-        # The producer gets one or two segments; the consumer mirrors them most of the time
-        # (a plan that may be right) and otherwise draws its own (bounds, flags and splits
-        # from small pools, so that they sometimes match and sometimes do not).
-        shape = []
-        for _ in range(rng.randint(1, 2)):
-            flag = rng.choice([None, None, *FLAGS])
-            neg = flag is not None and rng.random() < 0.3
-            shape.append((rng.choice(bounds), flag, neg, rng.random() < 0.2))
-        producer, consumer = ends[ring]
-        mirror = rng.random() < 0.75
-        for who, side in ((producer, "p"), (consumer, "c")):
-            for bound, flag, neg, split in shape:
-                if side == "c" and not mirror:
-                    flag = rng.choice([None, *FLAGS])
-                    bound, neg, split = rng.choice(bounds), rng.random() < 0.3, False
-                tasks[who].append(Segment(bound, ((ring, side),), flag, neg, split))
-    for t in names:
-        rng.shuffle(tasks[t])
-        # Sometimes two segments of a task merge into one loop (interleaved rings).
-        segs = tasks[t]
-        if len(segs) >= 2 and rng.random() < 0.4 and segs[0].bound == segs[1].bound:
-            a, b = segs[0], segs[1]
-            if a.flag == b.flag and a.negated == b.negated and not (a.split or b.split):
-                segs[:2] = [Segment(a.bound, a.ops + b.ops, a.flag, a.negated)]
-    return Gen(stages, {t: tuple(s) for t, s in tasks.items() if s})
+def failure(
+    gen: Gen, max_trip: int = MAX_TRIP, max_tiles: int = MAX_TILES
+) -> tuple[str, Valuation] | None:
+    """The first failing run and its valuation, or None when every run is ok."""
+    for val in valuations(gen, max_trip, max_tiles):
+        outcome = run(gen, val)
+        if outcome != "ok":
+            return outcome, val
+    return None
+
+
+def oracle_ok(gen: Gen, max_trip: int = MAX_TRIP, max_tiles: int = MAX_TILES) -> bool:
+    """Whether every valuation up to the bounds runs to the end without a failure."""
+    return failure(gen, max_trip, max_tiles) is None

@@ -30,7 +30,7 @@ from verify_testkit import (
 
 from ts_ir import DependencyEdge, SignalingThreads
 from ts_trace import domain_loop, schedule, when_false, when_true, work_tile_loop
-from ts_verify import Diagnostic, verify
+from ts_verify import Diagnostic
 
 
 def line_of(marker: str) -> int:
@@ -531,76 +531,6 @@ def test_shared_memory_of_a_small_capacity(src: Src, dst: Dst) -> None:
     assert "more than the 2048 available" in check(plan, "TS-V209").diagnostics[0].message
 
 
-def test_aliased_smem_live_together(src: Src, dst: Dst) -> None:
-    """Both rings are filled and drained in the same iteration: they cannot share storage."""
-    a, b = ring("a", smem=8192), ring("b", smem=8192)
-
-    @schedule
-    def producer(s: Any, x: Any, y: Any) -> None:
-        with domain_loop(4):
-            for r in (x, y):
-                r.acquire()
-                r.store(item=s.load())
-                r.commit()
-
-    @schedule
-    def consumer(x: Any, y: Any, d: Any) -> None:
-        with domain_loop(4):
-            for r in (x, y):
-                r.wait()
-                d.write(item=r.read())
-                r.release()
-
-    plan = plan_of(
-        task("p", producer(src, a, b), [src], [a, b]),
-        task("c", consumer(a, b, dst), [a, b], [dst], warp=4),
-        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
-    )
-    d = check(plan, "TS-V210").diagnostics[0]
-    assert d.resource == "a"
-    assert "the dependency graph does not order them" in d.message
-
-
-def test_aliased_smem_of_persistent_tasks(src: Src, dst: Dst, queue: Queue) -> None:
-    """Ordered by the graph, but a persistent relay overlaps tile t's `b` with tile t+1's `a`."""
-    a, b = ring("a", smem=8192), ring("b", smem=8192)
-
-    @schedule
-    def producer(q: Any, s: Any, r: Any) -> None:
-        with work_tile_loop(q):
-            q.next_tile()
-            r.acquire()
-            r.store(item=s.load())
-            r.commit()
-
-    @schedule
-    def relay_(q: Any, x: Any, y: Any) -> None:
-        with work_tile_loop(q):
-            q.next_tile()
-            x.wait()
-            y.acquire()
-            y.store(item=x.read())
-            y.commit()
-            x.release()
-
-    @schedule
-    def consumer(q: Any, r: Any, d: Any) -> None:
-        with work_tile_loop(q):
-            q.next_tile()
-            r.wait()
-            d.write(item=r.read())
-            r.release()
-
-    plan = plan_of(
-        task("p", producer(queue, src, a), [queue, src], [a]),
-        task("r", relay_(queue, a, b), [queue, a], [b], warp=4),
-        task("c", consumer(queue, b, dst), [queue, b], [dst], warp=8),
-        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
-    )
-    d = check(plan, "TS-V210").diagnostics[0]
-    assert "persistent tasks overlap" in d.message
-
-
 def test_dependency_graph_violated(src: Src, buf: Ring, dst: Dst) -> None:
     @schedule
     def producer(s: Any, r: Any) -> None:
@@ -670,31 +600,3 @@ def test_work_tile_loops_over_different_queues(src: Src, dst: Dst) -> None:
     assert "(q1: p; q2: c)" in d.message
     assert (d.task, d.resource) == ("c", "q2") and d.location is not None
     assert d.location.text == "with work_tile_loop(q):" and d.location.function == "consumer"
-
-
-def test_aliased_smem_live_in_one_iteration(src: Src, dst: Dst) -> None:
-    """Ordered by the graph (a before b), but the relay uses both in every iteration."""
-    a, b = ring("a", smem=8192), ring("b", smem=8192)
-    plan = plan_of(
-        task("p", produce(src, a), [src], [a]),
-        task("r", relay(a, b), [a], [b], warp=4),
-        task("c", consume(b, dst), [b], [dst], warp=8),
-        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
-    )
-    d = check(plan, "TS-V210").diagnostics[0]
-    assert d.task == "r" and d.resource == "a" and d.location is not None
-    assert "uses both in every iteration of one loop" in d.message
-
-
-def test_aliased_smem_on_a_dependency_cycle(src: Src, dst: Dst) -> None:
-    """A cycle in the dependency graph orders neither buffer: it no longer hides the alias."""
-    a, b = ring("a", smem=8192), ring("b", smem=8192)
-    plan = plan_of(
-        task("p", produce(src, a), [src], [a]),
-        task("r", relay(a, b), [a], [b], warp=4),
-        task("c", consume(b, dst), [b], [dst], warp=8),
-        graph={a: [b], b: [a]},
-        smem_alias_groups=[[["a.tiles"], ["b.tiles"]]],
-    )
-    d = next(d for d in verify(plan).diagnostics if d.code == "TS-V210")
-    assert "has a cycle through them" in d.message

@@ -503,12 +503,13 @@ def test_deadlock_text_names_file_and_line(src: Src, dst: Dst) -> None:
 
 
 def test_every_code_is_in_this_corpus() -> None:
-    # Asynchronous-read cases (TS-V113) live in their own module.
+    # Asynchronous-read cases (TS-V113) and aliasing (TS-V210) live in their own modules.
     here = Path(__file__).parent
     names = (
         "test_verify_broken_declarations.py",
         "test_verify_broken_kernel.py",
         "test_verify_async.py",
+        "test_verify_aliasing.py",
         "test_verify_malformed.py",
     )
     source = "".join((here / name).read_text() for name in names)

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ring_oracle import Gen, Segment, to_plan
+from ring_oracle import Gen, Loop, Ops
+from ring_oracle_plans import to_plan
 
 from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
 from ts_trace import domain_loop, schedule
@@ -17,7 +18,9 @@ from ts_verify import verify
 
 
 def _plan() -> KernelPlan:
-    gen = Gen({"r": 2}, {"p": (Segment(4, (("r", "p"),)),), "c": (Segment(4, (("r", "c"),)),)})
+    produce = Loop(4, (Ops((("r", "acquire"), ("r", "commit"))),))
+    consume = Loop(4, (Ops((("r", "wait"), ("r", "release"))),))
+    gen = Gen({"r": 2}, {"p": (produce,), "c": (consume,)})
     return to_plan(gen)
 
 

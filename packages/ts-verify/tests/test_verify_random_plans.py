@@ -13,7 +13,8 @@ import random
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ring_oracle import generate, oracle_ok, to_plan
+from ring_oracle import oracle_ok
+from ring_oracle_plans import generate, to_plan
 
 from ts_verify import verify
 

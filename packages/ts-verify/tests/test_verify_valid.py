@@ -583,6 +583,31 @@ def test_release_lagging_two_stages_on_three(src: Src, dst: Dst) -> None:
     )
 
 
+def test_release_lagging_one_stage_with_the_tail_after_the_loop(src: Src, dst: Dst) -> None:
+    """every(1, start=1) in a constant loop and the last stage released after it.
+
+    Right (the oracle of ring_oracle passes it), but rejected before as TS-V112 + TS-V102:
+    the first/last-iteration edge check expected the last release inside a last_iter().
+    """
+
+    @schedule
+    def consumer(ring_: Any, out: Any) -> None:
+        with domain_loop(8) as k:
+            ring_.wait()
+            out.write(item=ring_.read())
+            with k.every(1, start=1):
+                ring_.release()  # the previous iteration's stage
+        ring_.release()
+
+    buf = ring("buf", 2)
+    clean(
+        plan_of(
+            task("p", produce(src, buf, 8), [src], [buf]),
+            task("c", consumer(buf, dst), [buf], [dst], warp=4),
+        )
+    )
+
+
 def test_release_lagging_two_stages_on_two_deadlocks(src: Src, dst: Dst) -> None:
     buf = ring("buf", 2)
     report = verify(

@@ -326,9 +326,9 @@ class _Checker:
     def loop(self, node: DomainLoop, entry: State) -> State:
         trips = node.static_trip_count()
         if trips is not None and trips <= EXACT_LOOP_MAX and _lagged(node):
-            # A constant loop with a lag deeper than one iteration (``every(1, start=2)``
-            # releasing the stage of two iterations ago): run it iteration by iteration; the
-            # stages it leaves open must be closed after it (checked where they are).
+            # A constant loop with a lagged block (``every(1, start=L)`` releasing the stage
+            # of L iterations ago): run it iteration by iteration; the stages it leaves open
+            # must be closed after it (checked where they are).
             state = entry
             for i in range(trips):
                 state = self.body(node.body, state, f"exact {i} {trips}")
@@ -409,12 +409,17 @@ def _net(nodes: Iterable[Node]) -> dict[Key, int]:
 
 
 def _lagged(loop: DomainLoop) -> bool:
-    """A direct ``every(1, start=L)`` block, ``L >= 2``, that opens or closes on net."""
+    """A direct ``every(1, start=L)`` block, ``L >= 1``, that opens or closes on net.
+
+    ``L = 1`` counts too: a constant loop that releases the previous iteration's stage and
+    the last one *after* the loop (not in a ``last_iter()`` block) is right, and only an
+    exact run shows it (the edge cases of ``loop`` expect the last stage closed inside).
+    """
     return any(
         isinstance(n, ConditionalBlock)
         and isinstance(n.guard, Every)
         and n.guard.period == 1
-        and n.guard.start >= 2
+        and n.guard.start >= 1
         and any(_net(n.body).values())
         for n in loop.body
     )

@@ -229,11 +229,13 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         "alias only regions whose resources are never used by the same tasks at once",
         """
         Regions in different phases of an alias group share the same bytes, so their
-        resources must never be live at the same time. The verifier accepts an alias when the
-        dependency graph orders the two resources one way (one is downstream of the other, and
-        no cycle runs through both), no task uses both inside one loop (then both are live in
-        every iteration), and no persistent task overlaps one tile's use of one with the next
-        tile's use of the other.
+        resources must never be live at the same time. A ring's stage is live from its
+        acquire to its release; a buffer without a pipeline at each use, and until its
+        asynchronous read (a TMA store) is waited for. The verifier runs the whole kernel for
+        every trip count, tile count and condition up to its cut-off and accepts the alias
+        only when, in every run, each use of one ends before each use of the other starts in
+        the order that program order and the barriers enforce (happens-before). The declared
+        dependency graph plays no part: it is a claim, not an order.
         """,
         """
         ring = Ring(name="ring", smem_bytes=64 * 1024, pipeline_config=PipelineSpec(

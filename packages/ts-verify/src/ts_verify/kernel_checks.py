@@ -12,9 +12,7 @@ from collections.abc import Iterator
 from ts_ir import (
     WARP_SIZE,
     WARPGROUP_WARPS,
-    DomainLoop,
     KernelPlan,
-    Node,
     PipelineSpec,
     ResourceSpec,
     Role,
@@ -246,26 +244,6 @@ def _registers(plan: KernelPlan) -> Iterator[Diagnostic]:
         )
 
 
-def _owner(plan: KernelPlan) -> dict[str, ResourceSpec]:
-    return {a.name: r for r in plan.resources for a in r.smem}
-
-
-def _users(plan: KernelPlan, resource: str) -> set[str]:
-    return {t.name for t in plan.tasks if any(s.resource == resource for s in t.schedule.steps())}
-
-
-def _downstream(plan: KernelPlan, start: str) -> set[str]:
-    seen: set[str] = set()
-    todo = [start]
-    while todo:
-        r = todo.pop()
-        for e in plan.dependencies:
-            if e.upstream == r and e.downstream not in seen:
-                seen.add(e.downstream)
-                todo.append(e.downstream)
-    return seen
-
-
 def _largest_smem(plan: KernelPlan) -> ResourceSpec | None:
     """The resource with the most SMEM (the one a fix most likely shrinks)."""
     with_smem = [r for r in plan.resources if r.smem]
@@ -299,69 +277,8 @@ def _smem(plan: KernelPlan) -> Iterator[Diagnostic]:
             location=None if big is None else big.location,
             fix="use fewer stages or smaller tiles (the largest resource is named)",
         )
-    owner = _owner(plan)
-    persistent = {
-        t.name for t in plan.tasks if any(isinstance(n, WorkTileLoop) for n in t.schedule.body)
-    }
-    for group in plan.smem_alias_groups:
-        phases = [{owner[a].name for a in phase if a in owner} for phase in group]
-        for i, a_res in enumerate(phases):
-            for b_res in phases[i + 1 :]:
-                for a in sorted(a_res):
-                    for b in sorted(b_res):
-                        if a != b:
-                            yield from _alias_pair(plan, a, b, persistent)
-
-
-def _shared_loop(plan: KernelPlan, a: str, b: str) -> tuple[TaskSpec, Node] | None:
-    """The first loop of a task whose body uses both ``a`` and ``b``.
-
-    In each of its iterations both are live at once, whatever the dependency graph says.
-    """
-    for t in plan.tasks:
-        for node, _ in t.schedule.walk():
-            if isinstance(node, (DomainLoop, WorkTileLoop)):
-                used = {n.resource for n, _ in _walk(node.body) if isinstance(n, Step)}
-                if {a, b} <= used:
-                    return t, node
-    return None
-
-
-def _walk(body: tuple[Node, ...]) -> Iterator[tuple[Node, None]]:
-    for node in body:
-        yield node, None
-        if not isinstance(node, Step):
-            yield from _walk(node.body)
-
-
-def _alias_pair(plan: KernelPlan, a: str, b: str, persistent: set[str]) -> Iterator[Diagnostic]:
-    """TS-V210 when two aliased resources can be live together (by live ranges)."""
-    a_first, b_first = b in _downstream(plan, a), a in _downstream(plan, b)
-    shared = _shared_loop(plan, a, b)
-    overlap = (_users(plan, a) | _users(plan, b)) & persistent
-    task, location = "", None
-    if a_first and b_first:
-        why = "the dependency graph has a cycle through them, so it orders neither"
-    elif not (a_first or b_first):
-        why = "the dependency graph does not order them"
-    elif overlap:
-        why = "persistent tasks overlap one tile's use of one with the next tile's use of the other"
-    elif shared is not None:
-        loop = shared[1]
-        task = shared[0].name
-        location = loop.location if isinstance(loop, (DomainLoop, WorkTileLoop)) else None
-        why = f"task `{task}` uses both in every iteration of one loop"
-    else:
-        return
-    yield Diagnostic(
-        "TS-V210",
-        f"SMEM of `{a}` and `{b}` is aliased, but they can be live together: {why}",
-        task=task,
-        resource=a,
-        location=location,
-        fix="alias only buffers whose uses never overlap (one finished before the other "
-        "starts, in every task), or give them separate SMEM",
-    )
+    # Whether aliased regions are live together is decided with the schedules' happens-before
+    # relation, after the deadlock check (ts_verify.aliasing).
 
 
 def _dependencies(plan: KernelPlan) -> Iterator[Diagnostic]:

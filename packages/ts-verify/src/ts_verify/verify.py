@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from ts_ir import KernelPlan
+from ts_verify.aliasing import check_aliasing
 from ts_verify.brackets import check_task_brackets
 from ts_verify.declarations import check_declarations
 from ts_verify.diagnostics import Diagnostic, Report
@@ -62,6 +63,12 @@ def verify(plan: KernelPlan) -> Report:
             )
         runs, stats = check_runs(plan, arrivals_ok=not found)
         found.extend(runs)
+        if not found:
+            # Aliased SMEM needs the plan free of deadlocks: happens-before is that of the
+            # runs that finish (ts_verify.aliasing).
+            aliasing, alias_runs = check_aliasing(plan)
+            found.extend(aliasing)
+            stats["alias_runs"] = alias_runs
         if not found:
             proven.append(
                 f"no deadlock and no race for every trip count, tile count and runtime "

@@ -52,7 +52,19 @@ from ts_verify.simulate import Outcome, simulate
 from ts_verify.systems import System, systems
 from ts_verify.unroll import Op, Valuation, is_per_tile, loop_key, unroll
 
-__all__ = ["MAX_CUTOFF", "check_counts", "check_runs", "run_valuation", "valuations"]
+__all__ = [
+    "MAX_CUTOFF",
+    "Part",
+    "check_counts",
+    "check_runs",
+    "make_part",
+    "part_valuations",
+    "run_diagnostic",
+    "run_valuation",
+    "task_programs",
+    "too_long_loop",
+    "valuations",
+]
 
 MAX_CUTOFF = 4096
 """The largest per-loop cut-off the ordering check runs (larger ones are reported, TS-V114)."""
@@ -247,7 +259,9 @@ def cutoff(slack: int, period: int, start: int) -> int:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Part:
+class Part:
+    """A part of the kernel ready to run: its pruned schedules, symbols and cut-offs."""
+
     system: System
     slack: int
     schedules: dict[str, Schedule]
@@ -255,7 +269,8 @@ class _Part:
     reach: dict[str, int]
 
 
-def _part(plan: KernelPlan, system: System, slack: int) -> _Part:
+def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
+    """The part of ``plan`` that ``system`` names: its tasks with only its rings' steps."""
     rings = frozenset(system.rings)
     schedules = {}
     sym = _Symbols()
@@ -277,10 +292,11 @@ def _part(plan: KernelPlan, system: System, slack: int) -> _Part:
     # one ring per iteration (an oracle plan with 2 waits per iteration on a 3-ring cycle of
     # 1-stage rings hung at 9 trips, past the unscaled cut-off of 8; see test_verify_oracle).
     reach = {k: cutoff(slack * sym.opens.get(k, 1), *sym.periods.get(k, (1, 0))) for k in loops}
-    return _Part(system, slack, schedules, sym, reach)
+    return Part(system, slack, schedules, sym, reach)
 
 
-def _part_valuations(part: _Part) -> Iterator[Valuation]:
+def part_valuations(part: Part) -> Iterator[Valuation]:
+    """Every valuation of the part's own symbols up to its cut-offs, smallest first."""
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops)
     tile_loops = sorted(sym.tile_loops)
@@ -330,11 +346,12 @@ def _part_valuations(part: _Part) -> Iterator[Valuation]:
 def valuations(plan: KernelPlan) -> Iterator[Valuation]:
     """Every valuation the ordering check runs, part by part (for tests and tools)."""
     for system, slack in systems(plan):
-        yield from _part_valuations(_part(plan, system, slack))
+        yield from part_valuations(make_part(plan, system, slack))
 
 
 # -- runs -------------------------------------------------------------------------------------
-def _diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
+def run_diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
+    """The diagnostic of a failed run, with its counterexample trace."""
     trace = Trace(
         val.describe(),
         tuple(outcome.events),
@@ -361,9 +378,10 @@ def _diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnostic:
     )
 
 
-def _programs(
+def task_programs(
     schedules: dict[str, Schedule], tasks: dict[str, TaskSpec], val: Valuation
 ) -> dict[str, list[Op]]:
+    """Every task's operations under ``val`` (auxiliary work left out)."""
     return {
         name: [
             op
@@ -377,10 +395,11 @@ def _programs(
 def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
     """Run every task of ``plan`` under ``val`` against the barrier model."""
     schedules = {t.name: t.schedule for t in plan.tasks}
-    return simulate(plan, _programs(schedules, {t.name: t for t in plan.tasks}, val))
+    return simulate(plan, task_programs(schedules, {t.name: t for t in plan.tasks}, val))
 
 
-def _too_long(plan: KernelPlan, part: _Part) -> Diagnostic | None:
+def too_long_loop(plan: KernelPlan, part: Part) -> Diagnostic | None:
+    """TS-V114 for a loop of the part whose cut-off is more than the verifier runs."""
     reaches = dict(part.reach)
     # Constant loops run exactly; one too long to run is reported like a huge cut-off.
     reaches.update({k: n for k, n in part.sym.statics.items() if n > MAX_CUTOFF})
@@ -430,17 +449,17 @@ def check_runs(
         if arrivals_ok and not system.cycle and depth_proves(plan, system.rings[0], system.tasks):
             by_depth += 1  # proven for every valuation at once (ts_verify.depth)
             continue
-        part = _part(plan, system, slack)
-        too_long = _too_long(plan, part)
+        part = make_part(plan, system, slack)
+        too_long = too_long_loop(plan, part)
         if too_long is not None:
             stats = {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
             return [too_long], stats
         # Every valuation of the cut-off set runs: stopping early would claim a proof not made.
-        for val in _part_valuations(part):
-            outcome = simulate(plan, _programs(part.schedules, tasks, val))
+        for val in part_valuations(part):
+            outcome = simulate(plan, task_programs(part.schedules, tasks, val))
             runs += 1
             events += len(outcome.events)
             if outcome.kind != "ok":
                 stats = {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
-                return [_diagnostic(val, outcome, system)], stats
+                return [run_diagnostic(val, outcome, system)], stats
     return [], {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
