@@ -17,12 +17,13 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 import cutlass.utils.hopper_helpers as sm90
 from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.tensor_utils import LayoutEnum
+
+import ts_codegen
 
 SMS = 132
 WARPGROUP = 128
@@ -309,28 +310,19 @@ def make_tma_atoms(
 def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
     """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN)`` tile grid."""
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), 1)
-    return cutils.PersistentTileSchedulerParams(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
+    return ts_codegen.TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
 
 
 def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
     """The scheduler at the next tile: ``G`` further (static) or at the claimed index."""
     if const_expr(cfg.dynamic):
-        return cutils.StaticPersistentTileScheduler(
-            sched.params,
-            sched.num_persistent_clusters,
-            claimed,
-            sched.cta_id_in_cluster,
-            sched._num_tiles_executed + cutlass.Int32(1),
-        )
-    sched.advance_to_next_work()
-    return sched
+        return sched.at(claimed)
+    return sched.advance()
 
 
 def make_scheduler(params: Any) -> Any:
     """Each role builds its own scheduler copy (they all visit the same tiles)."""
-    return cutils.StaticPersistentTileScheduler.create(
-        params, cute.arch.block_idx(), cute.arch.grid_dim()
-    )
+    return ts_codegen.PersistentTiles.create(params)
 
 
 def cluster_coord(cfg: GemmConfig) -> Any:

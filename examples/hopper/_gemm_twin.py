@@ -14,7 +14,6 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 from _gemm_steps import (
     LOAD_WARP,
     PRODUCER_REGS,
@@ -46,6 +45,8 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr, not_
 from cutlass.memory import SmemAllocator
 
+import ts_codegen
+
 # ---------------------------------------------------------------------------------------------
 # Hand-written twin: the pipeline / state / loop skeleton around the steps
 # ---------------------------------------------------------------------------------------------
@@ -63,7 +64,7 @@ def twin_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
@@ -117,7 +118,7 @@ def twin_kernel(
         state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
         qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
         sched = make_scheduler(params)
-        tile = sched.get_current_work()
+        tile = sched.tile()
         while tile.is_valid_tile:
             nxt = cutlass.Int32(0)
             if const_expr(cfg.dynamic):
@@ -132,16 +133,16 @@ def twin_kernel(
                             ctr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu"
                         )
                     )
-                nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_persistent_clusters
+                nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_ctas
                 if lane == 0:
                     slots[qstate.index] = nxt
-                total = cute.size(params.problem_layout_ncluster_mnl)
+                total = params.num_tiles
                 if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
                     if lane == 0:
                         done = cute.arch.atomic_add(
                             ctr.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
                         )
-                        active = cutlass.min(sched.num_persistent_clusters, total)  # type: ignore[attr-defined]
+                        active = cutlass.min(sched.num_ctas, total)  # type: ignore[attr-defined]
                         if cutlass.Int32(done) == active - 1:
                             cute.arch.atomic_exch(
                                 ctr.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
@@ -172,7 +173,7 @@ def twin_kernel(
                 pipe.producer_commit(state)
                 state.advance()
             sched = next_scheduler(cfg, sched, nxt)
-            tile = sched.get_current_work()
+            tile = sched.tile()
         if const_expr(cfg.cluster_size > 1):
             # Do not exit while a peer may still arrive on (multicast into) this ring.
             pipe.producer_tail(state)
@@ -189,7 +190,7 @@ def twin_kernel(
         release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
         qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
         sched = make_scheduler(params)
-        tile = sched.get_current_work()
+        tile = sched.tile()
         while tile.is_valid_tile:
             nxt = cutlass.Int32(0)
             if const_expr(cfg.dynamic):
@@ -216,7 +217,7 @@ def twin_kernel(
                     release.advance()
             epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
             sched = next_scheduler(cfg, sched, nxt)
-            tile = sched.get_current_work()
+            tile = sched.tile()
         epilogue_drain(is_store_warp)
 
 
@@ -253,7 +254,7 @@ def _pingpong_math(
     release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
     count = cutlass.Int32(0)
     sched = make_scheduler(params)
-    tile = sched.get_current_work()
+    tile = sched.tile()
     while tile.is_valid_tile:
         nxt = count + 1
         odd = (count % 2) == 1
@@ -276,8 +277,8 @@ def _pingpong_math(
                     pipe.consumer_release(release)
                     release.advance()
             epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
-        sched.advance_to_next_work()
-        tile = sched.get_current_work()
+        sched.advance()
+        tile = sched.tile()
     epilogue_drain(is_store_warp)
 
 
@@ -293,7 +294,7 @@ def twin_pingpong_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
@@ -336,7 +337,7 @@ def twin_pingpong_kernel(
         state0 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
         state1 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
         sched = make_scheduler(params)
-        tile = sched.get_current_work()
+        tile = sched.tile()
         while tile.is_valid_tile:
             nxt = count + 1
             odd = (count % 2) == 1
@@ -382,8 +383,8 @@ def twin_pingpong_kernel(
                     )
                     pipe1.producer_commit(state1)
                     state1.advance()
-            sched.advance_to_next_work()
-            tile = sched.get_current_work()
+            sched.advance()
+            tile = sched.tile()
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
             cfg, 0, pipe0, tiled_mma, s_a0, s_b0, s_c0, atom_c, t_c, params, k_tiles, c_in, bias

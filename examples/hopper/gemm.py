@@ -53,14 +53,13 @@ import dataclasses
 import json
 import os
 import sys
-from typing import Any, cast
+from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 from _gemm_host import (
     add_config_args,
     fake_operands,
@@ -562,7 +561,7 @@ def ts_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
@@ -610,7 +609,7 @@ def ts_pingpong_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
@@ -699,9 +698,7 @@ def _launcher(kernel: Any, cfg: GemmConfig) -> Any:
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
         tiled_mma = make_tiled_mma(cfg)
         params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(
-            params, cast(Any, cfg.max_active_clusters)
-        )
+        grid = params.get_grid_shape(cfg.max_active_clusters)
         c_in = c if const_expr(cfg.beta != 0.0) else None
         epi_bias = bias if const_expr(cfg.bias) else None
         kernel(

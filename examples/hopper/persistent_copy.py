@@ -29,7 +29,6 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
@@ -193,7 +192,7 @@ def ts_kernel(
     g_src: cute.Tensor,
     store_atom: cute.CopyAtom,
     g_dst: cute.Tensor,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     tiles_m: cutlass.Int32,
 ) -> None:
     alloc = SmemAllocator()
@@ -225,7 +224,7 @@ def twin_kernel(
     g_src: cute.Tensor,
     store_atom: cute.CopyAtom,
     g_dst: cute.Tensor,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
     tiles_m: cutlass.Int32,
 ) -> None:
     alloc = SmemAllocator()
@@ -245,12 +244,10 @@ def twin_kernel(
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    if warp == LOAD_WARP:
+    if warp < LOAD_WARP + 1:  # the load task's warps [0, 1), tested as the TS dispatch does
         state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
-        sched = cutils.StaticPersistentTileScheduler.create(
-            params, cute.arch.block_idx(), cute.arch.grid_dim()
-        )
-        tile = sched.get_current_work()
+        sched = ts_codegen.PersistentTiles.create(params)
+        tile = sched.tile()
         while tile.is_valid_tile:
             m, n, _ = tile.tile_idx
             if not (m >= tiles_m):
@@ -260,14 +257,12 @@ def twin_kernel(
                 )
                 pipe.producer_commit(state)
                 state.advance()
-            sched.advance_to_next_work()
-            tile = sched.get_current_work()
+            sched.advance()
+            tile = sched.tile()
     if warp == STORE_WARP:
         state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
-        sched = cutils.StaticPersistentTileScheduler.create(
-            params, cute.arch.block_idx(), cute.arch.grid_dim()
-        )
-        tile = sched.get_current_work()
+        sched = ts_codegen.PersistentTiles.create(params)
+        tile = sched.tile()
         while tile.is_valid_tile:
             m, n, _ = tile.tile_idx
             if not (m >= tiles_m):
@@ -276,8 +271,8 @@ def twin_kernel(
                 tma_store_wait()
                 pipe.consumer_release(state)
                 state.advance()
-            sched.advance_to_next_work()
-            tile = sched.get_current_work()
+            sched.advance()
+            tile = sched.tile()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -296,8 +291,8 @@ def _launcher(kernel: Any, extra_rows: int) -> Any:
         )
         tiles_m = cute.size(dst, mode=[0]) // TILE_M
         tiles_n = cute.size(dst, mode=[1]) // TILE_N
-        params = cutils.PersistentTileSchedulerParams((tiles_m + extra_rows, tiles_n, 1), (1, 1, 1))
-        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, CTAS)  # type: ignore[arg-type]
+        params = ts_codegen.TileRaster((tiles_m + extra_rows, tiles_n, 1))
+        grid = params.get_grid_shape(CTAS)
         kernel(load_atom, g_src, store_atom, g_dst, params, cutlass.Int32(tiles_m)).launch(
             grid=grid, block=(BLOCK_THREADS, 1, 1)
         )

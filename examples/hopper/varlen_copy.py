@@ -36,7 +36,6 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
@@ -285,7 +284,7 @@ def _ts_kernel(scheduler: str) -> Any:
         offsets: cute.Tensor,
         flags: cute.Tensor,
         counters: cute.Tensor,
-        params: cutils.PersistentTileSchedulerParams,
+        params: ts_codegen.TileRaster,
         tiles_n: cutlass.Int32,
     ) -> None:
         alloc = SmemAllocator()
@@ -326,7 +325,7 @@ def _twin_kernel(scheduler: str) -> Any:
         offsets: cute.Tensor,
         flags: cute.Tensor,
         counters: cute.Tensor,
-        params: cutils.PersistentTileSchedulerParams,
+        params: ts_codegen.TileRaster,
         tiles_n: cutlass.Int32,
     ) -> None:
         # The DSL's types are looser than its stubs: index and compare through Any.
@@ -369,10 +368,8 @@ def _twin_kernel(scheduler: str) -> Any:
         if warp == LOAD_WARP:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
             qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
-            sched = cutils.StaticPersistentTileScheduler.create(
-                params, cute.arch.block_idx(), cute.arch.grid_dim()
-            )
-            tile = sched.get_current_work()
+            sched = ts_codegen.PersistentTiles.create(params)
+            tile = sched.tile()
             while tile.is_valid_tile:
                 nxt = cutlass.Int32(0)
                 if cutlass.const_expr(dynamic):  # type: ignore[attr-defined]
@@ -384,18 +381,17 @@ def _twin_kernel(scheduler: str) -> Any:
                                 ctr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu"
                             )
                         )
-                    nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_persistent_clusters
+                    nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_ctas
                     if lane == 0:
                         slots[qstate.index] = nxt
-                    total = cute.size(params.problem_layout_ncluster_mnl)
+                    total = params.num_tiles
                     if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
                         if lane == 0:
                             done = cute.arch.atomic_add(
                                 ctr.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
                             )
                             if (
-                                cutlass.Int32(done)
-                                == cutlass.min(sched.num_persistent_clusters, total) - 1  # type: ignore[attr-defined]
+                                cutlass.Int32(done) == cutlass.min(sched.num_ctas, total) - 1  # type: ignore[attr-defined]
                             ):
                                 cute.arch.atomic_exch(
                                     ctr.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
@@ -425,23 +421,15 @@ def _twin_kernel(scheduler: str) -> Any:
                         pipe.producer_commit(state)
                         state.advance()
                 if cutlass.const_expr(dynamic):  # type: ignore[attr-defined]
-                    sched = cutils.StaticPersistentTileScheduler(
-                        sched.params,
-                        sched.num_persistent_clusters,
-                        nxt,
-                        sched.cta_id_in_cluster,
-                        sched._num_tiles_executed + cutlass.Int32(1),
-                    )
+                    sched = sched.at(nxt)
                 else:
-                    sched.advance_to_next_work()
-                tile = sched.get_current_work()
+                    sched.advance()
+                tile = sched.tile()
         if warp == STORE_WARP:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
             qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
-            sched = cutils.StaticPersistentTileScheduler.create(
-                params, cute.arch.block_idx(), cute.arch.grid_dim()
-            )
-            tile = sched.get_current_work()
+            sched = ts_codegen.PersistentTiles.create(params)
+            tile = sched.tile()
             while tile.is_valid_tile:
                 nxt = cutlass.Int32(0)
                 if cutlass.const_expr(dynamic):  # type: ignore[attr-defined]
@@ -459,16 +447,10 @@ def _twin_kernel(scheduler: str) -> Any:
                         pipe.consumer_release(state)
                         state.advance()
                 if cutlass.const_expr(dynamic):  # type: ignore[attr-defined]
-                    sched = cutils.StaticPersistentTileScheduler(
-                        sched.params,
-                        sched.num_persistent_clusters,
-                        nxt,
-                        sched.cta_id_in_cluster,
-                        sched._num_tiles_executed + cutlass.Int32(1),
-                    )
+                    sched = sched.at(nxt)
                 else:
-                    sched.advance_to_next_work()
-                tile = sched.get_current_work()
+                    sched.advance()
+                tile = sched.tile()
 
     return kernel
 
@@ -495,8 +477,8 @@ def _launcher(kernel: Any) -> Any:
         )
         tiles_n = cute.size(dst, mode=[1]) // TILE_N
         segments = cute.size(flags, mode=[0])
-        params = cutils.PersistentTileSchedulerParams((segments, 1, 1), (1, 1, 1))
-        grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, CTAS)  # type: ignore[arg-type]
+        params = ts_codegen.TileRaster((segments, 1, 1))
+        grid = params.get_grid_shape(CTAS)
         kernel(
             load_atom,
             g_src,

@@ -9,9 +9,9 @@ from typing import Any
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-import cutlass.utils as cutils
 from cutlass.cute.nvgpu import cpasync
 
+import ts_codegen
 from ts_runtime import (
     PipelineConfig,
     SmemAllocation,
@@ -425,7 +425,7 @@ def guard_kernel(
     out: cute.Tensor,
     lengths: cute.Tensor,
     flags: cute.Tensor,
-    params: cutils.PersistentTileSchedulerParams,
+    params: ts_codegen.TileRaster,
 ) -> None:
     cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
     wq = WorkQueue(cfg, name="rows")
@@ -452,6 +452,6 @@ def guard_kernel(
 @cute.jit
 def guard_rows(out: cute.Tensor, lengths: cute.Tensor, flags: cute.Tensor) -> None:
     rows = cute.size(lengths, mode=[0])
-    params = cutils.PersistentTileSchedulerParams((rows, 1, 1), (1, 1, 1))
-    grid = cutils.StaticPersistentTileScheduler.get_grid_shape(params, GUARD_CTAS)  # type: ignore[arg-type]
+    params = ts_codegen.TileRaster((rows, 1, 1))
+    grid = params.get_grid_shape(GUARD_CTAS)
     guard_kernel(out, lengths, flags, params).launch(grid=grid, block=(32, 1, 1))

@@ -6,6 +6,7 @@ counts PTX instructions for the "same code as by hand" checks.
 """
 
 from ts_codegen.__about__ import __version__
+from ts_codegen.dsl_tiles import PersistentTiles, TileRaster, WorkTile
 from ts_codegen.kernel import emit_tasks, resources_by_name
 from ts_codegen.lower import LoweringError, TaskLowering, lower_task
 from ts_codegen.ptx import count_instructions, diff_counts, opcode_counts
@@ -14,9 +15,12 @@ from ts_codegen.work_queues import AtomicTiles, StaticTiles, TileSource
 __all__ = [
     "AtomicTiles",
     "LoweringError",
+    "PersistentTiles",
     "StaticTiles",
     "TaskLowering",
+    "TileRaster",
     "TileSource",
+    "WorkTile",
     "__version__",
     "count_instructions",
     "diff_counts",

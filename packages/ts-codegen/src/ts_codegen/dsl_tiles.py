@@ -1,15 +1,20 @@
-"""Thin adapters for persistent kernels: while loops, CUTLASS tile schedulers, tile counters.
+"""Thin adapters for persistent kernels: while loops, the tile raster, tile counters.
 
 Like :mod:`ts_codegen.dsl` (whose flattening helpers it shares) this module runs at kernel trace
-time and is one of the two ts-codegen modules that import ``cutlass``. It wraps:
+time and is one of the two ts-codegen modules that import ``cutlass``. It provides:
 
 * ``scf.while`` with explicit carried values (the persistent loop runs while the current work
   tile is valid);
-* ``cutlass.utils.StaticPersistentTileScheduler`` (rasterization along M or N, swizzle,
-  clusters): the static scheduler is used as is, and the atomic dynamic scheduler reuses its
-  linear-index -> tile mapping by building a scheduler positioned at a fetched index;
+* :class:`TileRaster`, the kernel-side form of :mod:`ts_codegen.tiles_raster` (rasterization
+  along M or N, swizzle, clusters; built on the host and passed to the kernel), and
+  :class:`PersistentTiles`, a CTA's position in the static persistent schedule (the atomic
+  dynamic scheduler reuses its index -> tile mapping at a fetched index);
 * a global tile counter pair ``(next, done)`` bumped with GPU-scope atomics, and an SMEM slot
   per queue stage that carries a fetched tile index from the fetching warp to the other tasks.
+
+CUTLASS's ``PersistentTileSchedulerParams`` (the reference's tutorials pass it to
+``create_static_persistent_tile_scheduler_params``) is still accepted: :meth:`TileRaster.of`
+reads its fields and never builds a CUTLASS scheduler object (those are deprecated in 4.8).
 """
 
 from __future__ import annotations
@@ -19,18 +24,34 @@ from typing import Any
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.utils as cutils
 from cutlass._mlir import ir as _ir
+from cutlass._mlir.dialects import arith as _arith
 from cutlass._mlir.dialects import scf as _scf
 
-from ts_codegen.dsl import _D, Boolean, _flatten, _unflatten, if_then, yield_out
+from ts_codegen.dsl import (
+    _D,
+    Boolean,
+    _flatten,
+    _unflatten,
+    extract_mlir_values,
+    if_then,
+    new_from_mlir_values,
+    yield_out,
+)
+from ts_codegen.tiles_raster import RasterShape, raster_coord, raster_shape
 
 ir: Any = _ir
 scf: Any = _scf
+arith: Any = _arith
 Int32: Any = cutlass.Int32
+FastDivmod: Any = cute.FastDivmodDivisor
 
 __all__ = [
+    "PersistentTiles",
+    "TileRaster",
+    "WorkTile",
     "block_index",
+    "block_work_tile",
     "broadcast_lane0",
     "counter_fetch",
     "counter_finish",
@@ -79,7 +100,272 @@ def while_loop(
 
 
 # ---------------------------------------------------------------------------------------------
-# schedulers
+# the tile raster and the static persistent schedule
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_static(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _divisor(count: Any, swizzle: int) -> Any:
+    """A divisor for :func:`_divmod`, built once where the raster is (on the host).
+
+    A static count stays an int (the compiler divides by a constant). A dynamic one becomes a
+    fast divmod divisor without a swizzle; with one, the kernel divides (fewer PTX
+    instructions than fast divmod there, where the index is first split by the swizzle).
+    """
+    if _is_static(count) or swizzle > 1:
+        return count
+    return cute.fast_divmod_create_divisor_v2(count)
+
+
+def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    """``divmod`` of a non-negative index by a raster divisor, in the kernel.
+
+    Fast divmod for a fast divmod divisor; otherwise unsigned division (``arith.divui`` /
+    ``remui``): work indices and tile counts are never negative, so neither Python's floor
+    fix-ups nor signed division's are needed.
+    """
+    if _is_static(a) and _is_static(b):
+        return (a // b, a % b)
+    if isinstance(b, FastDivmod):
+        q, r = divmod(Int32(a), b)
+        return Int32(q), Int32(r)
+    x, y = Int32(a).ir_value(), Int32(b).ir_value()
+    return Int32(arith.divui(x, y)), Int32(arith.remui(x, y))
+
+
+class TileRaster:
+    """Which cluster tile each linear work index is (:mod:`ts_codegen.tiles_raster`, in kernels).
+
+    Build it on the host (inside the ``@cute.jit`` function) and pass it to the kernel, or to
+    ``TileSchedulerConfig.create_static_persistent_tile_scheduler_params``. The divisors the
+    kernel needs are computed on the host: the kernel only divides.
+
+    Args:
+        problem_shape_ntile_mnl: Tiles along M, N and L (Python or DSL integers).
+        cluster_shape_mnk: The cluster shape in CTAs, ``(cm, cn, 1)``.
+        swizzle_size: Swizzle group size in cluster tiles (1: none); see
+            :mod:`ts_codegen.tiles_raster`.
+        raster_along_m: Walk along M first (True) or along N.
+
+    Attributes:
+        num_tiles: How many work indices there are (cluster tiles, swizzle padding included).
+    """
+
+    def __init__(
+        self,
+        problem_shape_ntile_mnl: Sequence[Any],
+        cluster_shape_mnk: Sequence[int] = (1, 1, 1),
+        swizzle_size: int = 1,
+        raster_along_m: bool = True,
+    ) -> None:
+        if len(cluster_shape_mnk) > 2 and cluster_shape_mnk[2] != 1:
+            raise ValueError(f"the cluster's K extent must be 1, got {cluster_shape_mnk[2]}")
+        tiles = tuple(problem_shape_ntile_mnl)
+        if len(tiles) != 3:
+            raise ValueError(f"problem_shape_ntile_mnl must be (m, n, l), got {tiles!r}")
+        cluster = (int(cluster_shape_mnk[0]), int(cluster_shape_mnk[1]))
+        shape = raster_shape((tiles[0], tiles[1], tiles[2]), cluster, swizzle_size, raster_along_m)
+        self.problem_shape_ntile_mnl = tiles
+        self.cluster_shape_mn = cluster
+        self.swizzle_size = swizzle_size
+        self.raster_along_m = raster_along_m
+        self.num_tiles: Any = shape.num_tiles()
+        self._shape = RasterShape(
+            _divisor(shape.major, swizzle_size),
+            _divisor(shape.groups, swizzle_size),
+            shape.tiles_l,
+            swizzle_size,
+            raster_along_m,
+        )
+
+    @staticmethod
+    def of(params: Any) -> TileRaster:
+        """``params`` as a raster (a :class:`TileRaster`, or CUTLASS's scheduler parameters).
+
+        CUTLASS's ``PersistentTileSchedulerParams`` (the reference's API) is read field by
+        field; no CUTLASS scheduler object is built. Call it in the kernel: the raster's
+        values then live in the kernel's region.
+        """
+        if isinstance(params, TileRaster):
+            return params
+        try:
+            layout = params.problem_layout_ncluster_mnl
+            cluster = tuple(params.cluster_shape_mn)
+            swizzle = int(params.swizzle_size)
+            along_m = bool(params.raster_along_m)
+        except AttributeError as err:
+            raise TypeError(
+                f"tile scheduler parameters {params!r} are neither a ts_codegen.TileRaster nor "
+                "CUTLASS PersistentTileSchedulerParams"
+            ) from err
+        raster = object.__new__(TileRaster)
+        raster.problem_shape_ntile_mnl = tuple(params.problem_shape_ntile_mnl)
+        raster.cluster_shape_mn = (int(cluster[0]), int(cluster[1]))
+        raster.swizzle_size = swizzle
+        raster.raster_along_m = along_m
+        raster.num_tiles = cute.size(layout)
+        # The cluster grid as CUTLASS laid it out: (M, N, L) clusters; with a swizzle the
+        # swizzled mode is (swizzle, groups). Without one it carries the two divisors.
+        shape = layout.shape
+        if swizzle == 1:
+            major = getattr(params, "cluster_shape_major_fdd", None)
+            groups = getattr(params, "cluster_shape_minor_fdd", None)
+            m_count, n_count = shape[0], shape[1]
+            if major is None or groups is None:
+                major, groups = (m_count, n_count) if along_m else (n_count, m_count)
+        elif along_m:
+            major, groups = shape[0], shape[1][1]
+        else:
+            major, groups = shape[1], shape[0][1]
+        raster._shape = RasterShape(major, groups, shape[2], swizzle, along_m)
+        return raster
+
+    def cluster_coord(self, index: Any) -> tuple[Any, Any, Any]:
+        """The ``(m, n, l)`` cluster-tile coordinate of work index ``index`` (kernel side)."""
+        single = _is_static(self._shape.tiles_l) and self._shape.tiles_l == 1
+        return raster_coord(index, self._shape, _divmod, single_batch=single)
+
+    def get_grid_shape(self, max_active_clusters: Any) -> tuple[Any, Any, Any]:
+        """The persistent launch grid ``(cm, cn, clusters)`` (host side).
+
+        One cluster per cluster tile, at most ``max_active_clusters`` of them.
+        """
+        cm, cn = self.cluster_shape_mn
+        per_wave = max_active_clusters * (cm * cn)
+        total = self.num_tiles * (cm * cn)
+        if _is_static(total) and _is_static(per_wave):
+            ctas = min(total, per_wave)
+        else:
+            ctas = _D.min(Int32(total), Int32(per_wave))
+        return (cm, cn, ctas // (cm * cn))
+
+    def _parts(self) -> list[Any]:
+        s = self._shape
+        return [self.problem_shape_ntile_mnl, self.num_tiles, s.major, s.groups, s.tiles_l]
+
+    def __extract_mlir_values__(self) -> list[Any]:
+        flat: list[Any] = []
+        sizes: list[int] = []
+        for part in self._parts():
+            values = list(extract_mlir_values(part))
+            flat.extend(values)
+            sizes.append(len(values))
+        self._sizes = sizes
+        return flat
+
+    def __new_from_mlir_values__(self, values: list[Any]) -> TileRaster:
+        rebuilt: list[Any] = []
+        pos = 0
+        for part, n in zip(self._parts(), self._sizes, strict=True):
+            rebuilt.append(new_from_mlir_values(part, list(values[pos : pos + n])))
+            pos += n
+        shape_mnl, num_tiles, major, groups, tiles_l = rebuilt
+        raster = object.__new__(TileRaster)
+        raster.problem_shape_ntile_mnl = tuple(shape_mnl)
+        raster.cluster_shape_mn = self.cluster_shape_mn
+        raster.swizzle_size = self.swizzle_size
+        raster.raster_along_m = self.raster_along_m
+        raster.num_tiles = num_tiles
+        raster._shape = RasterShape(major, groups, tiles_l, self.swizzle_size, self.raster_along_m)
+        return raster
+
+
+class WorkTile:
+    """A work tile: its ``(m, n, l)`` tile coordinate and whether it exists.
+
+    Attributes:
+        tile_idx: The tile coordinate (DSL integers).
+        is_valid_tile: False past the last tile (the persistent loop ends there).
+    """
+
+    def __init__(self, tile_idx: Sequence[Any], is_valid_tile: Any) -> None:
+        self.tile_idx = tuple(tile_idx)
+        self.is_valid_tile = cutlass.Boolean(is_valid_tile)
+
+    def __extract_mlir_values__(self) -> list[Any]:
+        return [*extract_mlir_values(self.tile_idx), *extract_mlir_values(self.is_valid_tile)]
+
+    def __new_from_mlir_values__(self, values: list[Any]) -> WorkTile:
+        n = len(values) - 1
+        return WorkTile(
+            new_from_mlir_values(self.tile_idx, list(values[:n])),
+            new_from_mlir_values(self.is_valid_tile, list(values[n:])),
+        )
+
+
+class PersistentTiles:
+    """A CTA's position in a static persistent schedule over a :class:`TileRaster`.
+
+    Cluster ``c`` of ``G`` persistent clusters visits the work indices ``c, c + G, c + 2G, ...``;
+    :meth:`at` moves to any index (a tile claimed from an atomic counter).
+
+    Attributes:
+        raster: The raster.
+        linear: The current work index.
+        num_ctas: ``G``, the persistent clusters of the grid.
+        cta_in_cluster: This CTA's ``(m, n, 0)`` position inside its cluster.
+    """
+
+    def __init__(
+        self, raster: TileRaster, linear: Any, num_ctas: Any, cta_in_cluster: Sequence[Any]
+    ) -> None:
+        self.raster = raster
+        self.linear = linear
+        self.num_ctas = num_ctas
+        self.cta_in_cluster = tuple(cta_in_cluster)
+
+    @staticmethod
+    def create(params: Any) -> PersistentTiles:
+        """This CTA's schedule: its first work index is its cluster's index in the grid."""
+        raster = TileRaster.of(params)
+        bidx, bidy, bidz = cute.arch.block_idx()
+        cm, cn = raster.cluster_shape_mn
+        num_ctas = cute.size(cute.arch.grid_dim()) // (cm * cn)
+        cta = (Int32(bidx % cm), Int32(bidy % cn), Int32(0))
+        return PersistentTiles(raster, Int32(bidz), num_ctas, cta)
+
+    def tile(self) -> WorkTile:
+        """The current work tile (this CTA's tile of the current cluster tile)."""
+        valid = self.linear < self.raster.num_tiles
+        cluster = self.raster.cluster_coord(self.linear)
+        cm, cn = self.raster.cluster_shape_mn
+        coord = tuple(
+            cute.arch.make_warp_uniform(Int32(c) * Int32(k) + Int32(o))
+            for c, o, k in zip(cluster, self.cta_in_cluster, (cm, cn, 1), strict=True)
+        )
+        return WorkTile(coord, cute.arch.make_warp_uniform(valid))
+
+    def advance(self) -> PersistentTiles:
+        """Move ``G`` work indices on (in place; returns ``self``)."""
+        self.linear = self.linear + Int32(self.num_ctas)
+        return self
+
+    def at(self, linear: Any) -> PersistentTiles:
+        """The same schedule positioned at work index ``linear``."""
+        return PersistentTiles(self.raster, Int32(linear), self.num_ctas, self.cta_in_cluster)
+
+    def __extract_mlir_values__(self) -> list[Any]:
+        return [
+            *extract_mlir_values(self.num_ctas),
+            *extract_mlir_values(self.linear),
+            *extract_mlir_values(self.cta_in_cluster),
+        ]
+
+    def __new_from_mlir_values__(self, values: list[Any]) -> PersistentTiles:
+        n = len(extract_mlir_values(self.num_ctas))
+        return PersistentTiles(
+            self.raster,
+            new_from_mlir_values(self.linear, list(values[n : n + 1])),
+            new_from_mlir_values(self.num_ctas, list(values[:n])),
+            new_from_mlir_values(self.cta_in_cluster, list(values[n + 1 :])),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# schedulers (the lowering's view)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -90,47 +376,38 @@ def block_index() -> tuple[Any, Any, Any]:
 
 
 def block_work_tile() -> Any:
-    """``WorkTileInfo(block_idx, True)``: the work tile of a task outside a work-tile loop."""
-    return cutils.WorkTileInfo(cute.arch.block_idx(), cutlass.Boolean(True))
+    """``WorkTile(block_idx, True)``: the work tile of a task outside a work-tile loop."""
+    return WorkTile(cute.arch.block_idx(), cutlass.Boolean(True))
 
 
-def static_scheduler(params: Any) -> Any:
-    """A ``StaticPersistentTileScheduler`` for this CTA (first tile: the CTA's cluster index)."""
-    return cutils.StaticPersistentTileScheduler.create(
-        params, cute.arch.block_idx(), cute.arch.grid_dim()
-    )
+def static_scheduler(params: Any) -> PersistentTiles:
+    """This CTA's static persistent schedule (first tile: the CTA's cluster index)."""
+    return PersistentTiles.create(params)
 
 
-def scheduler_tile(sched: Any) -> Any:
-    """The scheduler's current ``WorkTileInfo`` (coordinates and validity)."""
-    return sched.get_current_work()
+def scheduler_tile(sched: PersistentTiles) -> WorkTile:
+    """The schedule's current work tile (coordinates and validity)."""
+    return sched.tile()
 
 
-def scheduler_advance(sched: Any) -> Any:
-    """The scheduler one step on (by the number of persistent clusters)."""
-    sched.advance_to_next_work()
-    return sched
+def scheduler_advance(sched: PersistentTiles) -> PersistentTiles:
+    """The schedule one step on (by the number of persistent clusters)."""
+    return sched.advance()
 
 
-def scheduler_num_ctas(sched: Any) -> Any:
+def scheduler_num_ctas(sched: PersistentTiles) -> Any:
     """How many persistent clusters the grid holds (the static stride)."""
-    return sched.num_persistent_clusters
+    return sched.num_ctas
 
 
-def scheduler_linear_index(sched: Any) -> Any:
-    """The linear index of the scheduler's current work."""
-    return sched._current_work_linear_idx
+def scheduler_linear_index(sched: PersistentTiles) -> Any:
+    """The linear index of the schedule's current work."""
+    return sched.linear
 
 
-def scheduler_at(sched: Any, linear_idx: Any) -> Any:
-    """A scheduler like ``sched`` whose current work is ``linear_idx`` (for fetched tiles)."""
-    return cutils.StaticPersistentTileScheduler(
-        sched.params,
-        sched.num_persistent_clusters,
-        Int32(linear_idx),
-        sched.cta_id_in_cluster,
-        sched._num_tiles_executed + Int32(1),
-    )
+def scheduler_at(sched: PersistentTiles, linear_idx: Any) -> PersistentTiles:
+    """A schedule like ``sched`` whose current work is ``linear_idx`` (for fetched tiles)."""
+    return sched.at(linear_idx)
 
 
 def tile_valid(tile: Any) -> Any:
@@ -158,9 +435,9 @@ def when(cond: Any, then: Callable[[], None]) -> None:
     if_then(cond, [], region)
 
 
-def num_tiles(params: Any) -> Any:
-    """How many cluster tiles the scheduler parameters describe."""
-    return cute.size(params.problem_layout_ncluster_mnl)
+def num_tiles(sched: PersistentTiles) -> Any:
+    """How many work indices (cluster tiles) the schedule's raster has."""
+    return sched.raster.num_tiles
 
 
 # ---------------------------------------------------------------------------------------------

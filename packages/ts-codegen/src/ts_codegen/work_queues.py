@@ -15,8 +15,9 @@ static queue, which strides by the grid, and for the task that fetched the index
 
 Two sources are provided:
 
-* :class:`StaticTiles`: CUTLASS's ``StaticPersistentTileScheduler`` (rasterization along M or
-  N, swizzle for L2 reuse, clusters); CTA ``c`` runs tiles ``c, c + G, c + 2G, ...``.
+* :class:`StaticTiles`: the static persistent schedule over a :class:`~ts_codegen.TileRaster`
+  (rasterization along M or N, swizzle for L2 reuse, clusters; see
+  :mod:`ts_codegen.tiles_raster`); CTA ``c`` runs tiles ``c, c + G, c + 2G, ...``.
 * :class:`AtomicTiles`: a Hopper dynamic scheduler. A CTA's first tile is its index; each
   further tile comes from a global atomic counter (``next = atomicAdd(&counters[0], 1) + G``),
   claimed by one fetching warp and handed to the CTA's other tasks through a small SMEM queue
@@ -54,7 +55,11 @@ class TileSource(Protocol):
 
 
 class StaticTiles:
-    """Static persistent schedule over CUTLASS ``PersistentTileSchedulerParams``."""
+    """Static persistent schedule over a :class:`~ts_codegen.TileRaster`.
+
+    CUTLASS's ``PersistentTileSchedulerParams`` are accepted too (read by
+    :meth:`~ts_codegen.TileRaster.of`).
+    """
 
     fetched_output: str | None = None
 
@@ -66,11 +71,11 @@ class StaticTiles:
         del smem_allocator, stages
 
     def cursor(self) -> Any:
-        """The CTA's scheduler (its first tile is the CTA's cluster index)."""
+        """The CTA's schedule (its first tile is the CTA's cluster index)."""
         return dsl_tiles.static_scheduler(self.params)
 
     def tile(self, cursor: Any) -> Any:
-        """The scheduler's current tile."""
+        """The schedule's current tile."""
         return dsl_tiles.scheduler_tile(cursor)
 
     def next_cursor(self, cursor: Any, fetched: Any) -> Any:
@@ -83,7 +88,8 @@ class AtomicTiles(StaticTiles):
     """Dynamic persistent schedule: a global atomic counter pair ``counters = [next, done]``.
 
     Args:
-        params: CUTLASS ``PersistentTileSchedulerParams`` (cluster shape 1 x 1).
+        params: A :class:`~ts_codegen.TileRaster` (or CUTLASS ``PersistentTileSchedulerParams``)
+            with cluster shape 1 x 1.
         counters: A global Int32 tensor of 2 elements, zero before the first launch.
         fetched_output: The work queue's task-local output holding the fetched index.
     """
@@ -105,7 +111,7 @@ class AtomicTiles(StaticTiles):
         self.slots = dsl_tiles.smem_slots(smem_allocator, max(stages, 1))
 
     def next_cursor(self, cursor: Any, fetched: Any) -> Any:
-        """The scheduler positioned at the fetched (or, in the fetching task, claimed) index."""
+        """The schedule positioned at the fetched (or, in the fetching task, claimed) index."""
         index = fetched if fetched is not None else self.last_fetched
         if index is None:
             raise ValueError("the work-tile loop body neither fetched nor read the next tile")
@@ -121,7 +127,7 @@ class AtomicTiles(StaticTiles):
         ctas = dsl_tiles.scheduler_num_ctas(sched)
         idx = dsl_tiles.counter_fetch(self.counters) + ctas
         dsl_tiles.slot_write(self.slots, stage_idx, idx)
-        total = dsl_tiles.num_tiles(self.params)
+        total = dsl_tiles.num_tiles(sched)
         active = dsl_tiles.min_int(ctas, total)
         dsl_tiles.when(idx >= total, lambda: dsl_tiles.counter_finish(self.counters, active))
         self.last_fetched = idx

@@ -1,0 +1,147 @@
+"""Persistent tile rasterization: the order in which a persistent kernel visits its output tiles.
+
+A persistent kernel numbers its work linearly: CTA (cluster) ``c`` of ``G`` runs the work
+indices ``c, c + G, c + 2G, ...``, or the indices an atomic counter hands out. This module maps a
+linear work index to the ``(m, n, l)`` coordinate of a cluster tile. It is plain arithmetic, the
+same code for Python integers (host side, tests) and for CuTe DSL values (kernel side, through
+:mod:`ts_codegen.dsl_tiles`, which passes its own ``divmod``).
+
+The order, the usual one of persistent Hopper GEMMs:
+
+* The tile grid ``tiles_m x tiles_n x tiles_l`` is cut into clusters of ``cm x cn`` tiles:
+  ``ceil(tiles_m / cm) x ceil(tiles_n / cn) x tiles_l`` cluster tiles.
+* *Raster along M* (the default): consecutive indices walk down a column of cluster tiles (M
+  varies fastest), then move one column to the right. *Along N*: they walk along a row.
+* *Swizzle* ``s`` (1, 2, 4, 8, ...): the other dimension is cut into groups of ``s`` cluster
+  columns (rows, when rastering along N). Inside a group, consecutive indices visit the ``s``
+  tiles of one row of the group, then the next row, down the whole raster dimension; then the
+  next group follows. Neighbouring CTAs thus share both A rows and B columns in L2. The swizzled
+  dimension is padded up to a multiple of ``s``: the padding's indices are valid work indices
+  whose coordinates lie past the problem (kernels clip them), so ``s`` should divide it.
+* ``l`` (the batch) varies slowest.
+
+With ``s == 1`` and rastering along M this is the column-major order ``m + M * (n + N * l)``.
+
+Example: 4 x 4 cluster tiles, swizzle 2, along M visits (m, n)::
+
+    (0,0) (0,1) (1,0) (1,1) (2,0) (2,1) (3,0) (3,1) (0,2) (0,3) (1,2) (1,3) ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+__all__ = [
+    "RasterShape",
+    "ceil_div",
+    "raster_coord",
+    "raster_order",
+    "raster_shape",
+]
+
+DivMod = Callable[[Any, Any], tuple[Any, Any]]
+
+
+def ceil_div(a: Any, b: int) -> Any:
+    """``ceil(a / b)`` for a non-negative ``a`` (a Python or a DSL integer) and ``b >= 1``."""
+    return a if b == 1 else (a + (b - 1)) // b
+
+
+class RasterShape:
+    """The cluster-tile grid as the raster walks it.
+
+    Attributes:
+        major: Cluster tiles along the raster dimension (M when rastering along M).
+        groups: Swizzle groups across it: ``ceil(minor / swizzle)`` for ``minor`` cluster tiles
+            along the other dimension.
+        tiles_l: The batch count.
+        swizzle: The swizzle group size ``s`` (1: no swizzle).
+        along_m: True when the raster walks along M first.
+    """
+
+    __slots__ = ("along_m", "groups", "major", "swizzle", "tiles_l")
+
+    def __init__(self, major: Any, groups: Any, tiles_l: Any, swizzle: int, along_m: bool) -> None:
+        self.major = major
+        self.groups = groups
+        self.tiles_l = tiles_l
+        self.swizzle = swizzle
+        self.along_m = along_m
+
+    def num_tiles(self) -> Any:
+        """How many work indices the raster has (swizzle padding included)."""
+        return self.major * (self.groups * self.swizzle) * self.tiles_l
+
+
+def raster_shape(
+    tiles_mnl: tuple[Any, Any, Any],
+    cluster_mn: tuple[int, int] = (1, 1),
+    swizzle: int = 1,
+    along_m: bool = True,
+) -> RasterShape:
+    """The :class:`RasterShape` of a ``tiles_m x tiles_n x tiles_l`` tile grid.
+
+    Args:
+        tiles_mnl: Tiles along M, N and L (Python or DSL integers).
+        cluster_mn: The cluster shape in tiles (static).
+        swizzle: The swizzle group size, ``>= 1`` (static).
+        along_m: Raster along M (True) or along N.
+
+    Raises:
+        ValueError: For a swizzle or cluster extent below 1.
+    """
+    if swizzle < 1:
+        raise ValueError(f"swizzle must be >= 1, got {swizzle}")
+    if min(cluster_mn) < 1:
+        raise ValueError(f"cluster shape must be >= 1 in M and N, got {cluster_mn}")
+    clusters_m = ceil_div(tiles_mnl[0], cluster_mn[0])
+    clusters_n = ceil_div(tiles_mnl[1], cluster_mn[1])
+    major, minor = (clusters_m, clusters_n) if along_m else (clusters_n, clusters_m)
+    return RasterShape(major, ceil_div(minor, swizzle), tiles_mnl[2], swizzle, along_m)
+
+
+def raster_coord(
+    index: Any,
+    shape: RasterShape,
+    divmod_: DivMod = divmod,
+    *,
+    single_batch: bool = False,
+) -> tuple[Any, Any, Any]:
+    """The ``(m, n, l)`` cluster-tile coordinate of work index ``index``.
+
+    Args:
+        index: A work index in ``[0, shape.num_tiles())`` (Python or DSL integer).
+        shape: The raster.
+        divmod_: ``divmod`` for the values involved: the builtin for Python integers, a DSL
+            one (fast divmod divisors, signed division) in a kernel. It is called with
+            ``shape.major`` and ``shape.groups`` as divisors (and the static ``swizzle``).
+        single_batch: True when ``tiles_l`` is known to be 1: saves the last division (``l`` is
+            then 0 for every valid index).
+
+    Returns:
+        ``(m, n, l)`` in cluster tiles; meaningless for an index past the end.
+    """
+    s = shape.swizzle
+    lane: Any = 0
+    if s > 1:
+        index, lane = divmod_(index, s)
+    rest, along = divmod_(index, shape.major)
+    if single_batch:
+        group, batch = rest, 0
+    else:
+        batch, group = divmod_(rest, shape.groups)
+    across = group * s + lane if s > 1 else group
+    return (along, across, batch) if shape.along_m else (across, along, batch)
+
+
+def raster_order(
+    tiles_mnl: tuple[int, int, int],
+    cluster_mn: tuple[int, int] = (1, 1),
+    swizzle: int = 1,
+    along_m: bool = True,
+) -> Iterator[tuple[int, int, int]]:
+    """Every work index's cluster-tile coordinate, in order (host side, Python integers)."""
+    shape = raster_shape(tiles_mnl, cluster_mn, swizzle, along_m)
+    for index in range(shape.num_tiles()):
+        yield raster_coord(index, shape)
