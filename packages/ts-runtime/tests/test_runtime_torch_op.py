@@ -66,3 +66,8 @@ def test_misaligned_tensor_is_a_typed_error(copy_op: Any) -> None:
     x = torch.randn(1024 * 512 + 1, device="cuda", dtype=torch.float16)[1:].view(1024, 512)
     with pytest.raises(RuntimeConfigError, match="not 16-byte aligned"):
         copy_op(x)
+
+
+def test_empty_tensor_needs_no_launch(copy_op: Any) -> None:
+    x = torch.empty(0, 512, device="cuda", dtype=torch.float16)
+    assert copy_op(x).shape == (0, 512)

@@ -11,8 +11,10 @@ graph (after one warm-up call has loaded the kernel)::
 
 The launcher takes the inputs, then the outputs, then the stream (a ``cuda.CUstream``; make it
 an optional parameter and pass it on with ``kernel.launch(..., stream=stream)``). One
-compiled kernel is kept per signature of the tensors: dtype, shape, strides and whether each is
-aligned to ``align`` bytes (static shapes: a new shape compiles once more).
+compiled kernel is kept per signature of the tensors: dtype, shape and strides
+(static shapes: a new shape compiles once more). The kernel receives each tensor as a raw
+pointer viewed with the tensor's layout, so a call costs little more than the launch. An
+operator whose outputs are empty returns them without a launch.
 """
 
 from __future__ import annotations
@@ -80,15 +82,42 @@ class TorchOp:
         return self._outputs(*tensors)
 
     def _key(self, tensors: Sequence[Any]) -> Hashable:
+        return tuple((t.dtype, tuple(t.shape), tuple(t.stride())) for t in tensors)
+
+    def _pointers(self, tensors: Sequence[Any]) -> tuple[Any, ...]:
+        from cutlass.cute import AddressSpace
+        from cutlass.cute.runtime import make_ptr
+
         return tuple(
-            (t.dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() % self._align == 0)
+            make_ptr(_dsl_dtype(t.dtype), t.data_ptr(), AddressSpace.gmem, self._align)
             for t in tensors
         )
+
+    def _compile(self, tensors: Sequence[Any], stream: Any) -> Any:
+        """Compile an entry that takes raw pointers: the layouts are fixed by the key.
+
+        A pointer costs far less to pass than a DLPack tensor, so a call costs little more
+        than the launch itself.
+        """
+        import cutlass.cute as cute
+
+        layouts = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
+        launcher = self._launcher
+
+        @cute.jit
+        def entry(ptrs, stream):  # type: ignore[no-untyped-def]
+            views = [
+                cute.make_tensor(p, cute.make_layout(shape, stride=stride))
+                for p, (shape, stride) in zip(ptrs, layouts, strict=True)
+            ]
+            launcher(*views, stream)
+
+        self.compiles += 1
+        return cute.compile(entry, self._pointers(tensors), stream)
 
     def _run(self, *inputs: Any) -> Any:
         import torch
         from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
-        from cutlass.cute.runtime import from_dlpack
 
         outs = self._outputs(*inputs)
         tensors = (*inputs, *_as_tuple(outs))
@@ -100,19 +129,43 @@ class TorchOp:
                     fix="pass a contiguous tensor (e.g. x.contiguous()) or register the op "
                     "with a smaller align=",
                 )
-        args = [from_dlpack(t, assumed_align=self._align) for t in tensors]
+        if any(t.numel() == 0 for t in _as_tuple(outs)):
+            return outs  # nothing to write: no launch (a grid of zero CTAs is an error)
         stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
         key = self._key(tensors)
         with self._lock:
             compiled = self._compiled.get(key)
             if compiled is None:
-                import cutlass.cute as cute
-
-                compiled = cute.compile(self._launcher, *args, stream)
-                self._compiled[key] = compiled
-                self.compiles += 1
-        compiled(*args, stream)
+                compiled = self._compiled[key] = self._compile(tensors, stream)
+        compiled(self._pointers(tensors), stream)
         return outs
+
+
+def _dsl_dtype(torch_dtype: Any) -> Any:
+    """The CuTe DSL element type of a torch dtype."""
+    import cutlass
+    import torch
+
+    names = {
+        torch.float16: "Float16",
+        torch.bfloat16: "BFloat16",
+        torch.float32: "Float32",
+        torch.float64: "Float64",
+        torch.int8: "Int8",
+        torch.uint8: "Uint8",
+        torch.int16: "Int16",
+        torch.int32: "Int32",
+        torch.int64: "Int64",
+        torch.float8_e4m3fn: "Float8E4M3FN",
+        torch.float8_e5m2: "Float8E5M2",
+    }
+    name = names.get(torch_dtype)
+    if name is None:
+        raise RuntimeConfigError(
+            f"torch_op: no CuTe DSL element type for {torch_dtype}",
+            fix=f"use one of {', '.join(str(d) for d in names)}",
+        )
+    return getattr(cutlass, name)
 
 
 def torch_op(
