@@ -45,7 +45,7 @@ def check(err: pytest.ExceptionInfo[Any], code: str, marker: str, *words: str) -
     message = str(e)
     assert message.startswith(f"{code}: ")
     assert f"line {line_of(marker)}" in message
-    assert "fix: " in message and f"/errors/{code}" in message
+    assert "fix: " in message and f"see: ts explain {code}" in message
     for w in words:
         assert w in message, (w, message)
 
