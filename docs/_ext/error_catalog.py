@@ -29,6 +29,15 @@ if TYPE_CHECKING:
 # (distribution, module to import, heading, what the codes are).
 LAYERS: tuple[tuple[str, str, str, str], ...] = (
     (
+        "ts-ir",
+        "ts_ir",
+        "IR constructor errors (TS-I)",
+        "Raised as :class:`~ts_ir.errors.ArgumentError` (a ``ValueError`` and a ``TypeError``) "
+        "where a value of the IR is built with an argument of the wrong type or out of range: "
+        ":class:`~ts_ir.guards.Every`, pipeline and SMEM specs, loop bounds, enumerations "
+        "looked up by value.",
+    ),
+    (
         "ts-trace",
         "ts_trace",
         "Tracing errors (TS-T)",

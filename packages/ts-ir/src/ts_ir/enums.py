@@ -7,6 +7,9 @@ kernel written for it keeps working after changing one import line.
 from __future__ import annotations
 
 import enum
+from typing import Any, NoReturn
+
+from ts_ir.errors import ArgumentError, describe_value
 
 __all__ = [
     "RESERVED_OP_NAMES",
@@ -20,11 +23,33 @@ __all__ = [
 ]
 
 
+def _no_member(cls: type[enum.Enum], value: object) -> NoReturn:
+    """``TS-I001`` for ``cls(value)`` when no member has that value."""
+    names = ", ".join(repr(m.value) for m in cls)
+    raise ArgumentError(
+        f"{cls.__name__}(...)",
+        f"{value!r:.40} is not a valid {cls.__name__} ({cls.__name__}({value!r:.40}) got "
+        f"{describe_value(value)})",
+        fix=f"use a member, {cls.__name__}.<name>, or one of the values {names}",
+    )
+
+
+def _flag_missing(cls: type[enum.Flag], value: object) -> Any:
+    """Flag lookups: Python's own for ints (combinations), ``TS-I001`` for anything else."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return super(cls, cls)._missing_(value)
+    _no_member(cls, value)
+
+
 class Role(enum.Enum):
     """Which side of a resource a schedule step acts on."""
 
     PRODUCER = "producer"
     CONSUMER = "consumer"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        _no_member(cls, value)
 
 
 class ScheduleStage(enum.Enum):
@@ -40,6 +65,10 @@ class ScheduleStage(enum.Enum):
     ProducerAcquire = "ProducerAcquire"
     ProducerWork = "ProducerWork"
     ProducerCommit = "ProducerCommit"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        _no_member(cls, value)
 
     @property
     def role(self) -> Role:
@@ -138,6 +167,10 @@ class WorkAttr(enum.IntFlag):
     ASYNC_WAIT_PRIOR = 8
 
     @classmethod
+    def _missing_(cls, value: object) -> Any:
+        return _flag_missing(cls, value)
+
+    @classmethod
     def is_valid_combination(cls, value: WorkAttr) -> bool:
         """Return True when ``value`` is a flag set the verifier understands."""
         if not isinstance(value, (cls, int)) or isinstance(value, bool):
@@ -146,14 +179,24 @@ class WorkAttr(enum.IntFlag):
 
     @classmethod
     def validate(cls, value: WorkAttr, field_name: str) -> None:
-        """Raise :class:`ValueError` (or :class:`TypeError`) if ``value`` is not supported."""
+        """Raise if ``value`` is not a supported work-attribute flag set.
+
+        Raises:
+            ts_ir.errors.ArgumentError: ``TS-I001`` (a ``ValueError`` and a ``TypeError``),
+                naming ``field_name`` and the caller's line.
+        """
+        fix = "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, ASYNC_WAIT_PRIOR"
         if not isinstance(value, int) or isinstance(value, bool):
-            raise TypeError(f"{field_name} must be a WorkAttr, got {type(value).__name__}")
+            raise ArgumentError(
+                field_name,
+                f"{field_name} must be a WorkAttr, got {type(value).__name__} ({value!r:.40})",
+                fix=fix,
+            )
         if not cls.is_valid_combination(value):
-            raise ValueError(
-                f"{field_name}={int(value)} is not a supported WorkAttr combination; "
-                "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, "
-                "ASYNC_WAIT_PRIOR"
+            raise ArgumentError(
+                field_name,
+                f"{field_name}={int(value)} is not a supported WorkAttr combination",
+                fix=fix,
             )
 
     def is_auxiliary(self) -> bool:
@@ -172,6 +215,10 @@ class PipelineType(enum.Enum):
     AsyncUmma = "AsyncUmma"
     UmmaUmma = "UmmaUmma"
     ClcFetchAsync = "ClcFetchAsync"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        _no_member(cls, value)
 
     @property
     def needs_blackwell(self) -> bool:
@@ -201,6 +248,10 @@ class SignalingThreads(enum.IntFlag):
     TaskWarpLeader = 4
 
     @classmethod
+    def _missing_(cls, value: object) -> Any:
+        return _flag_missing(cls, value)
+
+    @classmethod
     def is_valid_combination(cls, value: SignalingThreads) -> bool:
         """``All`` alone, or any non-empty combination of the leader flags."""
         if not isinstance(value, int) or isinstance(value, bool):
@@ -213,11 +264,19 @@ class SignalingThreads(enum.IntFlag):
 
     @classmethod
     def validate(cls, value: SignalingThreads, field_name: str) -> None:
-        """Raise :class:`ValueError` if ``value`` is not a legal combination."""
+        """Raise if ``value`` is not a legal combination.
+
+        Raises:
+            ts_ir.errors.ArgumentError: ``TS-I001`` (a ``ValueError``), naming ``field_name``
+                and the caller's line.
+        """
         if not cls.is_valid_combination(value):
-            raise ValueError(
-                f"{field_name}={value!r} is not valid: use All, CtaLeader, TaskWarpLeader "
-                "or CtaLeader | TaskWarpLeader (All cannot be combined)"
+            raise ArgumentError(
+                field_name,
+                f"{field_name}={value!r:.60} is not a valid SignalingThreads value: use All, "
+                "CtaLeader, TaskWarpLeader or CtaLeader | TaskWarpLeader (All cannot be "
+                "combined)",
+                fix="pass a SignalingThreads member, e.g. SignalingThreads.All",
             )
 
     def has_cta_leader(self) -> bool:
@@ -240,6 +299,10 @@ class TileSchedulerType(enum.Enum):
     ClcDynamicPersistent = "ClcDynamicPersistent"
     AtomicDynamicPersistent = "AtomicDynamicPersistent"
 
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        _no_member(cls, value)
+
 
 class PipelineGroupMode(enum.Enum):
     """Topology of a pipeline group: N to 1 merge, 1 to N fork, or fused N to 1."""
@@ -247,3 +310,7 @@ class PipelineGroupMode(enum.Enum):
     Merge = "Merge"
     Fork = "Fork"
     FusedMerge = "FusedMerge"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Any:
+        _no_member(cls, value)

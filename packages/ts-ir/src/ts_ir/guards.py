@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Hashable, Mapping
 
+from ts_ir.errors import INT32_MAX, ArgumentError, describe_value
+
 __all__ = [
     "FIRST_ITER",
     "LAST_ITER",
@@ -27,8 +29,6 @@ __all__ = [
     "is_loop_guard",
     "is_skippable_guard",
 ]
-
-_INT32_MAX = 2**31 - 1
 
 
 class BlockGuard:
@@ -60,8 +60,8 @@ class Every(IterationPredicate):
         start: First firing iteration, an int of at least 0.
 
     Raises:
-        TypeError: ``period`` or ``start`` is not an int.
-        ValueError: ``period < 1``, ``start < 0`` or either does not fit in int32.
+        ArgumentError: ``period`` or ``start`` is not an int (a bool is not), ``period < 1``,
+            ``start < 0`` or either does not fit in int32 (``TS-I001``; also a ``TypeError``).
     """
 
     period: int
@@ -70,10 +70,16 @@ class Every(IterationPredicate):
     def __post_init__(self) -> None:
         for field_name, value, low in (("period", self.period, 1), ("start", self.start, 0)):
             if not isinstance(value, int) or isinstance(value, bool):
-                raise TypeError(f"Every.{field_name} must be an int, got {value!r}")
-            if value < low or value > _INT32_MAX:
-                raise ValueError(
-                    f"Every.{field_name} must be in [{low}, {_INT32_MAX}], got {value}"
+                raise ArgumentError(
+                    f"Every.{field_name}",
+                    f"Every.{field_name} must be an int, got {describe_value(value)}",
+                    fix=f"pass an int in [{low}, {INT32_MAX}], e.g. Every(2) or Every(2, start=1)",
+                )
+            if value < low or value > INT32_MAX:
+                raise ArgumentError(
+                    f"Every.{field_name}",
+                    f"Every.{field_name} must be in [{low}, {INT32_MAX}], got {value}",
+                    fix=f"pass an int in [{low}, {INT32_MAX}]",
                 )
 
     def fires(self, iter_idx: int, num_iters: int) -> bool:
@@ -150,6 +156,30 @@ class OpaqueCondition(BlockGuard):
     resource: object | None = None
     method_label: str | None = None
     result_name: str | None = None
+
+    def __post_init__(self) -> None:
+        try:
+            hash(self.key)
+        except TypeError:
+            raise ArgumentError(
+                "OpaqueCondition.key",
+                f"the key must be hashable, got {describe_value(self.key)}",
+                fix="name the condition with a str or an int",
+            ) from None
+        if not isinstance(self.negated, bool):
+            raise ArgumentError(
+                "OpaqueCondition.negated",
+                f"negated must be a bool, got {describe_value(self.negated)}",
+                fix="pass negated=True or False",
+            )
+        for name in ("method_label", "result_name"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ArgumentError(
+                    f"OpaqueCondition.{name}",
+                    f"{name} must be a str or None, got {describe_value(value)}",
+                    fix=f"pass {name} as the name of the work method / output, or leave it None",
+                )
 
     def describe(self) -> str:
         """A short rendering for tables and messages."""

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from ts_ir.enums import PipelineType, Role, SignalingThreads, WorkAttr
+from ts_ir.errors import INT32_MAX, ArgumentError, describe_value, require_int
 from ts_ir.schedule import (
     UNKNOWN_LOCATION,
     ConstBound,
@@ -23,6 +24,7 @@ from ts_ir.schedule import (
 )
 
 __all__ = [
+    "MAX_ARRIVALS",
     "WARPGROUP_WARPS",
     "WARP_SIZE",
     "CooperativeGroupSpec",
@@ -42,6 +44,9 @@ WARP_SIZE = 32
 WARPGROUP_WARPS = 4
 """Warps per warpgroup (the granularity of ``setmaxnreg``)."""
 
+MAX_ARRIVALS = 2**20 - 1
+"""The largest arrival count (and transaction byte count) of an mbarrier phase."""
+
 
 @dataclasses.dataclass(frozen=True)
 class CooperativeGroupSpec:
@@ -56,10 +61,20 @@ class CooperativeGroupSpec:
     size: int
 
     def __post_init__(self) -> None:
-        if self.agent not in ("thread", "warp"):
-            raise ValueError(f"agent must be 'thread' or 'warp', got {self.agent!r}")
-        if self.size < 1:
-            raise ValueError(f"a cooperative group needs at least one member, got {self.size}")
+        if not isinstance(self.agent, str) or self.agent not in ("thread", "warp"):
+            raise ArgumentError(
+                "CooperativeGroupSpec.agent",
+                f"agent must be 'thread' or 'warp', got {describe_value(self.agent)}",
+                fix="pass agent='thread' (one arrival per thread) or 'warp'",
+            )
+        require_int(
+            self.size,
+            "CooperativeGroupSpec.size",
+            low=1,
+            high=MAX_ARRIVALS,
+            why="a cooperative group needs at least one member and at most the mbarrier "
+            "arrival count",
+        )
 
     def arrivals_for(self, num_warps: int) -> int:
         """Arrivals a task of ``num_warps`` warps makes when every thread signals."""
@@ -100,17 +115,45 @@ class PipelineSpec:
     interleave: int = 1
 
     def __post_init__(self) -> None:
-        if self.stages < 1:
-            raise ValueError(f"a pipeline needs at least one stage, got {self.stages}")
-        if self.interleave < 1 or self.stages % self.interleave:
-            raise ValueError(
-                f"the interleave stride {self.interleave} must be >= 1 and divide the "
-                f"{self.stages} stages"
+        if not isinstance(self.type, PipelineType):
+            raise ArgumentError(
+                "PipelineSpec.type",
+                f"type must be a PipelineType, got {describe_value(self.type)}",
+                fix="pass a member such as PipelineType.TmaAsync",
             )
-        if len(self.cluster_mn) != 2 or min(self.cluster_mn) < 1:
-            raise ValueError(f"cluster_mn must be two positive ints, got {self.cluster_mn}")
-        if self.bytes_per_stage < 0:
-            raise ValueError(f"bytes_per_stage must be >= 0, got {self.bytes_per_stage}")
+        require_int(
+            self.stages, "PipelineSpec.stages", low=1, why="a pipeline needs at least one stage"
+        )
+        require_int(self.bytes_per_stage, "PipelineSpec.bytes_per_stage")
+        for side in ("producer_group", "consumer_group"):
+            group = getattr(self, side)
+            if not isinstance(group, CooperativeGroupSpec):
+                raise ArgumentError(
+                    f"PipelineSpec.{side}",
+                    f"{side} must be a CooperativeGroupSpec, got {describe_value(group)}",
+                    fix=f"pass {side}=CooperativeGroupSpec('thread', n)",
+                )
+        require_int(self.interleave, "PipelineSpec.interleave", low=1)
+        if self.stages % self.interleave:
+            raise ArgumentError(
+                "PipelineSpec.interleave",
+                f"the interleave stride {self.interleave} must be >= 1 and divide the "
+                f"{self.stages} stages",
+                fix="use a stride that divides the number of stages",
+            )
+        cluster = self.cluster_mn
+        if (
+            not isinstance(cluster, (tuple, list))
+            or len(cluster) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in cluster)
+            or not all(1 <= v <= INT32_MAX for v in cluster)
+        ):
+            raise ArgumentError(
+                "PipelineSpec.cluster_mn",
+                f"cluster_mn must be two positive ints, got {describe_value(cluster)}",
+                fix="pass cluster_mn=(CM, CN), e.g. (1, 1) without a cluster",
+            )
+        object.__setattr__(self, "cluster_mn", (cluster[0], cluster[1]))
         SignalingThreads.validate(self.producer_signaling, "producer_signaling")
         SignalingThreads.validate(self.consumer_signaling, "consumer_signaling")
 
@@ -144,11 +187,29 @@ class SmemAllocationSpec:
     count: int = 1
 
     def __post_init__(self) -> None:
-        if self.size_bytes < 0:
-            raise ValueError(f"SMEM allocation {self.name!r}: size must be >= 0")
+        if not isinstance(self.name, str) or not self.name:
+            raise ArgumentError(
+                "SmemAllocationSpec.name",
+                f"an SMEM allocation needs a non-empty str name, got {describe_value(self.name)}",
+                fix="name it `resource.region`, e.g. 'ring.tiles'",
+            )
+        require_int(self.size_bytes, f"SMEM allocation {self.name!r}: size_bytes")
         a = self.alignment
-        if a < 1 or a & (a - 1):
-            raise ValueError(f"SMEM allocation {self.name!r}: alignment {a} is not a power of 2")
+        require_int(a, f"SMEM allocation {self.name!r}: alignment", low=1)
+        if a & (a - 1):
+            raise ArgumentError(
+                "SmemAllocationSpec.alignment",
+                f"SMEM allocation {self.name!r}: alignment {a} is not a power of 2",
+                fix="use a power of two such as 16, 128 or 1024",
+            )
+        if not isinstance(self.dtype_name, str):
+            raise ArgumentError(
+                "SmemAllocationSpec.dtype_name",
+                f"SMEM allocation {self.name!r}: dtype_name must be a str, got "
+                f"{describe_value(self.dtype_name)}",
+                fix="pass the element type's name, e.g. 'Float16', or '' for bytes",
+            )
+        require_int(self.count, f"SMEM allocation {self.name!r}: count")
 
 
 @dataclasses.dataclass(frozen=True)

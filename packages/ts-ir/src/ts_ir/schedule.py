@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Iterator
 
 from ts_ir.enums import ScheduleStage, WorkAttr
+from ts_ir.errors import ArgumentError, describe_value, is_int
 from ts_ir.guards import BlockGuard, OpaqueCondition
 
 __all__ = [
@@ -130,6 +131,14 @@ class ConstBound:
 
     value: int
 
+    def __post_init__(self) -> None:
+        if not is_int(self.value):
+            raise ArgumentError(
+                "ConstBound.value",
+                f"ConstBound.value must be an int, got {describe_value(self.value)}",
+                fix="pass an int; a runtime value is a RuntimeBound",
+            )
+
     def describe(self) -> str:
         """A short rendering for tables and messages."""
         return str(self.value)
@@ -148,6 +157,9 @@ class RuntimeBound:
     # Not compared, hashed or serialized: a plan means the same whatever the value is.
     value: object = dataclasses.field(default=None, compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        _require_name(self.name, "RuntimeBound.name")
+
     def describe(self) -> str:
         """A short rendering for tables and messages."""
         return f"<{self.name}>"
@@ -163,9 +175,21 @@ class DynamicBound:
 
     getter: str
 
+    def __post_init__(self) -> None:
+        _require_name(self.getter, "DynamicBound.getter")
+
     def describe(self) -> str:
         """A short rendering for tables and messages."""
         return f"{self.getter}(tile)"
+
+
+def _require_name(value: object, argument: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ArgumentError(
+            argument,
+            f"{argument} must be a non-empty str, got {describe_value(value)}",
+            fix="name the value (a runtime bound: its type name; a getter: 'MyTask.get_domain')",
+        )
 
 
 Bound = ConstBound | RuntimeBound | DynamicBound

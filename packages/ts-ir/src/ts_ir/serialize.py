@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from ts_ir.enums import PipelineType, Role, ScheduleStage, SignalingThreads, WorkAttr
+from ts_ir.errors import ArgumentError
 from ts_ir.guards import (
     FIRST_ITER,
     LAST_ITER,
@@ -352,7 +353,7 @@ def _enum(factory: Callable[[Any], _T], value: object, path: str) -> _T:
     try:
         return factory(value)
     except (ValueError, TypeError) as exc:
-        raise IRFormatError(f"{path}: {value!r} is not valid ({exc})") from None
+        raise IRFormatError(f"{path}: {value!r} is not valid ({_complaint(exc)})") from None
 
 
 def _build(factory: Callable[..., _T], path: str, **kwargs: Any) -> _T:
@@ -360,7 +361,12 @@ def _build(factory: Callable[..., _T], path: str, **kwargs: Any) -> _T:
     try:
         return factory(**kwargs)
     except (ValueError, TypeError) as exc:
-        raise IRFormatError(f"{path}: {exc}") from None
+        raise IRFormatError(f"{path}: {_complaint(exc)}") from None
+
+
+def _complaint(exc: Exception) -> str:
+    # A constructor's typed error carries the caller's line (here: this module); keep its text.
+    return exc.detail if isinstance(exc, ArgumentError) else str(exc)
 
 
 def _work_attr(value: object, path: str) -> WorkAttr:

@@ -1,4 +1,4 @@
-"""Catalog entries of calls and declarations (``TS-T015``..``TS-T020``)."""
+"""Catalog entries of calls and declarations (``TS-T015``..``TS-T020``, ``TS-T022``)."""
 
 from __future__ import annotations
 
@@ -226,6 +226,26 @@ DECLARATION_ENTRIES: tuple[CatalogEntry, ...] = (
             [TaskDeclaration([src], [ring], 0, 4, load_task(src, ring), name="loader"),
              TaskDeclaration([ring], [dst], 4, 4, store_task(ring, dst), name="storer")],
             {ring: [src], dst: [ring]})
+        """,
+    ),
+    _entry(
+        "TS-T022",
+        "bad resource or schedule declaration",
+        "give a resource a str `name`, a bool `is_barrier` and a pipeline (or None) as "
+        "`pipeline_config`; decorate functions with `@schedule`",
+        """
+        A resource is created with keyword fields: its `name` (a str, unique in the kernel),
+        `is_barrier` (a bool) and `pipeline_config` (a `PipelineConfig`, a `PipelineSpec` or
+        None), plus the fields its class declares. The plan is built from these values, so a
+        number where a pipeline belongs, or an argument the class does not have, is rejected
+        at the line that created the resource. Likewise `@schedule` decorates a function.
+        """,
+        """
+        ring = Ring(name="ring", pipeline_config=4)
+        """,
+        """
+        pipeline = PipelineSpec(PipelineType.AsyncAsync, 4, 0, group, group)
+        ring = Ring(name="ring", pipeline_config=pipeline)
         """,
     ),
 )

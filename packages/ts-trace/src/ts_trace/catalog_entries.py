@@ -144,5 +144,7 @@ plan = build_plan(
 """How verifier examples that build no ``plan`` of their own are turned into a kernel plan."""
 
 
-TRACE_ENTRIES: tuple[CatalogEntry, ...] = (*SCHEDULE_ENTRIES, *DECLARATION_ENTRIES)
+TRACE_ENTRIES: tuple[CatalogEntry, ...] = tuple(
+    sorted((*SCHEDULE_ENTRIES, *DECLARATION_ENTRIES), key=lambda e: e.code)
+)
 """The entries of every ``TS-Txxx`` code, sorted by code."""

@@ -1,4 +1,7 @@
-"""Catalog entries of the schedule rules (``TS-T001``..``TS-T014``): names, tokens, blocks."""
+"""Catalog entries of the schedule rules (``TS-T001``..``TS-T014``, ``TS-T021``).
+
+Names, tokens, blocks, bounds and iteration predicates.
+"""
 
 from __future__ import annotations
 
@@ -484,6 +487,40 @@ SCHEDULE_ENTRIES: tuple[CatalogEntry, ...] = (
                 with when_true(valid):
                     ring.acquire()
                     ring.load(coord=coord)
+                    ring.commit()
+
+        load_task(src, ring)
+        """,
+    ),
+    _entry(
+        "TS-T021",
+        "bad `every()` period or start",
+        "pass ints: `loop.every(period, start=s)` with period >= 1 and start >= 0",
+        """
+        `loop.every(period, start=s)` opens a block that runs on iterations `s`, `s + period`,
+        `s + 2 * period` and so on of its domain loop. The period is an int of at least 1 and
+        the start an int of at least 0, both within int32 like the loop counter. A float, a
+        bool, a string or a runtime value cannot be decided from the iteration count, so it is
+        rejected at the line that opened the block.
+        """,
+        """
+        @schedule
+        def load_task(src, ring):
+            with domain_loop(8) as loop:
+                with loop.every(0):
+                    ring.acquire()
+                    ring.load()
+                    ring.commit()
+
+        load_task(src, ring)
+        """,
+        """
+        @schedule
+        def load_task(src, ring):
+            with domain_loop(8) as loop:
+                with loop.every(2):
+                    ring.acquire()
+                    ring.load()
                     ring.commit()
 
         load_task(src, ring)

@@ -24,6 +24,7 @@ from ts_ir import (
     TaskSpec,
     WorkMethodSpec,
 )
+from ts_ir.errors import ArgumentError
 from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import PlanError
 from ts_trace.resources import MemoryResource, effective_outputs, resource_name
@@ -54,6 +55,114 @@ class TaskDeclaration:
     num_registers: int | None = None
     name: str = ""
     location: SourceLocation = dataclasses.field(default_factory=user_location)
+
+    def __post_init__(self) -> None:
+        what = f"TaskDeclaration `{self.name}`" if isinstance(self.name, str) else "TaskDeclaration"
+        if not isinstance(self.schedule, Schedule):
+            raise PlanError(
+                "TS-T020",
+                f"{what}: schedule={self.schedule!r:.60} is not a traced schedule"
+                + _uncalled_hint(self.schedule),
+                location=self.location,
+                fix="pass the result of calling the @schedule function with the task's "
+                "resources: my_schedule(res_a, res_b)",
+            )
+        for field, value in (("warp_idx", self.warp_idx), ("num_warps", self.num_warps)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise PlanError(
+                    "TS-T020",
+                    f"{what}: {field}={value!r:.40} must be an int, got {type(value).__name__}",
+                    location=self.location,
+                    fix=f"pass {field} as a Python int (warp ranges are fixed at compile time)",
+                )
+        regs = self.num_registers
+        if regs is not None and (isinstance(regs, bool) or not isinstance(regs, int)):
+            raise PlanError(
+                "TS-T020",
+                f"{what}: num_registers={regs!r:.40} must be an int or None, got "
+                f"{type(regs).__name__}",
+                location=self.location,
+                fix="pass a multiple of 8 in [24, 256], or None",
+            )
+        if not isinstance(self.name, str):
+            raise PlanError(
+                "TS-T020",
+                f"TaskDeclaration: name={self.name!r:.40} must be a str, got "
+                f"{type(self.name).__name__}",
+                location=self.location,
+                fix="pass name='loader' (or '' for the schedule's name)",
+            )
+        for side in ("src_resources", "dst_resources"):
+            value = getattr(self, side)
+            if not isinstance(value, (list, tuple)):
+                raise PlanError(
+                    "TS-T020",
+                    f"{what}: {side}={value!r:.40} must be a list of resources, got "
+                    f"{type(value).__name__}",
+                    location=self.location,
+                    fix=f"pass {side}=[res_a, ...] (or [])",
+                )
+
+
+def _uncalled_hint(value: object) -> str:
+    """What to say when a schedule function is passed where its traced result belongs."""
+    if callable(value) and hasattr(value, "__wrapped__"):
+        name = getattr(value, "__name__", "the schedule")
+        return f": `{name}` is the @schedule function itself, passed without calling it"
+    return f" ({type(value).__name__})"
+
+
+def _check_build_arguments(
+    tasks: object,
+    graph: object,
+    name: object,
+    smem_capacity: object,
+    block_warps: object,
+) -> None:
+    """TS-T020 at the user's line for arguments of the wrong type (before reading them)."""
+    problems: list[tuple[str, str]] = []
+    if not isinstance(tasks, (list, tuple)):
+        problems.append((f"tasks={tasks!r:.40}", "a list of TaskDeclaration"))
+    else:
+        bad = [t for t in tasks if not isinstance(t, TaskDeclaration)]
+        if bad:
+            problems.append((f"tasks lists {bad[0]!r:.40}", "a list of TaskDeclaration"))
+    if not isinstance(graph, Mapping):
+        problems.append(
+            (f"resource_dependency_graph={graph!r:.40}", "a dict {downstream: [upstreams...]}")
+        )
+    else:
+        for down, ups in graph.items():
+            if not isinstance(ups, (list, tuple, set, frozenset)):
+                problems.append(
+                    (
+                        f"resource_dependency_graph[{down!r:.30}]={ups!r:.30}",
+                        "a list of upstream resources",
+                    )
+                )
+                break
+    if not isinstance(name, str) or not name:
+        problems.append((f"name={name!r:.40}", "a non-empty str"))
+    if isinstance(smem_capacity, bool) or not isinstance(smem_capacity, int) or smem_capacity < 0:
+        problems.append((f"smem_capacity={smem_capacity!r:.40}", "an int >= 0 (bytes per CTA)"))
+    if block_warps is not None and (
+        isinstance(block_warps, bool)
+        or not isinstance(block_warps, int)
+        or not 1 <= block_warps <= MAX_WARPS
+    ):
+        problems.append((f"block_warps={block_warps!r:.40}", f"None or an int in [1, {MAX_WARPS}]"))
+    if problems:
+        what, expected = problems[0]
+        raise PlanError(
+            "TS-T020",
+            f"build_plan({what}): expected {expected}",
+            location=user_location(),
+            fix=f"pass {expected}",
+        )
+
+
+MAX_WARPS = 32
+"""Warps in a CTA at most (1024 threads)."""
 
 
 def _group(group: object, side: str, resource: str) -> CooperativeGroupSpec:
@@ -106,7 +215,8 @@ def pipeline_spec_of(resource: MemoryResource) -> PipelineSpec | None:
     except (AttributeError, ValueError, TypeError) as err:
         raise PlanError(
             "TS-T020",
-            f"the pipeline_config of `{name}` cannot be read: {err}",
+            f"the pipeline_config of `{name}` cannot be read: "
+            f"{err.detail if isinstance(err, ArgumentError) else err}",
             resource=name,
             fix="build it with a PipelineConfig factory or as a ts_ir.PipelineSpec",
         ) from None
@@ -210,6 +320,7 @@ def build_plan(
             does not list, or a dependency graph or extra_resources entry that is not a
             resource.
     """
+    _check_build_arguments(tasks, resource_dependency_graph, name, smem_capacity, block_warps)
     resources = _collect_resources(tasks, resource_dependency_graph, extra_resources)
     task_specs: list[TaskSpec] = []
     seen: set[str] = set()

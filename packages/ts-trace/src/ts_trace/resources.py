@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import inspect
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Protocol
 
-from ts_ir import RESERVED_OP_NAMES, Role, SourceLocation, WorkAttr
-from ts_trace._internal.source import definition_location
+from ts_ir import RESERVED_OP_NAMES, PipelineSpec, Role, SourceLocation, WorkAttr
+from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import ResourceDeclarationError
 from ts_trace.task_local import TaskLocalVariable, bind_task_local_variables, is_task_local_field
 from ts_trace.work import WorkInfo, get_work_info
@@ -172,6 +173,26 @@ class _ResourceMeta(type):
         cls._ts_work_registry = MappingProxyType(registry)  # type: ignore[attr-defined]
         return cls
 
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        # Every resource is created here: check the arguments against the constructor and the
+        # base fields' types, at the user's line (TS-T022), before the plan carries them on.
+        sig = _init_signature(cls)
+        if sig is not None:
+            try:
+                sig.bind(None, *args, **kwargs)
+            except TypeError as err:
+                raise ResourceDeclarationError(
+                    "TS-T022",
+                    f"{cls.__name__}(...): {err}",
+                    resource=cls.__name__,
+                    location=user_location(),
+                    fix=f"create it with the fields {cls.__name__} declares, by keyword: "
+                    f"{cls.__name__}{_shown(sig)}",
+                ) from None
+        resource = super().__call__(*args, **kwargs)
+        _check_base_fields(resource)
+        return resource
+
     def __getattr__(cls, attr: str) -> Any:
         # Task-local fields have no class attribute (no default); return the Field so that
         # `returns=MyResource.slot` works after the class body too.
@@ -180,6 +201,66 @@ class _ResourceMeta(type):
             if attr in fields and is_task_local_field(fields[attr]):
                 return fields[attr]
         raise AttributeError(f"type object {cls.__name__!r} has no attribute {attr!r}")
+
+
+_SIGNATURES: dict[type, inspect.Signature | None] = {}
+
+
+def _init_signature(cls: type) -> inspect.Signature | None:
+    """The signature of ``cls.__init__`` (with ``self``), or None when it cannot be read."""
+    if cls not in _SIGNATURES:
+        try:
+            _SIGNATURES[cls] = inspect.signature(cls.__init__)  # type: ignore[misc]
+        except (TypeError, ValueError):
+            _SIGNATURES[cls] = None
+    return _SIGNATURES[cls]
+
+
+def _shown(sig: inspect.Signature) -> str:
+    params = [p for p in list(sig.parameters.values())[1:] if p.kind is not p.VAR_KEYWORD]
+    return (
+        "(" + ", ".join(p.name + ("=..." if p.kind is p.KEYWORD_ONLY else "") for p in params) + ")"
+    )
+
+
+def _is_pipeline(value: object) -> bool:
+    """A pipeline description: None, a PipelineSpec, or a PipelineConfig-like object."""
+    if value is None or isinstance(value, PipelineSpec):
+        return True
+    if callable(getattr(value, "to_spec", None)):
+        return True
+    # Read field by field when the plan is built (TS-T020 names a missing or wrong field).
+    return any(hasattr(value, f) for f in ("pipeline_type", "num_stages", "num_bytes"))
+
+
+def _check_base_fields(resource: MemoryResource) -> None:
+    cls_name = type(resource).__name__
+    name = resource.__dict__.get("name", "")
+    problems = []
+    if not isinstance(name, str):
+        problems.append(("name", name, "a str (unique in the kernel; '' means the class name)"))
+    barrier = resource.__dict__.get("is_barrier", False)
+    if not isinstance(barrier, bool):
+        problems.append(("is_barrier", barrier, "a bool"))
+    pipeline = resource.__dict__.get("pipeline_config")
+    if not _is_pipeline(pipeline):
+        problems.append(
+            (
+                "pipeline_config",
+                pipeline,
+                "a PipelineConfig (from a factory), a PipelineSpec or None",
+            )
+        )
+    if problems:
+        field, value, expected = problems[0]
+        raise ResourceDeclarationError(
+            "TS-T022",
+            f"{cls_name}({field}={value!r:.60}): {field} must be {expected}, got "
+            f"{type(value).__name__}",
+            resource=name if isinstance(name, str) and name else cls_name,
+            location=user_location(),
+            fix=f"pass {field}= {expected}",
+        )
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -44,6 +44,7 @@ from ts_trace._internal.builder import (
     Scope,
     activated,
     active_builder,
+    active_stack,
     condition_node,
     is_plain_condition,
 )
@@ -64,6 +65,14 @@ __all__ = [
     "when_true",
     "work_tile_loop",
 ]
+
+
+_I32 = 2**31 - 1  # loop counters, periods and unroll counts are int32 on the GPU
+
+
+def _schedule_name() -> str:
+    stack = active_stack()
+    return stack[-1].name if stack else ""
 
 
 Boolean: TypeAlias = Any
@@ -375,13 +384,38 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
         >>> [s.label for s in writer(Out(name="out")).steps()]
         ['store']
     """
+    if not callable(fn) or isinstance(fn, type):
+        raise ScheduleError(
+            "TS-T022",
+            f"@schedule decorates a function, got {fn!r:.60} ({type(fn).__name__})",
+            location=user_location(),
+            fix="write `@schedule` on the line above `def my_schedule(res_a, res_b):`",
+        )
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise ScheduleError(
+            "TS-T022",
+            f"@schedule cannot read the parameters of {fn!r:.60}",
+            location=user_location(),
+            fix="decorate a plain Python function whose parameters are the resources",
+        ) from None
     location = definition_location(fn)
+    fn_name = getattr(fn, "__name__", type(fn).__name__)
 
     @functools.wraps(fn)
     def trace(*args: Any, **kwargs: Any) -> Schedule:
         call_site = user_location()
-        sig = inspect.signature(fn)
-        bound = sig.bind(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as err:
+            raise ScheduleError(
+                "TS-T016",
+                f"schedule `{fn_name}{sig}` cannot be called with these arguments: {err}",
+                schedule=fn_name,
+                location=call_site,
+                fix=f"pass one MemoryResource per parameter: {fn_name}{sig}",
+            ) from None
         # (parameter label, resource) in call order; *args / **kwargs parameters contribute
         # one entry per resource they collect.
         flat: list[tuple[str, object]] = []
@@ -398,24 +432,24 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
             if not isinstance(value, MemoryResource):
                 raise ScheduleError(
                     "TS-T016",
-                    f"argument `{label}` of schedule `{fn.__name__}` is {value!r}, not a "
+                    f"argument `{label}` of schedule `{fn_name}` is {value!r:.60}, not a "
                     "MemoryResource",
-                    schedule=fn.__name__,
+                    schedule=fn_name,
                     location=call_site,
                 )
             rname = resource_name(value)
             if names.get(rname, value) is not value:
                 raise ScheduleError(
                     "TS-T016",
-                    f"two different resources passed to `{fn.__name__}` are both named `{rname}`",
-                    schedule=fn.__name__,
+                    f"two different resources passed to `{fn_name}` are both named `{rname}`",
+                    schedule=fn_name,
                     resource=rname,
                     location=call_site,
                     fix="give every resource a unique name=...",
                 )
             names[rname] = value
         order = tuple(resource_name(v) for _, v in flat if isinstance(v, MemoryResource))
-        builder = ScheduleBuilder(fn.__name__, order, location)
+        builder = ScheduleBuilder(fn_name, order, location)
 
         def proxy(value: Any, kind: Any) -> Any:
             if kind is inspect.Parameter.VAR_POSITIONAL:
@@ -444,7 +478,8 @@ def _reject_plain_non_int(value: object, what: str, common: dict[str, Any]) -> N
     string holding a number is a mistake the kernel would otherwise trace silently.
     """
     numeric_text = isinstance(value, str) and not value.isidentifier()
-    if value is None or numeric_text or isinstance(value, (float, complex, list, tuple, dict, set)):
+    plain = (float, complex, bytes, bytearray, list, tuple, dict, set, frozenset, range)
+    if value is None or numeric_text or isinstance(value, plain):
         raise ScheduleError(
             "TS-T012",
             f"domain_loop {what} bound is {value!r} ({type(value).__name__}); bounds are ints, "
@@ -465,6 +500,13 @@ def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocati
             fix="compute per-tile bounds in a Task method and pass MyTask.get_domain",
         )
     if isinstance(value, int):
+        if not -_I32 - 1 <= value <= _I32:
+            raise ScheduleError(
+                "TS-T012",
+                f"domain_loop {what} bound {value} does not fit in int32 (the loop counter's type)",
+                **common,
+                fix=f"use bounds in [{-_I32 - 1}, {_I32}]",
+            )
         return ConstBound(value)
     _reject_plain_non_int(value, what, common)
     if callable(value):
@@ -508,7 +550,22 @@ class DomainLoopProxy:
         return self._predicate(LAST_ITER, "last_iter()")
 
     def every(self, period: int, *, start: int = 0) -> contextlib.AbstractContextManager[None]:
-        """A block that runs on iterations ``start, start + period, ...``."""
+        """A block that runs on iterations ``start, start + period, ...``.
+
+        Raises:
+            ScheduleError: ``TS-T021`` when ``period`` is not an int >= 1 or ``start`` not an
+                int >= 0 (a bool is not an int here), or either exceeds int32.
+        """
+        for name, value, low in (("period", period, 1), ("start", start, 0)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _I32:
+                loc = user_location()
+                raise ScheduleError(
+                    "TS-T021",
+                    f"loop.every({period!r:.40}, start={start!r:.40}): {name} must be an int in "
+                    f"[{low}, {_I32}], got {value!r:.40} ({type(value).__name__})",
+                    schedule=_schedule_name(),
+                    location=loc,
+                )
         return self._predicate(Every(period, start), f"every({period}, start={start})")
 
     @contextlib.contextmanager
@@ -555,11 +612,11 @@ def domain_loop(
             location=loc,
         )
     if unroll is not None and (
-        isinstance(unroll, bool) or not isinstance(unroll, int) or unroll < 1
+        isinstance(unroll, bool) or not isinstance(unroll, int) or not 1 <= unroll <= _I32
     ):
         raise ScheduleError(
             "TS-T012",
-            f"domain_loop unroll={unroll!r} must be an int >= 1 or None",
+            f"domain_loop unroll={unroll!r:.40} must be an int in [1, {_I32}] or None",
             schedule=builder.name,
             location=loc,
         )

@@ -19,6 +19,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from ts_trace._internal.source import user_location
 from ts_trace.errors import ResourceDeclarationError
 
 __all__ = ["TaskLocalVariable", "bind_task_local_variables", "is_task_local_field"]
@@ -46,8 +47,10 @@ class TaskLocalVariable:
         runtime_slot_name: Name of the runtime slot, when it must differ from the field name.
 
     Raises:
-        TypeError: ``dtype`` is missing, or not exactly one of ``default`` and
-            ``default_factory`` is given.
+        ResourceDeclarationError: ``TS-T018`` (also a ``TypeError``): ``dtype`` is missing or
+            not a type or type name, not exactly one of ``default`` and ``default_factory``
+            is given, ``default_factory`` is not callable, or ``docs`` /
+            ``runtime_slot_name`` is not a str.
     """
 
     def __init__(
@@ -59,12 +62,26 @@ class TaskLocalVariable:
         runtime_slot_name: str | None = None,
     ) -> None:
         if dtype is _MISSING:
-            raise TypeError("TaskLocalVariable needs dtype=... (the value's element type)")
+            _reject("TaskLocalVariable needs dtype=... (the value's element type)")
+        if not _is_dtype(dtype):
+            _reject(
+                f"TaskLocalVariable(dtype={dtype!r:.40}): dtype must be a type (e.g. "
+                f"cutlass.Int32) or a type name, got {type(dtype).__name__}"
+            )
         has_default = default is not _MISSING
         if has_default == (default_factory is not None):
-            raise TypeError(
-                "TaskLocalVariable needs exactly one of default=... and default_factory=..."
+            _reject("TaskLocalVariable needs exactly one of default=... and default_factory=...")
+        if default_factory is not None and not callable(default_factory):
+            _reject(
+                f"TaskLocalVariable(default_factory={default_factory!r:.40}): default_factory "
+                f"must be a zero-argument callable, got {type(default_factory).__name__}"
             )
+        for name, value in (("docs", docs), ("runtime_slot_name", runtime_slot_name)):
+            if value is not None and (not isinstance(value, str) or not value):
+                _reject(
+                    f"TaskLocalVariable({name}={value!r:.40}): {name} must be a non-empty str "
+                    f"or None, got {type(value).__name__}"
+                )
         self.dtype = dtype
         self.default = default
         self.default_factory = default_factory
@@ -105,6 +122,29 @@ class TaskLocalVariable:
     def __repr__(self) -> str:
         name = f"{self._field_name}, " if self._field_name else ""
         return f"TaskLocalVariable({name}dtype={self.dtype!r})"
+
+
+def _is_dtype(dtype: object) -> bool:
+    """A DSL numeric type (a class), a type name, or a DSL type object with a name."""
+    if isinstance(dtype, str):
+        return bool(dtype.strip())
+    if isinstance(dtype, type):
+        return True
+    if dtype is None or isinstance(dtype, (int, float, complex, bytes, list, tuple, dict, set)):
+        return False
+    if callable(dtype):  # a function is not a type
+        return False
+    return hasattr(dtype, "__name__") or hasattr(dtype, "width")
+
+
+def _reject(detail: str) -> None:
+    raise ResourceDeclarationError(
+        "TS-T018",
+        detail,
+        location=user_location(),
+        fix="TaskLocalVariable(dtype=cutlass.Int32, default=0) (or dtype='Int32'), assigned in "
+        "__post_init__",
+    )
 
 
 def is_task_local_field(f: dataclasses.Field[Any]) -> bool:

@@ -11,9 +11,12 @@ import dataclasses
 import functools
 import inspect
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any, Union, cast
 
 from ts_ir import Role, WorkAttr
+from ts_ir.errors import ArgumentError
+from ts_trace._internal.source import user_location
+from ts_trace.errors import ResourceDeclarationError
 from ts_trace.task_local import TaskLocalVariable
 
 __all__ = ["WorkInfo", "consumer_work", "get_work_info", "producer_work"]
@@ -67,27 +70,52 @@ def _parameters(fn: Callable[..., Any]) -> tuple[tuple[str, ...], bool, tuple[st
     return names, any_kw, positional
 
 
+def _declaration_error(role: Role, detail: str, fix: str) -> ResourceDeclarationError:
+    prefix = "" if detail.startswith("@") else f"@{role.value}_work: "
+    return ResourceDeclarationError("TS-T019", prefix + detail, location=user_location(), fix=fix)
+
+
 def _normalize_returns(returns: object) -> tuple[ReturnSpec, ...]:
     if returns is None:
         return ()
     raw = tuple(returns) if isinstance(returns, (tuple, list)) else (returns,)
     items: list[ReturnSpec] = []
     for item in raw:
-        if not isinstance(item, (str, dataclasses.Field)):
-            raise TypeError(
+        if not isinstance(item, (str, dataclasses.Field)) or item == "":
+            raise _declaration_error(
+                Role.CONSUMER,
                 "returns= takes task-local slot names or fields declared with "
-                f"TaskLocalVariable.uninitialized(), got {item!r}"
+                f"TaskLocalVariable.uninitialized(), got {item!r:.60} ({type(item).__name__})",
+                "pass returns=slot (a field `slot: TaskLocalVariable = "
+                "TaskLocalVariable.uninitialized()` of the class) or returns=(a, b)",
             )
         items.append(item)
     return tuple(items)
 
 
+def _check_attrs(attrs: object, role: Role) -> WorkAttr:
+    try:
+        WorkAttr.validate(attrs, "work_attrs")  # type: ignore[arg-type]
+    except ArgumentError as err:
+        raise _declaration_error(role, err.detail, err.fix) from None
+    return WorkAttr(cast(int, attrs))
+
+
+def _check_method(method: object, role: Role) -> None:
+    if not callable(method) or isinstance(method, type):
+        raise _declaration_error(
+            role,
+            f"@{role.value}_work decorates a method, got {method!r:.60} ({type(method).__name__})",
+            f"write @{role.value}_work on the line above `def label(self, stage_info, ...):`, "
+            f"or @{role.value}_work(work_attrs=...)",
+        )
+
+
 def _decorate(
     method: Callable[..., Any], role: Role, attrs: WorkAttr, returns: tuple[ReturnSpec, ...]
 ) -> Callable[..., Any]:
-    WorkAttr.validate(attrs, "work_attrs")
-    if not callable(method):
-        raise TypeError(f"@{role.value}_work decorates a method, got {method!r}")
+    attrs = _check_attrs(attrs, role)
+    _check_method(method, role)
     params, any_kw, positional = _parameters(method)
 
     @functools.wraps(method)
@@ -164,9 +192,10 @@ def _consumer_work(
     method: Callable[..., Any] | None, work_attrs: WorkAttr, returns: object
 ) -> Callable[..., Any]:
     outs = _normalize_returns(returns)
+    attrs = _check_attrs(work_attrs, Role.CONSUMER)
 
     def deco(m: Callable[..., Any]) -> Callable[..., Any]:
-        return _decorate(m, Role.CONSUMER, work_attrs, outs)
+        return _decorate(m, Role.CONSUMER, attrs, outs)
 
     return deco if method is None else deco(method)
 
@@ -189,8 +218,9 @@ def producer_work(
     Returns:
         The decorated method, or a decorator in the factory form.
     """
+    attrs = _check_attrs(work_attrs, Role.PRODUCER)
 
     def deco(m: Callable[..., Any]) -> Callable[..., Any]:
-        return _decorate(m, Role.PRODUCER, work_attrs, ())
+        return _decorate(m, Role.PRODUCER, attrs, ())
 
     return deco if method is None else deco(method)
