@@ -385,13 +385,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ts", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser = _Parser(
+        prog="ts",
+        description="show, verify, draw and inspect TS kernels from the command line",
+        epilog="exit codes: 0 success, 1 the kernel has errors, 2 the command could not run, "
+        "3 an internal error (a bug). With --json, stdout is one JSON object, errors included: "
+        '{"ok": false, "command": ..., "error": {"code": ..., "message": ...}}. '
+        "Every diagnostic ends with `see: ts explain CODE`.",
+    )
     parser.add_argument("--version", action="version", version=version_text())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def json_flag(p: argparse.ArgumentParser, what: str) -> None:
         p.add_argument(
-            "--json", action="store_true", help=f"print {what} as JSON (errors too: see --help)"
+            "--json",
+            action="store_true",
+            help=f'print {what} as JSON; errors too, as {{"ok": false, "error": {{...}}}}',
         )
 
     def kernel_command(name: str, help_text: str) -> argparse.ArgumentParser:
