@@ -527,6 +527,17 @@ def mma_wait(outstanding: Constexpr[int]) -> None:
     warpgroup.wait_group(outstanding)
 
 
+# The fused epilogue walks the accumulator in static loops of at most VALUE_CHUNK values: the
+# same unrolled code as one loop over all of them (``cutlass.range(..., unroll_full=True)``
+# costs more address arithmetic), and under the DSL's 64-iteration "slow to compile" warning.
+VALUE_CHUNK = 32
+
+
+def value_chunks(n: int) -> list[tuple[int, int]]:
+    """``[0, n)`` as static ``(start, stop)`` loop bounds, at most ``VALUE_CHUNK`` apart."""
+    return [(lo, min(lo + VALUE_CHUNK, n)) for lo in range(0, n, VALUE_CHUNK)]
+
+
 @cute.jit
 def epilogue_fuse(
     cfg: Constexpr[GemmConfig],
@@ -548,8 +559,9 @@ def epilogue_fuse(
     acc = views.acc_mma
     n_vals = cute.size(acc)
     if const_expr(cfg.alpha != 1.0):
-        for i in range_constexpr(n_vals):
-            acc[i] = acc[i] * cutlass.Float32(cfg.alpha)
+        for lo, hi in value_chunks(n_vals):
+            for i in range_constexpr(lo, hi):
+                acc[i] = acc[i] * cutlass.Float32(cfg.alpha)
     if const_expr(cfg.beta != 0.0 or cfg.bias):
         shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
         ident = cute.make_identity_tensor(shape)
@@ -559,12 +571,13 @@ def epilogue_fuse(
         if const_expr(cfg.bias):
             rows = cute.make_tensor(bias.iterator, cute.make_layout(shape, stride=(0, 1)))
             add = views.thr_mma.partition_C(cute.local_tile(rows, cfg.tile_mn, (m, n)))
-        for i in range_constexpr(n_vals):
-            if cute.elem_less(coords[i], shape):
-                if const_expr(cfg.beta != 0.0):
-                    acc[i] = acc[i] + cutlass.Float32(cfg.beta) * old[i].to(cutlass.Float32)
-                if const_expr(cfg.bias):
-                    acc[i] = acc[i] + add[i].to(cutlass.Float32)
+        for lo, hi in value_chunks(n_vals):
+            for i in range_constexpr(lo, hi):
+                if cute.elem_less(coords[i], shape):
+                    if const_expr(cfg.beta != 0.0):
+                        acc[i] = acc[i] + cutlass.Float32(cfg.beta) * old[i].to(cutlass.Float32)
+                    if const_expr(cfg.bias):
+                        acc[i] = acc[i] + add[i].to(cutlass.Float32)
 
 
 @cute.jit
