@@ -8,6 +8,8 @@ calls after a warm-up, best of ``--rounds`` interleaved rounds:
 * ``op``: the ``torch.library`` operator (``ts_runtime.torch_op``), eager: output allocation,
   DLPack views and the compile-cache lookup on every call;
 * ``compiled``: the operator inside a ``torch.compile(fullgraph=True)`` function;
+* ``compiled_torch_copy``: torch's own copy (``clone``) inside the same kind of function: what
+  ``torch.compile`` itself costs per call, for comparison;
 * ``graph``: the operator captured in a CUDA graph, replayed.
 
 One JSON line per case: microseconds per call and the ratio to ``direct``. Usage::
@@ -78,6 +80,7 @@ def main() -> None:
     src, dst = from_dlpack(x, assumed_align=16), from_dlpack(y, assumed_align=16)
     direct = cute.compile(kernel.jit_launcher, src, dst, stream)
     compiled_fn = torch.compile(lambda t: op(t), fullgraph=True)
+    compiled_clone = torch.compile(lambda t: t.clone(), fullgraph=True)
     assert torch.equal(op(x), x) and torch.equal(compiled_fn(x), x)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -90,6 +93,7 @@ def main() -> None:
         "direct": lambda: direct(src, dst, stream),
         "op": lambda: op(x),
         "compiled": lambda: compiled_fn(x),
+        "compiled_torch_copy": lambda: compiled_clone(x),
         "graph": graph.replay,
     }
     best = dict.fromkeys(cases, float("inf"))

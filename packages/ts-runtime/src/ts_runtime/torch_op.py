@@ -19,6 +19,7 @@ operator whose outputs are empty returns them without a launch.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -62,7 +63,8 @@ class TorchOp:
         self._launcher = launcher
         self._outputs = outputs
         self._align = align
-        self._compiled: dict[Hashable, Any] = {}
+        self._compiled: dict[Hashable, _Entry] = {}
+        self._streams: dict[int, Any] = {}
         self._lock = threading.Lock()
         self.compiles = 0
         params = ", ".join(f"Tensor x{i}" for i in range(num_inputs))
@@ -82,63 +84,146 @@ class TorchOp:
         return self._outputs(*tensors)
 
     def _key(self, tensors: Sequence[Any]) -> Hashable:
-        return tuple((t.dtype, tuple(t.shape), tuple(t.stride())) for t in tensors)
+        return tuple((t.dtype, t.shape, t.stride()) for t in tensors)
 
-    def _pointers(self, tensors: Sequence[Any]) -> tuple[Any, ...]:
+    def _compile(self, tensors: Sequence[Any], stream: Any) -> _Entry:
+        """Compile an entry that takes one raw pointer per tensor; the key fixes the layouts.
+
+        A DLPack tensor costs ~6 us to make and a tuple argument ~6 us to pass; a pointer
+        passed on its own costs ~1 us, so a call costs little more than the launch.
+        """
         from cutlass.cute import AddressSpace
         from cutlass.cute.runtime import make_ptr
 
-        return tuple(
-            make_ptr(_dsl_dtype(t.dtype), t.data_ptr(), AddressSpace.gmem, self._align)
-            for t in tensors
-        )
-
-    def _compile(self, tensors: Sequence[Any], stream: Any) -> Any:
-        """Compile an entry that takes raw pointers: the layouts are fixed by the key.
-
-        A pointer costs far less to pass than a DLPack tensor, so a call costs little more
-        than the launch itself.
-        """
+        dtypes = tuple(_dsl_dtype(t.dtype) for t in tensors)
+        layouts = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
+        jit = _pointer_entry(self._launcher, layouts)
+        ptrs = [
+            make_ptr(d, t.data_ptr(), AddressSpace.gmem, self._align)
+            for d, t in zip(dtypes, tensors, strict=True)
+        ]
+        self.compiles += 1
         import cutlass.cute as cute
 
-        layouts = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
-        launcher = self._launcher
+        return _Entry(cute.compile(jit, *ptrs, stream), dtypes, make_ptr, AddressSpace.gmem)
 
-        @cute.jit
-        def entry(ptrs, stream):  # type: ignore[no-untyped-def]
-            views = [
-                cute.make_tensor(p, cute.make_layout(shape, stride=stride))
-                for p, (shape, stride) in zip(ptrs, layouts, strict=True)
-            ]
-            launcher(*views, stream)
+    def _stream(self, device: Any) -> Any:
+        import torch
 
-        self.compiles += 1
-        return cute.compile(entry, self._pointers(tensors), stream)
+        # torch.cuda.current_stream() costs ~4 us a call; the raw handle a fraction of that.
+        raw = torch._C._cuda_getCurrentRawStream(device.index)
+        stream = self._streams.get(raw)
+        if stream is None:
+            from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
+
+            stream = self._streams[raw] = cuda.CUstream(raw)
+        return stream
 
     def _run(self, *inputs: Any) -> Any:
-        import torch
-        from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
-
         outs = self._outputs(*inputs)
-        tensors = (*inputs, *_as_tuple(outs))
+        out_tuple = _as_tuple(outs)
+        tensors = (*inputs, *out_tuple)
+        align = self._align
         for i, t in enumerate(tensors):
-            if t.data_ptr() % self._align:
+            if t.data_ptr() % align:
                 raise RuntimeConfigError(
                     f"{self.qualname}: tensor {i} ({tuple(t.shape)}, {t.dtype}) is not "
-                    f"{self._align}-byte aligned, as the kernel assumes",
+                    f"{align}-byte aligned, as the kernel assumes",
                     fix="pass a contiguous tensor (e.g. x.contiguous()) or register the op "
                     "with a smaller align=",
                 )
-        if any(t.numel() == 0 for t in _as_tuple(outs)):
+        if any(t.numel() == 0 for t in out_tuple):
             return outs  # nothing to write: no launch (a grid of zero CTAs is an error)
-        stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+        stream = self._stream(tensors[0].device)
         key = self._key(tensors)
-        with self._lock:
-            compiled = self._compiled.get(key)
-            if compiled is None:
-                compiled = self._compiled[key] = self._compile(tensors, stream)
-        compiled(self._pointers(tensors), stream)
+        entry = self._compiled.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._compiled.get(key)
+                if entry is None:
+                    entry = self._compiled[key] = self._compile(tensors, stream)
+        mk, gmem = entry.make_ptr, entry.gmem
+        entry.compiled(
+            *[mk(d, t.data_ptr(), gmem, align) for d, t in zip(entry.dtypes, tensors, strict=True)],
+            stream,
+        )
         return outs
+
+
+@dataclasses.dataclass(frozen=True)
+class _Entry:
+    """A compiled kernel for one tensor signature, with what a call needs at hand."""
+
+    compiled: Any
+    dtypes: tuple[Any, ...]
+    make_ptr: Any
+    gmem: Any
+
+
+_MAX_TENSORS = 6
+
+
+def _pointer_entry(launcher: Any, layouts: Sequence[tuple[Any, Any]]) -> Any:
+    """A ``@cute.jit`` ``(p0, ..., pN-1, stream)`` viewing each pointer with its layout.
+
+    One explicit parameter per pointer: the DSL passes a tuple argument much more slowly.
+    """
+    import cutlass.cute as cute
+
+    def call(ptrs: tuple[Any, ...], stream: Any) -> None:
+        views = [
+            cute.make_tensor(p, cute.make_layout(shape, stride=stride))
+            for p, (shape, stride) in zip(ptrs, layouts, strict=True)
+        ]
+        launcher(*views, stream)
+
+    n = len(layouts)
+    if n == 1:
+
+        @cute.jit
+        def e1(p0, stream):  # type: ignore[no-untyped-def]
+            call((p0,), stream)
+
+        return e1
+    if n == 2:
+
+        @cute.jit
+        def e2(p0, p1, stream):  # type: ignore[no-untyped-def]
+            call((p0, p1), stream)
+
+        return e2
+    if n == 3:
+
+        @cute.jit
+        def e3(p0, p1, p2, stream):  # type: ignore[no-untyped-def]
+            call((p0, p1, p2), stream)
+
+        return e3
+    if n == 4:
+
+        @cute.jit
+        def e4(p0, p1, p2, p3, stream):  # type: ignore[no-untyped-def]
+            call((p0, p1, p2, p3), stream)
+
+        return e4
+    if n == 5:
+
+        @cute.jit
+        def e5(p0, p1, p2, p3, p4, stream):  # type: ignore[no-untyped-def]
+            call((p0, p1, p2, p3, p4), stream)
+
+        return e5
+    if n == 6:
+
+        @cute.jit
+        def e6(p0, p1, p2, p3, p4, p5, stream):  # type: ignore[no-untyped-def]
+            call((p0, p1, p2, p3, p4, p5), stream)
+
+        return e6
+    raise RuntimeConfigError(
+        f"torch_op: {n} tensors; an operator takes at most {_MAX_TENSORS} (inputs and outputs)",
+        fix="pack tensors together, or ask for more",
+    )
 
 
 def _dsl_dtype(torch_dtype: Any) -> Any:
