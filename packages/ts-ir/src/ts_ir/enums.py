@@ -36,7 +36,7 @@ def _no_member(cls: type[enum.Enum], value: object) -> NoReturn:
 
 def _flag_missing(cls: type[enum.Flag], value: object) -> Any:
     """Flag lookups: Python's own for ints (combinations), ``TS-I001`` for anything else."""
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int):  # True and False too, as Python's own lookups of 1 and 0
         return super(cls, cls)._missing_(value)
     _no_member(cls, value)
 

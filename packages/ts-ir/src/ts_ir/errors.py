@@ -17,7 +17,7 @@ from __future__ import annotations
 import linecache
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, TypeGuard
 
 from ts_ir.catalog import CatalogEntry, docs_url, entry_from_text, register
 
@@ -78,7 +78,7 @@ def describe_value(value: object) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def is_int(value: object) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     """True for a Python int that is not a bool."""
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -402,6 +402,13 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
         ) from None
     location = definition_location(fn)
     fn_name = getattr(fn, "__name__", type(fn).__name__)
+    stars: dict[Any, str] = {
+        inspect.Parameter.VAR_POSITIONAL: "*",
+        inspect.Parameter.VAR_KEYWORD: "**",
+    }
+    shown = (
+        f"{fn_name}({', '.join(stars.get(p.kind, '') + p.name for p in sig.parameters.values())})"
+    )
 
     @functools.wraps(fn)
     def trace(*args: Any, **kwargs: Any) -> Schedule:
@@ -411,10 +418,10 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
         except TypeError as err:
             raise ScheduleError(
                 "TS-T016",
-                f"schedule `{fn_name}{sig}` cannot be called with these arguments: {err}",
+                f"schedule `{shown}` cannot be called with these arguments: {err}",
                 schedule=fn_name,
                 location=call_site,
-                fix=f"pass one MemoryResource per parameter: {fn_name}{sig}",
+                fix=f"pass one MemoryResource per parameter: {shown}",
             ) from None
         # (parameter label, resource) in call order; *args / **kwargs parameters contribute
         # one entry per resource they collect.
