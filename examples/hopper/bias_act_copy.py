@@ -21,9 +21,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
@@ -33,25 +31,18 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import opcode_counts
-from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import Kernel, KernelContext, Tasks, TmaRing
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
 
 TILE_M, TILE_N, STAGES = 64, 256, 6
 TILE_BYTES = TILE_M * TILE_N * 2
@@ -65,11 +56,6 @@ ACTS = ("gelu", "relu")
 DEFAULT_ACT = "gelu"
 GELU_C0 = 0.7978845608028654  # sqrt(2 / pi)
 GELU_C1 = 0.044715 * GELU_C0
-
-
-def runtime(name: str) -> Any:
-    """A placeholder for a bound that is a runtime value in the kernel (named for rendering)."""
-    return type(name, (), {})()
 
 
 def smem_tile_layout() -> Any:
@@ -144,47 +130,19 @@ def bias_act_tile(s_tile: cute.Tensor, g_tile: cute.Tensor, b: Any, act: str) ->
     cute.copy(tiled, frag, t_g)
 
 
+def _tiles(dst: cute.Tensor) -> tuple[int, int]:
+    return cute.size(dst, mode=[0]) // TILE_M, cute.size(dst, mode=[1]) // TILE_N
+
+
+def _tma_load_atom(src: cute.Tensor) -> tuple[Any, Any]:
+    return cpasync.make_tiled_tma_atom(  # type: ignore[no-any-return]
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # TS kernel
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(kw_only=True)
-class StageBuffer(MemoryResource):
-    """The SMEM ring of input tiles between the TMA load and the store."""
-
-    tma_atom: Any = None
-    g_tiles: Any = None  # TMA coordinate tensor: ((TILE_M, TILE_N), (tiles_m, tiles_n))
-    s_tiles: Any = None  # (TILE_M, TILE_N, STAGES)
-    tiles_n: int = 1
-    view: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.view = TaskLocalVariable(dtype="SmemTile", default=None)
-
-    @producer_work
-    @cute.jit
-    def tma_load(self, stage_info: Any) -> None:
-        """TMA-load tile ``loop_offset`` into the acquired stage."""
-        m, n = tile_coord(stage_info.loop_offset, self.tiles_n)
-        t_s, t_g = cpasync.tma_partition(
-            self.tma_atom,
-            0,
-            cute.make_layout(1),
-            cute.group_modes(self.s_tiles, 0, 2),
-            self.g_tiles,
-        )
-        cute.copy(
-            self.tma_atom,
-            t_g[(None, (m, n))],
-            t_s[(None, stage_info.stage_idx)],
-            tma_bar_ptr=stage_info.barrier,
-        )
-
-    @consumer_work(returns=view)
-    @cute.jit
-    def read(self, stage_info: Any) -> Any:
-        return self.s_tiles[(None, None, stage_info.stage_idx)]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -192,7 +150,7 @@ class Bias(MemoryResource):
     """The bias vector in global memory (read-only, no pipeline)."""
 
     rows: Any = None  # (TILE_M, N) view, row stride 0
-    tiles_n: int = 1
+    tiles_n: Any = 1
     values: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
     def __post_init__(self) -> None:
@@ -211,7 +169,7 @@ class GlobalOut(MemoryResource):
     """The destination tensor, written tile by tile by the store threads."""
 
     tensor: Any = None
-    tiles_n: int = 1
+    tiles_n: Any = 1
     act: str = DEFAULT_ACT
 
     @producer_work
@@ -222,107 +180,64 @@ class GlobalOut(MemoryResource):
         bias_act_tile(view, g, bias, self.act)
 
 
-def tile_loop() -> Any:
-    """The CTA's tiles: ``blockIdx.x, blockIdx.x + gridDim.x, ... < num_tiles``."""
-    return domain_loop(runtime("first_tile"), runtime("num_tiles"), runtime("grid_size"))
+def ts_kernel(act: str = DEFAULT_ACT) -> Kernel:
+    """The TS kernel for one activation: a load warp filling the ring, a store task draining it."""
 
-
-@schedule
-def load_schedule(smem: ResourceProxy) -> None:
-    """Fill one stage per tile."""
-    with tile_loop():
-        smem.acquire()
-        smem.tma_load()
-        smem.commit()
-
-
-@schedule
-def store_schedule(smem: ResourceProxy, bias: ResourceProxy, dst: ResourceProxy) -> None:
-    """Per tile: wait for the stage, apply bias + activation on the way out, release it."""
-    with tile_loop():
-        smem.wait()
-        b = bias.load()
-        view = smem.read()
-        dst.store(view=view, bias=b)
-        smem.release()
-
-
-def make_plan() -> KernelPlan:
-    """The fused bias + activation copy as a kernel plan."""
-    pipeline = PipelineSpec(
-        PipelineType.TmaAsync,
-        stages=STAGES,
-        bytes_per_stage=TILE_BYTES,
-        producer_group=CooperativeGroupSpec("thread", 1),
-        consumer_group=CooperativeGroupSpec("thread", STORE_THREADS),
-    )
-    smem = StageBuffer(name="smem", pipeline_config=pipeline)
-    bias, dst = Bias(name="bias"), GlobalOut(name="dst")
-    tasks = [
-        TaskDeclaration([], [smem], LOAD_WARP, 1, load_schedule(smem), LOAD_REGS, name="load"),
-        TaskDeclaration(
-            [smem, bias],
-            [dst],
-            STORE_WARP,
-            STORE_WARPS,
-            store_schedule(smem, bias, dst),
-            STORE_REGS,
-            name="store",
-        ),
-    ]
-    return build_plan(
-        tasks, {dst: [smem, bias]}, name="bias_act_copy", block_warps=BLOCK_THREADS // 32
-    )
-
-
-PLAN = make_plan()
-
-
-def _tiles(dst: cute.Tensor) -> tuple[int, int]:
-    return cute.size(dst, mode=[0]) // TILE_M, cute.size(dst, mode=[1]) // TILE_N
-
-
-def _tma_load_atom(src: cute.Tensor) -> tuple[Any, Any]:
-    return cpasync.make_tiled_tma_atom(  # type: ignore[no-any-return]
-        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
-    )
-
-
-class TsBiasAct:
-    """The TS kernel for one activation (call it like a ``@cute.jit`` function)."""
-
-    def __init__(self, act: str = DEFAULT_ACT) -> None:
-        self.act = act
-
-    @cute.kernel
-    def kernel(
-        self, tma_atom: cute.CopyAtom, g_src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor
-    ) -> None:
-        bidx, _, _ = cute.arch.block_idx()
-        gdim, _, _ = cute.arch.grid_dim()
-        tiles_m, tiles_n = _tiles(dst)
-        alloc = SmemAllocator()
-        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
-        g_tiles = cute.zipped_divide(g_src, (TILE_M, TILE_N))
-        smem = StageBuffer(
-            name="smem", tma_atom=tma_atom, g_tiles=g_tiles, s_tiles=s_tiles, tiles_n=tiles_n
+    def tasks(k: KernelContext, tma_atom: Any, g_src: Any, bias: Any, dst: Any) -> Tasks:
+        tiles_m, tiles_n = k.value(("tiles_m", "tiles_n"), lambda: _tiles(dst))
+        smem = TmaRing(
+            name="smem",
+            pipeline_config=TmaRing.pipeline(STAGES, TILE_BYTES, STORE_THREADS),
+            atom=tma_atom,
+            gmem=g_src,
+            box=(TILE_M, TILE_N),
+            smem=k.smem_tensor(cutlass.Float16, ring_layout),
+            coord=lambda t: tile_coord(t, tiles_n),
         )
-        bias_r = Bias(name="bias", rows=bias_rows(bias, TILE_M), tiles_n=tiles_n)
-        dst_r = GlobalOut(name="dst", tensor=dst, tiles_n=tiles_n, act=self.act)
-        loop = (bidx, tiles_m * tiles_n, gdim)
-        ts_codegen.emit_tasks(
-            PLAN,
-            [smem, bias_r, dst_r],
-            bounds={"load": [loop], "store": [loop]},
-            smem_allocator=alloc,
+        rows = k.value("bias_rows", lambda: bias_rows(bias, TILE_M))
+        b = Bias(name="bias", rows=rows, tiles_n=tiles_n)
+        out = GlobalOut(name="dst", tensor=dst, tiles_n=tiles_n, act=act)
+        tiles = (k.block_idx[0], tiles_m * tiles_n, k.grid_dim[0])  # this CTA's tiles
+
+        @schedule
+        def load(smem: ResourceProxy) -> None:
+            with domain_loop(*tiles):
+                smem.acquire()
+                smem.load()
+                smem.commit()
+
+        @schedule
+        def store(smem: ResourceProxy, bias: ResourceProxy, dst: ResourceProxy) -> None:
+            with domain_loop(*tiles):  # per tile: bias + activation on the way out
+                smem.wait()
+                values = bias.load()
+                dst.store(view=smem.tile(), bias=values)
+                smem.release()
+
+        return Tasks(
+            [
+                Task([], [smem], LOAD_WARP, 1, schedule=load(smem), num_registers=LOAD_REGS),
+                Task(
+                    [smem, b],
+                    [out],
+                    STORE_WARP,
+                    STORE_WARPS,
+                    schedule=store(smem, b, out),
+                    num_registers=STORE_REGS,
+                ),
+            ],
+            {out: [smem, b]},
         )
 
+    kernel = Kernel(tasks, name="bias_act_copy", block_warps=BLOCK_THREADS // 32)
+
+    @kernel.launcher
     @cute.jit
-    def __call__(self, src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor) -> None:
+    def launch(src: cute.Tensor, bias: cute.Tensor, dst: cute.Tensor) -> None:
         tma_atom, g_src = _tma_load_atom(src)
-        self.kernel(tma_atom, g_src, bias, dst).launch(
-            grid=(CTAS, 1, 1), block=(BLOCK_THREADS, 1, 1)
-        )
+        kernel.launch(tma_atom, g_src, bias, dst, grid=(CTAS, 1, 1))
+
+    return kernel
 
 
 # ---------------------------------------------------------------------------------------------
@@ -399,56 +314,43 @@ class TwinBiasAct:
         )
 
 
-ts_copy = TsBiasAct()
+# ---------------------------------------------------------------------------------------------
+# Host side: the harness of task_scheduling.harness
+# ---------------------------------------------------------------------------------------------
+
+KERNELS: dict[str, Kernel] = {act: ts_kernel(act) for act in ACTS}
+PLAN: KernelPlan = KERNELS[DEFAULT_ACT].plan().plan
+ts_copy = KERNELS[DEFAULT_ACT].jit_launcher
 twin_copy = TwinBiasAct()
 
 
-# ---------------------------------------------------------------------------------------------
-# CLI
-# ---------------------------------------------------------------------------------------------
+def make_plan() -> KernelPlan:
+    """The fused bias + activation copy as a kernel plan (traced on the host, no GPU)."""
+    return ts_kernel().plan().plan
 
 
 def fake_args(shape: tuple[int, int] = DEFAULT_SHAPE) -> tuple[Any, Any, Any]:
     """Fake ``(src, bias, dst)`` for compiling ``ts_copy`` / ``twin_copy`` on the CPU."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    def matrix() -> Any:
-        return make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-
-    bias = make_fake_compact_tensor(cutlass.Float16, (shape[1],), assumed_align=16)
-    return matrix(), bias, matrix()
+    matrix = (cutlass.Float16, shape)
+    return (
+        fake_tensor(*matrix, row_major=True, align=16),
+        fake_tensor(cutlass.Float16, shape[1], align=16),
+        fake_tensor(*matrix, row_major=True, align=16),
+    )
 
 
-def _kernels(act: str) -> tuple[tuple[str, Any], ...]:
-    if act == DEFAULT_ACT:
-        return (("ts", ts_copy), ("twin", twin_copy))
-    return (("ts", TsBiasAct(act)), ("twin", TwinBiasAct(act)))
+def _kernels(act: str) -> dict[str, Any]:
+    return {"ts": KERNELS[act], "twin": twin_copy if act == DEFAULT_ACT else TwinBiasAct(act)}
 
 
-def compile_only(shape: tuple[int, int] = DEFAULT_SHAPE, act: str = DEFAULT_ACT) -> dict[str, Any]:
+def compile_only(
+    shape: tuple[int, int] = DEFAULT_SHAPE, act: str = DEFAULT_ACT, ops: bool = True
+) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    try:
-        from ts_verify import verify
-
-        verify(PLAN).raise_for_errors()
-        verified = True
-    except ImportError:
-        verified = False
-    result: dict[str, Any] = {
-        "example": "bias_act_copy",
-        "act": act,
-        "shape": list(shape),
-        "verified": verified,
-    }
-    for name, fn in _kernels(act):
-        _, ptx = compile_ptx(fn, *fake_args(shape))
-        result[name] = ts_codegen.count_instructions(ptx)
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-        result[f"{name}_ops"] = dict(sorted(opcode_counts(ptx).items()))
-    result["same_counts"] = result["ts"] == result["twin"]
-    return result
+    args = fake_args(shape)
+    return compare(
+        "bias_act_copy", _kernels(act), args, plan=KERNELS[act], ops=ops, act=act, shape=[*shape]
+    )
 
 
 def reference(x: Any, bias: Any, act: str) -> Any:
@@ -463,64 +365,36 @@ def reference(x: Any, bias: Any, act: str) -> Any:
 def run_on_gpu(shape: tuple[int, int], iters: int, act: str = DEFAULT_ACT) -> dict[str, Any]:
     """Run both kernels on the GPU, check against torch, time them."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    src_t = torch.randn(*shape, device="cuda", dtype=torch.float16)
-    bias_t = torch.randn(shape[1], device="cuda", dtype=torch.float16)
-    ref = reference(src_t, bias_t, act)
-    nbytes = src_t.numel() * 2
-    result: dict[str, Any] = {"example": "bias_act_copy", "act": act, "shape": list(shape)}
-    for name, fn in _kernels(act):
-        dst_t = torch.zeros_like(src_t)
-        src = from_dlpack(src_t, assumed_align=16)
-        bias = from_dlpack(bias_t, assumed_align=16)
-        dst = from_dlpack(dst_t, assumed_align=16)
-        compiled = cute.compile(fn, src, bias, dst)
-        compiled(src, bias, dst)
-        torch.cuda.synchronize()
-        if act == "relu":
-            ok = bool(torch.equal(dst_t, ref))
-        else:  # tanh.approx.f32: about 2^-11 relative error, then fp16 rounding
-            ok = bool(torch.allclose(dst_t.float(), ref.float(), atol=1e-2, rtol=1e-2))
-        max_err = float((dst_t.float() - ref.float()).abs().max())
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            compiled(src, bias, dst)
-        end.record()
-        torch.cuda.synchronize()
-        ms = start.elapsed_time(end) / iters
-        result[name] = {
-            "ok": ok,
-            "ms": ms,
-            "GBps": 2 * nbytes / (ms * 1e6),
-            "max_abs_err": max_err,
-        }
-    return result
+    src = torch.randn(*shape, device="cuda", dtype=torch.float16)
+    bias = torch.randn(shape[1], device="cuda", dtype=torch.float16)
+    ref = reference(src, bias, act)
+
+    def case(name: str) -> Case:
+        dst = torch.zeros_like(src)
+
+        def check() -> dict[str, Any]:
+            if act == "relu":
+                ok = bool(torch.equal(dst, ref))
+            else:  # tanh.approx.f32: about 2^-11 relative error, then fp16 rounding
+                ok = bool(torch.allclose(dst.float(), ref.float(), atol=1e-2, rtol=1e-2))
+            return {"ok": ok, "max_abs_err": float((dst.float() - ref.float()).abs().max())}
+
+        return Case((to_cute(src), to_cute(bias), to_cute(dst)), check)
+
+    out = run_kernels(_kernels(act), case, iters=iters, bytes_moved=4 * src.numel())
+    return {"example": "bias_act_copy", "act": act, "shape": [*shape], **out}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
-    parser.add_argument("--act", choices=ACTS, default=DEFAULT_ACT, help="activation")
-    parser.add_argument("--m", type=int, default=DEFAULT_SHAPE[0], help="rows (multiple of 64)")
-    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help="columns (multiple of 256)")
-    parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
-    args = parser.parse_args(argv)
-    if args.m % TILE_M or args.n % TILE_N:
-        parser.error(f"--m must be a multiple of {TILE_M} and --n of {TILE_N}")
-    shape = (args.m, args.n)
-    if args.compile_only:
-        out = compile_only(shape, args.act)
-        out.pop("ts_ops")
-        out.pop("twin_ops")
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["same_counts"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    out = run_on_gpu(shape, args.iters, args.act)
-    print(json.dumps(out, sort_keys=True))
-    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+    shape = dict(zip("mn", DEFAULT_SHAPE))
+    cli = ExampleCLI(__doc__, __file__, shape=shape, multiple_of=(TILE_M, TILE_N))
+    cli.parser.add_argument("--act", choices=ACTS, default=DEFAULT_ACT, help="activation")
+    args = cli.parse(argv)
+    return cli.run(
+        lambda: compile_only(args.shape, args.act, ops=False),
+        lambda: run_on_gpu(args.shape, args.iters, args.act),
+    )
 
 
 if __name__ == "__main__":

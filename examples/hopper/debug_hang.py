@@ -16,9 +16,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 import warnings
@@ -29,18 +27,13 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from _gpu_check import gpu_ready
 
-from ts_codegen.dsl import compile_ptx
-from ts_runtime import PipelineConfig, Task, TaskManager
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling.harness import ExampleCLI, ptx_of
+from task_scheduling.resources import MemoryResource, PipelineConfig
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
 
 LIMIT_NOTE = "TS debug: task `consume` waits forever on resource `ring`"
 
@@ -114,7 +107,7 @@ def compile_only() -> dict[str, Any]:
     """Compile with and without the debug mode; report what the PTX has."""
     out: dict[str, Any] = {"example": "debug_hang"}
     for debug in (False, True):
-        _, ptx = compile_ptx(_launcher(debug), cutlass.Int32(0))
+        ptx = ptx_of(_launcher(debug), cutlass.Int32(0))
         out["debug" if debug else "plain"] = {
             "trap": ptx.count("trap;"),
             "vprintf": ptx.count("vprintf"),
@@ -138,18 +131,14 @@ def run_on_gpu() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true")
-    args = parser.parse_args(argv)
-    if args.compile_only:
-        out = compile_only()
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["debug"]["trap"] and not out["plain"]["trap"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    out = run_on_gpu()
-    print(json.dumps(out, sort_keys=True), flush=True)
-    return 0 if out["trapped"] else 1
+    cli = ExampleCLI(__doc__, __file__, iters=None)
+    cli.parse(argv)
+    return cli.run(
+        compile_only,
+        run_on_gpu,
+        compile_ok=lambda out: bool(out["debug"]["trap"] and not out["plain"]["trap"]),
+        gpu_ok=lambda out: bool(out["trapped"]),
+    )
 
 
 if __name__ == "__main__":

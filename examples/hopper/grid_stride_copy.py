@@ -14,9 +14,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
@@ -25,33 +23,21 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
-from _gpu_check import gpu_ready
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import opcode_counts
-from ts_ir import KernelPlan
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
 
 CTAS = 132
 THREADS = 256
 UNROLL = 4
 DEFAULT_N = 1 << 20
-
-
-def runtime(name: str) -> Any:
-    """A placeholder for a bound that is a runtime value in the kernel (named for rendering)."""
-    return type(name, (), {})()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,37 +73,26 @@ class Destination(MemoryResource):
         self.tensor[stage_info.loop_offset] = element
 
 
-@schedule
-def copy_schedule(src: ResourceProxy, dst: ResourceProxy) -> None:
+def copy_tasks(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
     """Each thread copies elements ``tid, tid + grid, ...`` below ``n``."""
-    with domain_loop(runtime("thread_start"), runtime("n"), runtime("grid_threads"), unroll=UNROLL):
-        value = src.load()
-        dst.store(element=value)
+    s, d = Source(name="src", tensor=src), Destination(name="dst", tensor=dst)
+    first = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
+
+    @schedule
+    def copy(src: ResourceProxy, dst: ResourceProxy) -> None:
+        with domain_loop(first, n, k.grid_dim[0] * k.block_dim[0], unroll=UNROLL):
+            dst.store(element=src.load())
+
+    return Tasks([Task([s], [d], 0, THREADS // 32, schedule=copy(s, d), name="copy")], {d: [s]})
 
 
-def make_plan() -> KernelPlan:
-    """The grid-stride copy as a kernel plan (traced on the host, no GPU)."""
-    src, dst = Source(name="src"), Destination(name="dst")
-    task = TaskDeclaration([src], [dst], 0, THREADS // 32, copy_schedule(src, dst), name="copy")
-    return build_plan([task], {dst: [src]}, name="grid_stride_copy")
+KERNEL = Kernel(copy_tasks, name="grid_stride_copy")
 
 
-PLAN = make_plan()
-
-
-@cute.kernel
-def ts_copy_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
-    tidx, _, _ = cute.arch.thread_idx()
-    bidx, _, _ = cute.arch.block_idx()
-    bdim, _, _ = cute.arch.block_dim()
-    gdim, _, _ = cute.arch.grid_dim()
-    resources = [Source(name="src", tensor=src), Destination(name="dst", tensor=dst)]
-    ts_codegen.emit_tasks(PLAN, resources, bounds={"copy": [(bidx * bdim + tidx, n, gdim * bdim)]})
-
-
+@KERNEL.launcher
 @cute.jit
 def ts_copy(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
-    ts_copy_kernel(src, dst, n).launch(grid=(CTAS, 1, 1), block=(THREADS, 1, 1))
+    KERNEL.launch(src, dst, n, grid=(CTAS, 1, 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,72 +116,43 @@ def twin_copy(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# CLI
+# Host side: the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
+
+def make_plan() -> KernelPlan:
+    """The grid-stride copy as a kernel plan (traced on the host, no GPU)."""
+    return Kernel(copy_tasks, name="grid_stride_copy").plan().plan
+
+
+PLAN = KERNEL.plan().plan
+KERNELS = {"ts": ts_copy, "twin": twin_copy}
 
 
 def compile_only(n: int = DEFAULT_N) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    try:
-        from ts_verify import verify
-
-        verify(PLAN).raise_for_errors()
-        verified = True
-    except ImportError:
-        verified = False
-    result: dict[str, Any] = {"example": "grid_stride_copy", "n": n, "verified": verified}
-    for name, fn in (("ts", ts_copy), ("twin", twin_copy)):
-        src = make_fake_compact_tensor(cutlass.Float16, (n,))
-        dst = make_fake_compact_tensor(cutlass.Float16, (n,))
-        _, ptx = compile_ptx(fn, src, dst, cutlass.Int32(n))
-        result[name] = ts_codegen.count_instructions(ptx)
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-    result["same_counts"] = result["ts"] == result["twin"]
-    return result
+    args = (fake_tensor(cutlass.Float16, n), fake_tensor(cutlass.Float16, n), cutlass.Int32(n))
+    return compare("grid_stride_copy", KERNELS, args, plan=PLAN, n=n)
 
 
 def run_on_gpu(n: int, iters: int) -> dict[str, Any]:
     """Run both kernels on the GPU, check against torch, time them."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    src_t = torch.randn(n, device="cuda", dtype=torch.float16)
-    result: dict[str, Any] = {"example": "grid_stride_copy", "n": n}
-    for name, fn in (("ts", ts_copy), ("twin", twin_copy)):
-        dst_t = torch.empty_like(src_t)
-        src, dst = from_dlpack(src_t), from_dlpack(dst_t)
-        compiled = cute.compile(fn, src, dst, cutlass.Int32(n))
-        compiled(src, dst, cutlass.Int32(n))
-        torch.cuda.synchronize()
-        ok = bool(torch.equal(dst_t, src_t))
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            compiled(src, dst, cutlass.Int32(n))
-        end.record()
-        torch.cuda.synchronize()
-        ms = start.elapsed_time(end) / iters
-        result[name] = {"ok": ok, "ms": ms, "GBps": 2 * n * 2 / (ms * 1e6)}
-    return result
+    src = torch.randn(n, device="cuda", dtype=torch.float16)
+
+    def case(name: str) -> Case:
+        dst = torch.empty_like(src)
+        args = (to_cute(src, None), to_cute(dst, None), cutlass.Int32(n))
+        return Case(args, lambda: torch.equal(dst, src))
+
+    out = run_kernels(KERNELS, case, iters=iters, bytes_moved=4 * n)
+    return {"example": "grid_stride_copy", "n": n, **out}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
-    parser.add_argument("--n", type=int, default=DEFAULT_N, help="elements to copy")
-    parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
-    args = parser.parse_args(argv)
-    if args.compile_only:
-        out = compile_only(args.n)
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["same_counts"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    out = run_on_gpu(args.n, args.iters)
-    print(json.dumps(out, sort_keys=True))
-    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+    cli = ExampleCLI(__doc__, __file__, shape={"n": DEFAULT_N})
+    args = cli.parse(argv)
+    return cli.run(lambda: compile_only(args.n), lambda: run_on_gpu(args.n, args.iters))
 
 
 if __name__ == "__main__":

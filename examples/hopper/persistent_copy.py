@@ -17,9 +17,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
@@ -29,69 +27,43 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import opcode_counts
-from ts_ir import KernelPlan, WorkAttr
-from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, WorkQueue
-from ts_trace import (
+from task_scheduling import WorkAttr, consumer_work, producer_work, schedule, work_tile_loop
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import (
     MemoryResource,
-    ResourceProxy,
-    consumer_work,
-    producer_work,
-    schedule,
-    work_tile_loop,
+    PipelineConfig,
+    TileSchedulerConfig,
+    WorkQueue,
+)
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
+from task_scheduling.tiles import PersistentTiles, TileRaster
+
+# The chunk / stage shape and the TMA load and store steps (shared with varlen_copy).
+from _tma_tiles import (
+    STAGES,
+    TILE_BYTES,
+    TILE_M,
+    TILE_N,
+    ring_layout,
+    smem_tile_layout,
+    tma_load,
+    tma_store,
+    tma_store_wait,
 )
 
 CTAS = 132
-TILE_M, TILE_N, STAGES = 64, 256, 6
-TILE_BYTES = TILE_M * TILE_N * 2
 LOAD_WARP, STORE_WARP = 0, 1
 BLOCK_THREADS = 64
 DEFAULT_SHAPE = (8192, 8192)
 DEFAULT_EXTRA_ROWS = 5
-
-
-def smem_tile_layout() -> Any:
-    """One stage: a row-major tile."""
-    return cute.make_layout((TILE_M, TILE_N), stride=(TILE_N, 1))
-
-
-def ring_layout() -> Any:
-    """All stages, one row-major tile after the other."""
-    return cute.make_layout((TILE_M, TILE_N, STAGES), stride=(TILE_N, 1, TILE_M * TILE_N))
-
-
-@cute.jit
-def tma_load(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any, bar: Any) -> None:
-    """TMA-load tile ``(m, n)`` into ``stage``; completes on ``bar``."""
-    t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
-    )
-    cute.copy(atom, t_g[(None, (m, n))], t_s[(None, stage)], tma_bar_ptr=bar)
-
-
-@cute.jit
-def tma_store(atom: Any, s_tiles: Any, g_tiles: Any, stage: Any, m: Any, n: Any) -> None:
-    """One lane TMA-stores ``stage`` into tile ``(m, n)`` and commits the bulk group."""
-    cute.arch.fence_proxy("async.shared", space="cta")
-    t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), cute.group_modes(s_tiles, 0, 2), g_tiles
-    )
-    with cute.arch.elect_one():
-        cute.copy(atom, t_s[(None, stage)], t_g[(None, (m, n))])
-        cute.arch.cp_async_bulk_commit_group()
-
-
-@cute.jit
-def tma_store_wait() -> None:
-    """Wait until the warp's stores have read SMEM (then any lane may release)."""
-    cute.arch.cp_async_bulk_wait_group(0, read=True)
-    cute.arch.sync_warp()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -192,7 +164,7 @@ def ts_kernel(
     g_src: cute.Tensor,
     store_atom: cute.CopyAtom,
     g_dst: cute.Tensor,
-    params: ts_codegen.TileRaster,
+    params: TileRaster,
     tiles_m: cutlass.Int32,
 ) -> None:
     alloc = SmemAllocator()
@@ -224,7 +196,7 @@ def twin_kernel(
     g_src: cute.Tensor,
     store_atom: cute.CopyAtom,
     g_dst: cute.Tensor,
-    params: ts_codegen.TileRaster,
+    params: TileRaster,
     tiles_m: cutlass.Int32,
 ) -> None:
     alloc = SmemAllocator()
@@ -246,7 +218,7 @@ def twin_kernel(
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     if warp < LOAD_WARP + 1:  # the load task's warps [0, 1), tested as the TS dispatch does
         state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
-        sched = ts_codegen.PersistentTiles.create(params)
+        sched = PersistentTiles.create(params)
         tile = sched.tile()
         while tile.is_valid_tile:
             m, n, _ = tile.tile_idx
@@ -261,7 +233,7 @@ def twin_kernel(
             tile = sched.tile()
     if warp == STORE_WARP:
         state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
-        sched = ts_codegen.PersistentTiles.create(params)
+        sched = PersistentTiles.create(params)
         tile = sched.tile()
         while tile.is_valid_tile:
             m, n, _ = tile.tile_idx
@@ -276,7 +248,7 @@ def twin_kernel(
 
 
 # ---------------------------------------------------------------------------------------------
-# host side
+# Host side: the launchers, and the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
 
 
@@ -291,7 +263,7 @@ def _launcher(kernel: Any, extra_rows: int) -> Any:
         )
         tiles_m = cute.size(dst, mode=[0]) // TILE_M
         tiles_n = cute.size(dst, mode=[1]) // TILE_N
-        params = ts_codegen.TileRaster((tiles_m + extra_rows, tiles_n, 1))
+        params = TileRaster((tiles_m + extra_rows, tiles_n, 1))
         grid = params.get_grid_shape(CTAS)
         kernel(load_atom, g_src, store_atom, g_dst, params, cutlass.Int32(tiles_m)).launch(
             grid=grid, block=(BLOCK_THREADS, 1, 1)
@@ -309,93 +281,43 @@ def compile_only(
     shape: tuple[int, int] = DEFAULT_SHAPE, extra_rows: int = DEFAULT_EXTRA_ROWS
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    result: dict[str, Any] = {
-        "example": "persistent_copy",
-        "shape": list(shape),
-        "extra_rows": extra_rows,
-        "verified": make_plan().name == "persistent_copy",  # TaskManager verified it
-    }
-    for name, fn in kernels(extra_rows):
-        src = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        dst = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        _, ptx = compile_ptx(fn, src, dst)
-        result[name] = ts_codegen.count_instructions(ptx)
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-    result["same_counts"] = result["ts"] == result["twin"]
-    return result
+    args = [fake_tensor(cutlass.Float16, shape, row_major=True, align=16) for _ in range(2)]
+    fields = {"shape": [*shape], "extra_rows": extra_rows}
+    return compare("persistent_copy", kernels(extra_rows), args, plan=make_plan(), **fields)
 
 
 def run_on_gpu(shape: tuple[int, int], iters: int, extra_rows: int) -> dict[str, Any]:
     """Run both kernels on the GPU, check against torch, time them (and torch's copy)."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    src_t = torch.randn(*shape, device="cuda", dtype=torch.float16)
-    nbytes = src_t.numel() * 2
-    result: dict[str, Any] = {
-        "example": "persistent_copy",
-        "shape": list(shape),
-        "extra_rows": extra_rows,
-    }
-    for name, fn in kernels(extra_rows):
-        dst_t = torch.zeros_like(src_t)
-        src = from_dlpack(src_t, assumed_align=16)
-        dst = from_dlpack(dst_t, assumed_align=16)
-        compiled = cute.compile(fn, src, dst)
-        compiled(src, dst)
-        torch.cuda.synchronize()
-        ok = bool(torch.equal(dst_t, src_t))
-        ms = time_ms(lambda c=compiled, s=src, d=dst: c(s, d), iters)
-        result[name] = {"ok": ok, "ms": ms, "GBps": 2 * nbytes / (ms * 1e6)}
-    dst_t = torch.empty_like(src_t)
-    ms = time_ms(lambda: dst_t.copy_(src_t), iters)
-    result["torch"] = {"ms": ms, "GBps": 2 * nbytes / (ms * 1e6)}
-    result["ts_over_twin"] = result["twin"]["ms"] / result["ts"]["ms"]
-    return result
+    src = torch.randn(*shape, device="cuda", dtype=torch.float16)
+    copy = torch.empty_like(src)
 
+    def case(name: str) -> Case:
+        dst = torch.zeros_like(src)
+        return Case((to_cute(src), to_cute(dst)), lambda: torch.equal(dst, src))
 
-def time_ms(fn: Any, iters: int) -> float:
-    import torch
-
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / iters
+    out = run_kernels(
+        kernels(extra_rows),
+        case,
+        iters=iters,
+        bytes_moved=4 * src.numel(),
+        baselines={"torch": lambda: copy.copy_(src)},
+    )
+    return {"example": "persistent_copy", "shape": [*shape], "extra_rows": extra_rows, **out}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
-    parser.add_argument("--m", type=int, default=DEFAULT_SHAPE[0], help=f"rows (x{TILE_M})")
-    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help=f"columns (x{TILE_N})")
-    parser.add_argument(
+    shape = dict(zip("mn", DEFAULT_SHAPE))
+    cli = ExampleCLI(__doc__, __file__, shape=shape, multiple_of=(TILE_M, TILE_N))
+    cli.parser.add_argument(
         "--extra-rows", type=int, default=DEFAULT_EXTRA_ROWS, help="skipped tile rows"
     )
-    parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
-    args = parser.parse_args(argv)
-    if args.m % TILE_M or args.n % TILE_N:
-        parser.error(f"--m must be a multiple of {TILE_M} and --n of {TILE_N}")
-    shape = (args.m, args.n)
-    if args.compile_only:
-        out = compile_only(shape, args.extra_rows)
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["same_counts"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    out = run_on_gpu(shape, args.iters, args.extra_rows)
-    print(json.dumps(out, sort_keys=True))
-    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+    args = cli.parse(argv)
+    return cli.run(
+        lambda: compile_only(args.shape, args.extra_rows),
+        lambda: run_on_gpu(args.shape, args.iters, args.extra_rows),
+    )
 
 
 if __name__ == "__main__":

@@ -33,9 +33,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
@@ -45,24 +43,19 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from _gpu_check import gpu_ready
 from cuda.bindings import driver as cuda
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import opcode_counts
-from ts_ir import KernelPlan
-from ts_runtime import Kernel, KernelContext, Task, Tasks
-from ts_runtime.blocks import TmaRing
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import domain_loop, producer_work, schedule
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import Kernel, KernelContext, Tasks, TmaRing
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import MemoryResource
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
 
 CTAS = 132
 LOAD_WARP, STORE_WARP, STORE_WARPS = 0, 4, 8
@@ -109,11 +102,6 @@ TILE_M = VARIANTS[DEFAULT_VARIANT].tile_m
 TILE_N = VARIANTS[DEFAULT_VARIANT].tile_n
 STAGES = VARIANTS[DEFAULT_VARIANT].stages
 TILE_BYTES = VARIANTS[DEFAULT_VARIANT].tile_bytes
-
-
-def runtime(name: str) -> Any:
-    """A placeholder for a bound that is a runtime value in the kernel (named for rendering)."""
-    return type(name, (), {})()
 
 
 def smem_tile_layout(v: Variant) -> Any:
@@ -387,7 +375,7 @@ class TwinCopy:
 
 
 # ---------------------------------------------------------------------------------------------
-# Module API (tools, benches, tests) and CLI
+# Host side (tools, benches, tests, CLI): the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
 
 
@@ -410,43 +398,19 @@ ts_copy = TsCopy()
 twin_copy = TwinCopy()
 
 
-def _kernels(variant: str) -> tuple[tuple[str, Any], ...]:
+def _kernels(variant: str) -> dict[str, Any]:
     if variant == DEFAULT_VARIANT:
-        return (("ts", ts_copy), ("twin", twin_copy))
-    return (("ts", TsCopy(variant)), ("twin", TwinCopy(variant)))
+        return {"ts": ts_copy, "twin": twin_copy}
+    return {"ts": TsCopy(variant), "twin": TwinCopy(variant)}
 
 
 def compile_only(
     shape: tuple[int, int] = DEFAULT_SHAPE, variant: str = DEFAULT_VARIANT
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
-    try:
-        from ts_verify import verify
-
-        verify(PLANS[variant]).raise_for_errors()
-        verified = True
-    except ImportError:
-        verified = False
-    result: dict[str, Any] = {
-        "example": "tma_copy",
-        "variant": variant,
-        "shape": list(shape),
-        "verified": verified,
-    }
-    for name, fn in _kernels(variant):
-        src = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        dst = make_fake_compact_tensor(
-            cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16
-        )
-        _, ptx = compile_ptx(fn, src, dst)
-        result[name] = ts_codegen.count_instructions(ptx)
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-    result["same_counts"] = result["ts"] == result["twin"]
-    return result
+    args = [fake_tensor(cutlass.Float16, shape, row_major=True, align=16) for _ in range(2)]
+    fields = {"variant": variant, "shape": [*shape]}
+    return compare("tma_copy", _kernels(variant), args, plan=PLANS[variant], **fields)
 
 
 def run_on_gpu(
@@ -454,51 +418,25 @@ def run_on_gpu(
 ) -> dict[str, Any]:
     """Run both kernels on the GPU, check against torch, time them."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    src_t = torch.randn(*shape, device="cuda", dtype=torch.float16)
-    nbytes = src_t.numel() * 2
-    result: dict[str, Any] = {"example": "tma_copy", "variant": variant, "shape": list(shape)}
-    for name, fn in _kernels(variant):
-        dst_t = torch.zeros_like(src_t)
-        src = from_dlpack(src_t, assumed_align=16)
-        dst = from_dlpack(dst_t, assumed_align=16)
-        compiled = cute.compile(fn, src, dst)
-        compiled(src, dst)
-        torch.cuda.synchronize()
-        ok = bool(torch.equal(dst_t, src_t))
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            compiled(src, dst)
-        end.record()
-        torch.cuda.synchronize()
-        ms = start.elapsed_time(end) / iters
-        result[name] = {"ok": ok, "ms": ms, "GBps": 2 * nbytes / (ms * 1e6)}
-    return result
+    src = torch.randn(*shape, device="cuda", dtype=torch.float16)
+
+    def case(name: str) -> Case:
+        dst = torch.zeros_like(src)
+        return Case((to_cute(src), to_cute(dst)), lambda: torch.equal(dst, src))
+
+    out = run_kernels(_kernels(variant), case, iters=iters, bytes_moved=4 * src.numel())
+    return {"example": "tma_copy", "variant": variant, "shape": [*shape], **out}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
-    parser.add_argument("--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT)
-    parser.add_argument("--m", type=int, default=DEFAULT_SHAPE[0], help="rows (multiple of 128)")
-    parser.add_argument("--n", type=int, default=DEFAULT_SHAPE[1], help="columns (multiple of 256)")
-    parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
-    args = parser.parse_args(argv)
-    shape = (args.m, args.n)
-    v = VARIANTS[args.variant]
-    if args.m % v.tile_m or args.n % v.tile_n:
-        parser.error(f"--m must be a multiple of {v.tile_m} and --n of {v.tile_n}")
-    if args.compile_only:
-        out = compile_only(shape, args.variant)
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["same_counts"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    out = run_on_gpu(shape, args.iters, args.variant)
-    print(json.dumps(out, sort_keys=True))
-    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+    cli = ExampleCLI(__doc__, __file__, shape=dict(zip("mn", DEFAULT_SHAPE)))
+    cli.parser.add_argument("--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT)
+    args = cli.parse(argv, lambda a: (VARIANTS[a.variant].tile_m, VARIANTS[a.variant].tile_n))
+    return cli.run(
+        lambda: compile_only(args.shape, args.variant),
+        lambda: run_on_gpu(args.shape, args.iters, args.variant),
+    )
 
 
 if __name__ == "__main__":

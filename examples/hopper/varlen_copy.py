@@ -24,9 +24,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from typing import Any
@@ -36,32 +34,24 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from _gpu_check import gpu_ready
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
-# The chunk / stage shape, the TMA load and store steps and the timer are persistent_copy's.
-from persistent_copy import (
+# The chunk / stage shape and the TMA load and store steps, shared with persistent_copy.
+from _tma_tiles import (
     STAGES,
+    TILE_BYTES,
     TILE_M,
     TILE_N,
     ring_layout,
     smem_tile_layout,
-    time_ms,
     tma_load,
     tma_store,
     tma_store_wait,
 )
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import opcode_counts
-from ts_ir import WorkAttr
-from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, WorkQueue
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskLocalVariable,
+from task_scheduling import (
+    WorkAttr,
     consumer_work,
     domain_loop,
     producer_work,
@@ -69,10 +59,23 @@ from ts_trace import (
     when_true,
     work_tile_loop,
 )
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.resources import (
+    MemoryResource,
+    PipelineConfig,
+    TaskLocalVariable,
+    TileSchedulerConfig,
+    WorkQueue,
+)
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
+from task_scheduling.tiles import PersistentTiles, TileRaster
 
 CTAS = 132
 QUEUE_STAGES = 2
-TILE_BYTES = TILE_M * TILE_N * 2
 LOAD_WARP, STORE_WARP = 0, 1
 BLOCK_THREADS = 64
 SCHEDULERS = ("static", "dynamic")
@@ -284,7 +287,7 @@ def _ts_kernel(scheduler: str) -> Any:
         offsets: cute.Tensor,
         flags: cute.Tensor,
         counters: cute.Tensor,
-        params: ts_codegen.TileRaster,
+        params: TileRaster,
         tiles_n: cutlass.Int32,
     ) -> None:
         alloc = SmemAllocator()
@@ -325,7 +328,7 @@ def _twin_kernel(scheduler: str) -> Any:
         offsets: cute.Tensor,
         flags: cute.Tensor,
         counters: cute.Tensor,
-        params: ts_codegen.TileRaster,
+        params: TileRaster,
         tiles_n: cutlass.Int32,
     ) -> None:
         # The DSL's types are looser than its stubs: index and compare through Any.
@@ -368,7 +371,7 @@ def _twin_kernel(scheduler: str) -> Any:
         if warp == LOAD_WARP:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
             qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
-            sched = ts_codegen.PersistentTiles.create(params)
+            sched = PersistentTiles.create(params)
             tile = sched.tile()
             while tile.is_valid_tile:
                 nxt = cutlass.Int32(0)
@@ -428,7 +431,7 @@ def _twin_kernel(scheduler: str) -> Any:
         if warp == STORE_WARP:
             state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
             qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
-            sched = ts_codegen.PersistentTiles.create(params)
+            sched = PersistentTiles.create(params)
             tile = sched.tile()
             while tile.is_valid_tile:
                 nxt = cutlass.Int32(0)
@@ -456,7 +459,7 @@ def _twin_kernel(scheduler: str) -> Any:
 
 
 # ---------------------------------------------------------------------------------------------
-# host side
+# Host side: the launchers, the inputs, and the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
 
 
@@ -477,7 +480,7 @@ def _launcher(kernel: Any) -> Any:
         )
         tiles_n = cute.size(dst, mode=[1]) // TILE_N
         segments = cute.size(flags, mode=[0])
-        params = ts_codegen.TileRaster((segments, 1, 1))
+        params = TileRaster((segments, 1, 1))
         grid = params.get_grid_shape(CTAS)
         kernel(
             load_atom,
@@ -504,27 +507,21 @@ def kernels(scheduler: str) -> tuple[tuple[str, Any], ...]:
 
 def compile_only(scheduler: str = "static", segments: int = 1000) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    make_plan(scheduler)  # plans and verifies (raises on an error)
-    result: dict[str, Any] = {"example": "varlen_copy", "scheduler": scheduler, "verified": True}
-    for name, fn in kernels(scheduler):
-        _, ptx = compile_ptx(fn, *fake_args(segments))
-        result[name] = ts_codegen.count_instructions(ptx)
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-    result["same_counts"] = result["ts"] == result["twin"]
-    return result
+    args = fake_args(segments)
+    return compare(
+        "varlen_copy", kernels(scheduler), args, plan=make_plan(scheduler), scheduler=scheduler
+    )
 
 
 def fake_args(segments: int = 1000) -> tuple[Any, ...]:
     """Fake tensors for a CPU compile: src, dst, offsets, flags, counters."""
-    from cutlass.cute.runtime import make_fake_compact_tensor
-
     shape = (TILE_M * 4 * segments, TILE_N)
     return (
-        make_fake_compact_tensor(cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Float16, shape, stride_order=(1, 0), assumed_align=16),
-        make_fake_compact_tensor(cutlass.Int32, (segments + 1,), assumed_align=4),
-        make_fake_compact_tensor(cutlass.Int32, (segments,), assumed_align=4),
-        make_fake_compact_tensor(cutlass.Int32, (2,), assumed_align=4),
+        fake_tensor(cutlass.Float16, shape, row_major=True, align=16),
+        fake_tensor(cutlass.Float16, shape, row_major=True, align=16),
+        fake_tensor(cutlass.Int32, segments + 1, align=4),
+        fake_tensor(cutlass.Int32, segments, align=4),
+        fake_tensor(cutlass.Int32, 2, align=4),
     )
 
 
@@ -577,54 +574,38 @@ def _expected(src: Any, offsets: list[int], flags: list[int]) -> Any:
 def run_case(scheduler: str, inputs: dict[str, Any], iters: int) -> dict[str, Any]:
     """Run the TS kernel and its twin on ``inputs``; check and time both."""
     import torch
-    from cutlass.cute.runtime import from_dlpack
 
-    src_t = inputs["src"]
-    result: dict[str, Any] = {"scheduler": scheduler}
-    for name, fn in kernels(scheduler):
-        dst_t = torch.zeros_like(src_t)
-        counters_t = torch.zeros(2, dtype=torch.int32, device="cuda")
-        args = [
-            from_dlpack(src_t, assumed_align=16),
-            from_dlpack(dst_t, assumed_align=16),
-            from_dlpack(inputs["offsets"], assumed_align=4),
-            from_dlpack(inputs["flags"], assumed_align=4),
-            from_dlpack(counters_t, assumed_align=4),
-        ]
-        compiled = cute.compile(fn, *args)
-        ok = True
-        for _ in range(2):  # twice: the second launch runs on the counters the first reset
-            dst_t.zero_()
-            compiled(*args)
-            torch.cuda.synchronize()
-            ok = ok and bool(torch.equal(dst_t, inputs["expected"]))
-        ok = ok and int(counters_t.abs().sum()) == 0
-        ms = time_ms(lambda c=compiled, a=args: c(*a), iters)
-        result[name] = {"ok": ok, "ms": ms}
-    result["ts_over_twin"] = result["twin"]["ms"] / result["ts"]["ms"]
-    return result
+    src = inputs["src"]
+
+    def case(name: str) -> Case:
+        dst = torch.zeros_like(src)
+        counters = torch.zeros(2, dtype=torch.int32, device="cuda")
+        offsets, flags = inputs["offsets"], inputs["flags"]
+        args = (to_cute(src), to_cute(dst), *(to_cute(t, 4) for t in (offsets, flags, counters)))
+
+        def check() -> bool:  # the last CTA out resets the counters for the next launch
+            return bool(torch.equal(dst, inputs["expected"])) and int(counters.abs().sum()) == 0
+
+        # Twice: the second launch runs on the counters the first one reset.
+        return Case(args, check, reset=dst.zero_, launches=2)
+
+    return {"scheduler": scheduler, **run_kernels(kernels(scheduler), case, iters=iters)}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
-    parser.add_argument("--scheduler", choices=SCHEDULERS, default="static")
-    parser.add_argument("--segments", type=int, default=1000)
-    parser.add_argument("--mean", type=int, default=4, help="mean chunks per segment")
-    parser.add_argument("--imbalance", type=int, default=1, help="long-segment factor")
-    parser.add_argument("--iters", type=int, default=20)
-    args = parser.parse_args(argv)
-    if args.compile_only:
-        out = compile_only(args.scheduler)
-        print(json.dumps(out, sort_keys=True))
-        return 0 if out["same_counts"] else 1
-    if not gpu_ready(__file__):
-        return 2
-    inputs = make_inputs(segment_lengths(args.segments, args.mean, args.imbalance))
-    out = run_case(args.scheduler, inputs, args.iters)
-    out.update(segments=args.segments, mean=args.mean, imbalance=args.imbalance)
-    print(json.dumps(out, sort_keys=True))
-    return 0 if out["ts"]["ok"] and out["twin"]["ok"] else 1
+    cli = ExampleCLI(__doc__, __file__)
+    cli.parser.add_argument("--scheduler", choices=SCHEDULERS, default="static")
+    cli.parser.add_argument("--segments", type=int, default=1000)
+    cli.parser.add_argument("--mean", type=int, default=4, help="mean chunks per segment")
+    cli.parser.add_argument("--imbalance", type=int, default=1, help="long-segment factor")
+    args = cli.parse(argv)
+
+    def on_gpu() -> dict[str, Any]:
+        inputs = make_inputs(segment_lengths(args.segments, args.mean, args.imbalance))
+        out = run_case(args.scheduler, inputs, args.iters)
+        return {**out, "segments": args.segments, "mean": args.mean, "imbalance": args.imbalance}
+
+    return cli.run(lambda: compile_only(args.scheduler), on_gpu)
 
 
 if __name__ == "__main__":
