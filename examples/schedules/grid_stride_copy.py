@@ -10,18 +10,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ts_ir import KernelPlan
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling.plan import KernelPlan, TaskDeclaration, build_plan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
 
 
 @dataclasses.dataclass(kw_only=True)

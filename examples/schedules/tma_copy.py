@@ -10,18 +10,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType, SmemAllocationSpec
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-)
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec, PipelineType
+from task_scheduling.plan import KernelPlan, TaskDeclaration, build_plan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.smem import SmemAllocationSpec
 
 TILE_M, TILE_N, STAGES = 128, 64, 4
 TILE_BYTES = TILE_M * TILE_N * 2

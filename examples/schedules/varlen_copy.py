@@ -11,13 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ts_ir import CooperativeGroupSpec, KernelPlan, PipelineSpec, PipelineType
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
+from task_scheduling import (
     consumer_work,
     domain_loop,
     producer_work,
@@ -25,6 +19,10 @@ from ts_trace import (
     when_true,
     work_tile_loop,
 )
+from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec, PipelineType
+from task_scheduling.plan import KernelPlan, TaskDeclaration, build_plan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
 
 
 class SegmentTask:

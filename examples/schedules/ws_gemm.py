@@ -14,26 +14,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ts_ir import (
-    CooperativeGroupSpec,
-    KernelPlan,
-    PipelineSpec,
-    PipelineType,
-    SmemAllocationSpec,
+from task_scheduling import (
     WorkAttr,
-)
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskDeclaration,
-    TaskLocalVariable,
-    build_plan,
     consumer_work,
     domain_loop,
     producer_work,
     schedule,
     work_tile_loop,
 )
+from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec, PipelineType
+from task_scheduling.plan import KernelPlan, TaskDeclaration, build_plan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.smem import SmemAllocationSpec
 
 BM, BN, BK, STAGES = 128, 256, 64, 4
 AB_BYTES = (BM + BN) * BK * 2
