@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ts_ir import SmemAllocationSpec, SmemLayout, compute_smem_layout
+from ts_ir.errors import INT32_MAX, describe_value, is_int
 from ts_ir.smem import DEFAULT_SMEM_CAPACITY
+from ts_runtime._arguments import argument_error, require_int
 
 __all__ = ["ResourceContext", "SmemAllocation", "SmemAllocator"]
 
@@ -52,22 +54,29 @@ class SmemAllocation:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"SmemAllocation needs a non-empty name, got {self.name!r}")
+            raise argument_error(
+                f"SmemAllocation needs a non-empty name, got {describe_value(self.name)}",
+                fix="name it 'resource.region', e.g. SmemAllocation('ring.tiles', 32768)",
+            )
+        require_int(
+            self.size_bytes, f"SmemAllocation {self.name!r}: size_bytes", low=0, high=INT32_MAX
+        )
         a = self.alignment
-        if isinstance(a, bool) or not isinstance(a, int) or a < 1 or a & (a - 1):
-            raise ValueError(f"SmemAllocation {self.name!r}: alignment {a!r} is not a power of 2")
-        if self.count < 0:
-            raise ValueError(f"SmemAllocation {self.name!r}: count must be >= 0")
+        if not is_int(a) or not 1 <= a <= INT32_MAX or a & (a - 1):
+            raise argument_error(
+                f"SmemAllocation {self.name!r}: alignment {a!r:.40} is not a power of 2",
+                fix="use a power of two such as 16, 128 or 1024",
+            )
+        require_int(self.count, f"SmemAllocation {self.name!r}: count", low=0, high=INT32_MAX)
         if self.size_bytes == 0 and self.dtype is not None:
             width = getattr(self.dtype, "width", None)
-            if not isinstance(width, int):
-                raise ValueError(
-                    f"SmemAllocation {self.name!r}: dtype {self.dtype!r} has no integer bit "
-                    "width; pass size_bytes"
+            if not is_int(width) or width < 1:
+                raise argument_error(
+                    f"SmemAllocation {self.name!r}: dtype {self.dtype!r:.40} has no integer bit "
+                    "width; pass size_bytes",
+                    fix="pass dtype=cutlass.Float16 (a DSL numeric type) or size_bytes=...",
                 )
             self.size_bytes = self.count * width // 8
-        if self.size_bytes < 0:
-            raise ValueError(f"SmemAllocation {self.name!r}: size_bytes must be >= 0")
 
     def to_spec(self) -> SmemAllocationSpec:
         """The allocation as IR."""
@@ -97,7 +106,10 @@ def _as_allocation(alloc: Any) -> SmemAllocation:
         return alloc
     if isinstance(alloc, SmemAllocationSpec):
         return SmemAllocation(alloc.name, alloc.size_bytes, alloc.alignment, None, alloc.count)
-    raise TypeError(f"expected an SmemAllocation, got {alloc!r}")
+    raise argument_error(
+        f"SmemAllocator: expected an SmemAllocation, got {describe_value(alloc)}",
+        fix="pass SmemAllocation('resource.region', size_bytes) (or a resource to add_resource)",
+    )
 
 
 class SmemAllocator:
@@ -132,9 +144,9 @@ class SmemAllocator:
         if any(a is b for b in self._allocs):
             return a
         if a.name in self._names:
-            raise ValueError(
-                f"SMEM allocation {a.name!r} is declared twice; give each allocation a unique "
-                "name (by convention 'resource.region')"
+            raise argument_error(
+                f"SMEM allocation {a.name!r} is declared twice",
+                fix="give each allocation a unique name (by convention 'resource.region')",
             )
         self._names.add(a.name)
         self._allocs.append(a)
@@ -150,14 +162,29 @@ class SmemAllocator:
         self._check_open("add_resource")
         if any(resource is r for r in self._resources):
             return resource
-        self._resources.append(resource)
-        for alloc in resource.get_smem_requirements():
-            self._register(alloc)
+        requirements = getattr(resource, "get_smem_requirements", None)
+        if not callable(requirements):
+            raise argument_error(
+                f"SmemAllocator.add_resource: expected a MemoryResource, got "
+                f"{describe_value(resource)}",
+                fix="pass a resource (add single allocations with add())",
+            )
+        allocs = list(requirements())
         cfg = getattr(resource, "pipeline_config", None)
+        stages: Any = 0
         if cfg is not None and getattr(cfg, "barrier_ptr", None) is None:
             # A PipelineConfig (num_stages) or a ts_ir.PipelineSpec (stages).
-            stages: Any = getattr(cfg, "num_stages", getattr(cfg, "stages", 0))
-            self._barrier_bytes += int(stages) * 16
+            stages = getattr(cfg, "num_stages", getattr(cfg, "stages", 0))
+            if not is_int(stages) or stages < 0:
+                raise argument_error(
+                    f"SmemAllocator.add_resource: the pipeline of {resource!r:.40} has "
+                    f"{describe_value(stages)} stages",
+                    fix="build pipeline_config with a PipelineConfig factory",
+                )
+        self._resources.append(resource)
+        for alloc in allocs:
+            self._register(alloc)
+        self._barrier_bytes += int(stages) * 16
         return resource
 
     def add_alias_group(self, phases: Sequence[Sequence[SmemAllocation]]) -> None:
@@ -167,9 +194,16 @@ class SmemAllocator:
             ValueError: Fewer than two phases.
         """
         self._check_open("add_alias_group")
-        if isinstance(phases, (str, bytes)) or len(phases) < 2:
-            raise ValueError(
-                f"an alias group needs at least two phases (lists of allocations), got {phases!r}"
+        if (
+            isinstance(phases, (str, bytes))
+            or not isinstance(phases, (list, tuple))
+            or len(phases) < 2
+            or not all(isinstance(p, (list, tuple)) for p in phases)
+        ):
+            raise argument_error(
+                f"an alias group needs at least two phases (lists of allocations), got "
+                f"{phases!r:.60}",
+                fix="pass [[alloc_a, alloc_b], [alloc_c]]: the phases never live together",
             )
         group = [[self._register(a) for a in phase] for phase in phases]
         self._alias_groups.append(group)
@@ -187,7 +221,9 @@ class SmemAllocator:
         """
         self._check_open("compute_layout")
         if capacity is not None:
-            self._capacity = capacity
+            self._capacity = require_int(
+                capacity, "SmemAllocator.compute_layout(capacity)", low=1, high=INT32_MAX
+            )
         layout = compute_smem_layout(
             tuple(a.to_spec() for a in self._allocs),
             self.alias_groups_by_name(),

@@ -25,13 +25,20 @@ their ``agent`` and ``size`` (a ``cutlass.pipeline.CooperativeGroup`` or a
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, SignalingThreads
+from ts_ir.errors import describe_value, is_int
+from ts_ir.plan import MAX_ARRIVALS
+from ts_ir.smem import DEFAULT_SMEM_CAPACITY
+from ts_runtime._arguments import argument_error, require_bool, require_int
 from ts_runtime.errors import RuntimeConfigError, UnsupportedFeatureError, UnsupportedOnTarget
 from ts_runtime.target import current_target, is_blackwell_or_later
 
-__all__ = ["InterleaveStride", "PipelineConfig", "default_pipeline_op"]
+__all__ = ["MAX_STAGES", "InterleaveStride", "PipelineConfig", "default_pipeline_op"]
+
+MAX_STAGES = DEFAULT_SMEM_CAPACITY // 16
+"""The most stages a ring can have: its mbarriers (16 bytes a stage) must fit in SMEM."""
 
 InterleaveStride = int | tuple[int, int, int, int]
 """One stride for every role, or (acquire, commit, wait, release)."""
@@ -65,9 +72,10 @@ def _op_name(op: object) -> str:
 
 def _group_size(group: object, side: str) -> int:
     size = getattr(group, "size", None)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise RuntimeConfigError(
-            f"PipelineConfig.{side}_group must have an integer size >= 1, got {group!r}",
+    if not is_int(size) or not 1 <= size <= MAX_ARRIVALS:
+        raise argument_error(
+            f"PipelineConfig.{side}_group must be a cooperative group with an int size in "
+            f"[1, {MAX_ARRIVALS}] (the mbarrier arrival count), got {describe_value(group)}",
             fix=f"pass cutlass.pipeline.CooperativeGroup(Agent.Thread, n) as {side}_group",
         )
     return size
@@ -78,6 +86,27 @@ def _group_spec(group: object, side: str) -> CooperativeGroupSpec:
         return group
     agent = str(getattr(group, "agent", "thread")).lower()
     return CooperativeGroupSpec("warp" if "warp" in agent else "thread", _group_size(group, side))
+
+
+def _ints(value: object, n: int, *, low: int, high: int = 2**31 - 1) -> bool:
+    """True for a tuple or list of ``n`` ints (not bools) in ``[low, high]``."""
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == n
+        and all(is_int(v) and low <= v <= high for v in value)
+    )
+
+
+def _signaling(value: object, name: str) -> SignalingThreads:
+    """``value`` as a SignalingThreads combination, or a typed error naming ``name``."""
+    if not SignalingThreads.is_valid_combination(value):  # type: ignore[arg-type]
+        raise argument_error(
+            f"PipelineConfig.{name}={value!r:.60} is not a valid SignalingThreads value: use "
+            "All, CtaLeader, TaskWarpLeader or CtaLeader | TaskWarpLeader (All cannot be "
+            "combined)",
+            fix=f"pass {name}=SignalingThreads.All (or a leader flag)",
+        )
+    return SignalingThreads(cast(int, value))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,27 +169,28 @@ class PipelineConfig:
             try:
                 ptype = PipelineType(str(getattr(ptype, "value", ptype)))
             except ValueError:
-                raise RuntimeConfigError(
-                    f"PipelineConfig.pipeline_type={self.pipeline_type!r} is not a PipelineType",
+                raise argument_error(
+                    f"PipelineConfig.pipeline_type={self.pipeline_type!r:.60} is not a "
+                    "PipelineType",
                     fix="use a PipelineConfig.create_*_pipeline_cfg factory",
                 ) from None
             object.__setattr__(self, "pipeline_type", ptype)
-        if isinstance(self.num_stages, bool) or not isinstance(self.num_stages, int):
-            raise RuntimeConfigError(
-                f"PipelineConfig.num_stages must be a Python int, got {self.num_stages!r}"
-            )
-        if self.num_stages < 1:
-            raise RuntimeConfigError(
-                f"PipelineConfig.num_stages must be >= 1, got {self.num_stages}"
-            )
-        if isinstance(self.num_bytes, bool) or not isinstance(self.num_bytes, int):
-            raise RuntimeConfigError(
-                f"PipelineConfig.num_bytes must be a Python int, got {self.num_bytes!r}"
-            )
-        if self.num_bytes < 0:
-            raise RuntimeConfigError(f"PipelineConfig.num_bytes must be >= 0, got {self.num_bytes}")
+        require_int(
+            self.num_stages,
+            "PipelineConfig.num_stages",
+            low=1,
+            high=MAX_STAGES,
+            why="16 bytes of mbarriers per stage must fit in shared memory",
+        )
+        require_int(
+            self.num_bytes,
+            "PipelineConfig.num_bytes",
+            low=0,
+            high=MAX_ARRIVALS,
+            why="the transaction bytes one stage's full barrier expects (mbarrier tx-count)",
+        )
         if ptype.producer_is_tma and self.num_bytes == 0:
-            raise RuntimeConfigError(
+            raise argument_error(
                 f"a {ptype.value} pipeline needs num_bytes > 0: the full barrier of a stage "
                 "completes when the TMA loads have delivered that many bytes",
                 fix="pass num_bytes=<bytes one stage's TMA loads write>",
@@ -168,9 +198,45 @@ class PipelineConfig:
         _group_size(self.producer_group, "producer")
         _group_size(self.consumer_group, "consumer")
         for name in ("producer_signaling_threads", "consumer_signaling_threads"):
-            value = getattr(self, name)
-            SignalingThreads.validate(value, name)
+            object.__setattr__(self, name, _signaling(getattr(self, name), name))
+        wait = self.consumer_wait_signaling_threads
+        if wait is not None:
+            object.__setattr__(
+                self,
+                "consumer_wait_signaling_threads",
+                _signaling(wait, "consumer_wait_signaling_threads"),
+            )
+        for name in ("advance_on_wait", "advance_on_acquire"):
+            require_bool(getattr(self, name), f"PipelineConfig.{name}")
+        self._check_shapes()
         self._check_defaults()
+
+    def _check_shapes(self) -> None:
+        """``mcast_mode_mn``, ``interleave_stride`` and ``cta_layout_vmnk`` have their shapes."""
+        mcast = self.mcast_mode_mn
+        if not _ints(mcast, 2, low=1):
+            raise argument_error(
+                f"PipelineConfig.mcast_mode_mn must be a pair of ints >= 1, got "
+                f"{describe_value(mcast)}",
+                fix="leave mcast_mode_mn at (1, 1)",
+            )
+        stride = self.interleave_stride
+        if not (is_int(stride) and 1 <= stride <= MAX_STAGES) and not _ints(
+            stride, 4, low=1, high=MAX_STAGES
+        ):
+            raise argument_error(
+                f"PipelineConfig.interleave_stride must be an int >= 1 or a 4-tuple of them "
+                f"(acquire, commit, wait, release), got {describe_value(stride)}",
+                fix="pass interleave_stride=1 (no interleaving) or a stride dividing num_stages",
+            )
+        layout = self.cta_layout_vmnk
+        if layout is not None and not hasattr(layout, "shape") and not _ints(layout, 4, low=1):
+            raise argument_error(
+                f"PipelineConfig.cta_layout_vmnk must be None, (1, CM, CN, 1) or a static "
+                f"cute.Layout of that shape, got {describe_value(layout)}",
+                fix="pass cta_layout_vmnk=(1, CM, CN, 1) with the cluster shape of the launch",
+                cls=UnsupportedFeatureError,
+            )
 
     def _check_defaults(self) -> None:
         """Options not lowered yet must keep their default."""
@@ -190,11 +256,6 @@ class PipelineConfig:
         for name in ("umma_consumer_producer_op", "async_producer_op"):
             if _op_name(getattr(self, name)) != "AsyncThread":
                 unsupported.append((name, getattr(self, name), "PipelineOp.AsyncThread"))
-        for name in ("advance_on_wait", "advance_on_acquire"):
-            if not isinstance(getattr(self, name), bool):
-                raise RuntimeConfigError(
-                    f"PipelineConfig.{name} must be a bool, got {getattr(self, name)!r}"
-                )
         if self.num_bytes_per_warp_per_cta is not None:
             unsupported.append(
                 ("num_bytes_per_warp_per_cta", self.num_bytes_per_warp_per_cta, None)
@@ -205,18 +266,19 @@ class PipelineConfig:
         if len(strides) > 1:
             unsupported.append(("interleave_stride", self.interleave_stride, "one stride"))
         elif self.num_stages % self.max_interleave_stride:
-            raise RuntimeConfigError(
+            raise argument_error(
                 f"PipelineConfig.interleave_stride={self.interleave_stride!r} must divide "
                 f"num_stages={self.num_stages}: each lane owns every stride-th stage",
                 fix="use a stride that divides the number of stages",
             )
         if unsupported:
             name, value, default = unsupported[0]
-            raise UnsupportedFeatureError(
+            raise argument_error(
                 f"PipelineConfig.{name}={value!r} is not supported by this TS version (only "
                 f"{default!r}); the Hopper lowering would ignore it and build a different "
                 "kernel than described",
                 fix=f"leave {name} at its default",
+                cls=UnsupportedFeatureError,
             )
 
     # -- interleave strides (documented properties) -------------------------------------------
@@ -228,7 +290,7 @@ class PipelineConfig:
         if isinstance(s, int):
             return (s, s, s, s)
         t = tuple(s)
-        if len(t) != 4 or not all(isinstance(x, int) for x in t):
+        if len(t) != 4 or not all(is_int(x) for x in t):
             raise RuntimeConfigError(
                 f"PipelineConfig.interleave_stride={s!r} must be an int or a 4-tuple of ints"
             )
@@ -291,10 +353,11 @@ class PipelineConfig:
         except (TypeError, ValueError):
             v = m = n = ell = -1
         if v != 1 or ell != 1 or m < 1 or n < 1:
-            raise UnsupportedFeatureError(
+            raise argument_error(
                 f"PipelineConfig.cta_layout_vmnk={layout!r} is not supported: only a static "
                 "(1, CM, CN, 1) cluster layout is lowered",
                 fix="pass cta_layout_vmnk=(1, CM, CN, 1) with the cluster shape of the launch",
+                cls=UnsupportedFeatureError,
             )
         return (m, n)
 
@@ -335,6 +398,13 @@ class PipelineConfig:
                     fix=f"on Hopper use {_HOPPER_ALTERNATIVE[ptype]}; or compile for sm_100a "
                     "(CUTE_DSL_ARCH=sm_100a)",
                 )
+        known = {f.name for f in dataclasses.fields(PipelineConfig)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise argument_error(
+                f"PipelineConfig.{_factory_name(ptype)}() got an unknown option `{unknown[0]}`",
+                fix="pass only PipelineConfig fields: " + ", ".join(sorted(known)),
+            )
         return PipelineConfig(
             num_stages, num_bytes, producer_group, consumer_group, ptype, **fields
         )

@@ -32,16 +32,37 @@ from ts_ir import (
     iter_nodes,
 )
 from ts_runtime import _bounds
+from ts_runtime._arguments import at_line
 from ts_runtime.errors import TaskDeclarationError
 from ts_trace import MemoryResource, TaskDeclaration, resource_name
 
-__all__ = ["MAX_REGISTERS", "MIN_REGISTERS", "Task", "user_location"]
+__all__ = [
+    "MAX_CLUSTER_CTAS",
+    "MAX_REGISTERS",
+    "MAX_WARPS",
+    "MIN_REGISTERS",
+    "Task",
+    "user_location",
+]
 
 MIN_REGISTERS = 24
 """Smallest ``setmaxnreg`` count the hardware accepts."""
 
 MAX_REGISTERS = 256
 """Largest ``setmaxnreg`` count."""
+
+MAX_WARPS = 32
+"""Warps in a CTA at most (1024 threads)."""
+
+MAX_CLUSTER_CTAS = 16
+"""CTAs in a thread-block cluster at most (16 with the non-portable cluster size)."""
+
+
+def _uncalled_hint(value: object) -> str:
+    if callable(value) and hasattr(value, "__wrapped__"):
+        fn = getattr(value, "__name__", "the schedule")
+        return f": `{fn}` is the @schedule function itself, passed without calling it"
+    return f" ({type(value).__name__})"
 
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -105,24 +126,35 @@ class Task:
         run_only_on_cta_id: int | None = None,
     ) -> None:
         self.location = user_location()
+        if not isinstance(name, str):
+            raise TaskDeclarationError(
+                at_line(f"Task: name={name!r:.60} must be a str, got {type(name).__name__}"),
+                fix="pass name='loader' (or leave it '' for the schedule's name)",
+            )
         if not isinstance(schedule, Schedule):
             raise TaskDeclarationError(
-                f"Task {name or '?'}: schedule={schedule!r} is not a traced schedule",
+                at_line(
+                    f"Task {name or '?'}: schedule={schedule!r:.60} is not a traced schedule"
+                    + _uncalled_hint(schedule)
+                ),
                 task=name,
                 fix="pass schedule=my_schedule(res_a, res_b), the result of calling the "
                 "@schedule function with the task's resources",
             )
         self.name = name or schedule.name
         where = f"task `{self.name}` ({self.location.file}:{self.location.line})"
-        if not _is_int(warp_idx) or warp_idx < 0:
+        if not _is_int(warp_idx) or not 0 <= warp_idx < MAX_WARPS:
             raise TaskDeclarationError(
-                f"{where}: warp_idx={warp_idx!r} must be a Python int >= 0 (warp ranges are "
-                "fixed at compile time)",
+                f"{where}: warp_idx={warp_idx!r:.40} must be a Python int in [0, {MAX_WARPS - 1}]"
+                " (warp ranges are fixed at compile time; a CTA has at most 32 warps)",
                 task=self.name,
             )
-        if not _is_int(num_warps) or num_warps < 1:
+        if not _is_int(num_warps) or not 1 <= num_warps <= MAX_WARPS - warp_idx:
             raise TaskDeclarationError(
-                f"{where}: num_warps={num_warps!r} must be a Python int >= 1", task=self.name
+                f"{where}: num_warps={num_warps!r:.40} must be a Python int in "
+                f"[1, {MAX_WARPS - warp_idx}] (warps {warp_idx}.. of a CTA of at most "
+                f"{MAX_WARPS} warps)",
+                task=self.name,
             )
         if num_registers is not None and (
             not _is_int(num_registers)
@@ -135,13 +167,27 @@ class Task:
                 fix=f"use a multiple of 8 in [{MIN_REGISTERS}, {MAX_REGISTERS}], or None",
             )
         if run_only_on_cta_id is not None and (
-            not _is_int(run_only_on_cta_id) or run_only_on_cta_id < 0
+            not _is_int(run_only_on_cta_id) or not 0 <= run_only_on_cta_id < MAX_CLUSTER_CTAS
         ):
             raise TaskDeclarationError(
-                f"{where}: run_only_on_cta_id={run_only_on_cta_id!r} must be an int >= 0 or None",
+                f"{where}: run_only_on_cta_id={run_only_on_cta_id!r:.40} must be None or an int "
+                f"in [0, {MAX_CLUSTER_CTAS - 1}] (a CTA rank within its cluster)",
                 task=self.name,
             )
+        if not isinstance(debug_print, bool):
+            raise TaskDeclarationError(
+                f"{where}: debug_print={debug_print!r:.40} must be a bool",
+                task=self.name,
+                fix="pass debug_print=True or False",
+            )
         for side, resources in (("src_resources", src_resources), ("dst_resources", dst_resources)):
+            if not isinstance(resources, (list, tuple)):
+                raise TaskDeclarationError(
+                    f"{where}: {side}={resources!r:.40} must be a list of MemoryResource, got "
+                    f"{type(resources).__name__}",
+                    task=self.name,
+                    fix=f"pass {side}=[res_a, ...] (or [])",
+                )
             for r in resources:
                 if not isinstance(r, MemoryResource):
                     raise TaskDeclarationError(

@@ -34,6 +34,7 @@ from ts_ir import (
     render_mermaid,
 )
 from ts_ir.smem import DEFAULT_SMEM_CAPACITY
+from ts_runtime._arguments import at_line, check_task_manager_arguments
 from ts_runtime.errors import (
     GroupSizeError,
     RuntimeConfigError,
@@ -209,6 +210,21 @@ class TaskManager:
         assume_pdl_wait_completed: bool = False,
         debug_bounded_waits: bool = False,
     ) -> None:
+        check_task_manager_arguments(
+            tasks,
+            resource_dependency_graph,
+            smem_allocator=smem_allocator,
+            flags={
+                "skip_validation": skip_validation,
+                "verbose": verbose,
+                "exhaustive_deadlock_race_check": exhaustive_deadlock_race_check,
+                "debug_bounded_waits": debug_bounded_waits,
+            },
+            smem_capacity_bytes=smem_capacity_bytes,
+            name=name,
+            block_warps=block_warps,
+            target=target,
+        )
         del exhaustive_deadlock_race_check  # always exhaustive
         unsupported = {
             "dma_consumer_release_labels": (dma_consumer_release_labels, None),
@@ -400,10 +416,13 @@ class TaskManager:
             f"`{r}` {n} B" for r, n in sorted(by_resource.items(), key=lambda kv: -kv[1])
         )
         raise SmemBudgetError(
-            f"the kernel needs {layout.total} bytes of shared memory (data {layout.data_bytes} "
-            f"B + mbarriers {layout.barrier_bytes} B), over the {self.smem_capacity_bytes} B "
-            f"per CTA by {layout.total - self.smem_capacity_bytes} B; largest: resource "
-            f"`{biggest}` used by task(s) {', '.join(users) or 'none'} ({usage})",
+            at_line(
+                f"the kernel needs {layout.total} bytes of shared memory (data "
+                f"{layout.data_bytes} B + mbarriers {layout.barrier_bytes} B), over the "
+                f"{self.smem_capacity_bytes} B per CTA by "
+                f"{layout.total - self.smem_capacity_bytes} B; largest: resource `{biggest}` "
+                f"used by task(s) {', '.join(users) or 'none'} ({usage})"
+            ),
             task=users[0] if users else "",
             resource=biggest,
             fix=f"reduce `{biggest}`'s stages or tile size, or alias buffers that are never "

@@ -34,6 +34,7 @@ import dataclasses
 from typing import Any
 
 from ts_ir import TileSchedulerType, WorkAttr
+from ts_runtime._arguments import at_line
 from ts_runtime.errors import RuntimeConfigError, UnsupportedOnTarget
 from ts_runtime.target import current_target, is_blackwell_or_later
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
@@ -109,7 +110,10 @@ class TileSchedulerConfig:
         """
         if counters is None:
             raise RuntimeConfigError(
-                "create_atomic_dynamic_persistent_tile_scheduler_params needs a counters tensor",
+                at_line(
+                    "create_atomic_dynamic_persistent_tile_scheduler_params needs a counters "
+                    "tensor, got counters=None"
+                ),
                 fix="pass a zero-initialised global Int32 tensor of 2 elements",
             )
         cluster = tuple(getattr(tile_scheduler_params, "cluster_shape_mn", (1, 1)))
@@ -162,8 +166,10 @@ class WorkQueue(MemoryResource):
     def __post_init__(self) -> None:
         if not isinstance(self.tile_scheduler_config, TileSchedulerConfig):
             raise RuntimeConfigError(
-                f"WorkQueue: tile_scheduler_config={self.tile_scheduler_config!r} is not a "
-                "TileSchedulerConfig",
+                at_line(
+                    f"WorkQueue: tile_scheduler_config={self.tile_scheduler_config!r:.60} is not "
+                    "a TileSchedulerConfig"
+                ),
                 resource=self.name,
                 fix="build it with TileSchedulerConfig.create_static_persistent_tile_scheduler"
                 "_params(params) or create_atomic_dynamic_persistent_tile_scheduler_params",
