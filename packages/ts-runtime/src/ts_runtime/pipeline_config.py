@@ -38,7 +38,7 @@ from ts_runtime.target import current_target, is_blackwell_or_later
 __all__ = ["MAX_STAGES", "InterleaveStride", "PipelineConfig", "default_pipeline_op"]
 
 MAX_STAGES = DEFAULT_SMEM_CAPACITY // 16
-"""The most stages a ring can have: its mbarriers (16 bytes a stage) must fit in SMEM."""
+"""The most stages a ring can have (its mbarriers, 16 bytes a stage, must fit in SMEM)."""
 
 InterleaveStride = int | tuple[int, int, int, int]
 """One stride for every role, or (acquire, commit, wait, release)."""
