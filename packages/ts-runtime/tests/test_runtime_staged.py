@@ -162,3 +162,45 @@ def test_declaration_errors_are_typed() -> None:
         kern.lower()
     with pytest.raises(RuntimeConfigError, match=r"2 value\(s\) for the declaration's 3"):
         kern.launch(1, 2, grid=(1, 1, 1))
+
+
+def test_checks_before_verification_raise_on_the_host() -> None:
+    """A group size that contradicts the warps is a typed error, not a passing report."""
+    from ts_runtime import GroupSizeError
+
+    def tasks(k: KernelContext, n: Any) -> Tasks:
+        ring = Ring(
+            name="ring",
+            pipeline_config=PipelineSpec(
+                PipelineType.AsyncAsync,
+                2,
+                0,
+                CooperativeGroupSpec("thread", 32),
+                CooperativeGroupSpec("thread", 64),  # the consumer task has 4 warps: 128
+            ),
+        )
+
+        @schedule
+        def fill(r: ResourceProxy) -> None:
+            with domain_loop(n):
+                r.acquire()
+                r.fill()
+                r.commit()
+
+        @schedule
+        def drain(r: ResourceProxy) -> None:
+            with domain_loop(n):
+                r.wait()
+                r.drain()
+                r.release()
+
+        return Tasks(
+            [
+                Task([], [ring], 0, 1, schedule=fill(ring), name="fill"),
+                Task([ring], [], 4, 4, schedule=drain(ring), name="drain"),
+            ],
+            {ring: []},
+        )
+
+    with pytest.raises(GroupSizeError, match="consumer group has 64"):
+        Kernel(tasks).verify()

@@ -227,6 +227,13 @@ class Tasks:
     graph: Mapping[MemoryResource, Sequence[MemoryResource]]
 
 
+class _HostManager(TaskManager):
+    """A manager whose checks raise and whose failed verification stays in its report."""
+
+    def _validated(self, check: Any) -> None:
+        check()
+
+
 # -- the stages -----------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Traced:
@@ -370,7 +377,10 @@ class Kernel:
                 f"Kernel `{self.name}`: the declaration returned {type(decl).__name__}, not Tasks",
                 fix="end the declaration with `return Tasks(tasks, graph)`",
             )
-        return TaskManager(
+        # On the host a failed verification is the Verified stage's report; in the kernel it
+        # raises. The checks before verification raise in both.
+        manager = TaskManager if ctx.on_device else _HostManager
+        return manager(
             decl.tasks,
             decl.graph,
             # The declaration's allocator, if it carved SMEM; else the lowering makes one.
@@ -379,7 +389,7 @@ class Kernel:
             name=self.name,
             block_warps=self.block_warps,
             debug_bounded_waits=self.debug_bounded_waits,
-            skip_validation=not ctx.on_device,  # the host stages report; the kernel refuses
+            skip_validation=not ctx.on_device,
         )
 
     def _host_manager(self) -> TaskManager:
@@ -388,7 +398,7 @@ class Kernel:
         if tm is None:
             import warnings
 
-            # On the host a failed check is the Verified stage's report, not a warning.
+            # skip_validation's warning of a failed verification: the report says it.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tm = self._manager(KernelContext(False), [Symbol(p) for p in self.parameters])
