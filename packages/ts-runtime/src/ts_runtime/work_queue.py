@@ -4,9 +4,8 @@ A persistent kernel launches about one CTA per SM; every task of the CTA walks t
 of work tiles in ``with work_tile_loop(wq):``. Two schedulers hand the tiles out:
 
 * **static persistent** (``create_static_persistent_tile_scheduler_params``): CTA ``c`` of
-  ``G`` runs tiles ``c, c + G, ...`` in the rasterization of CUTLASS's
-  ``PersistentTileSchedulerParams`` (along M or N, swizzled for L2 reuse, clusters). The
-  schedules need no queue steps.
+  ``G`` runs tiles ``c, c + G, ...`` in the order of a ``ts_codegen.TileRaster`` (along M or
+  N, swizzled for L2 reuse, clusters). The schedules need no queue steps.
 * **atomic dynamic** (``create_atomic_dynamic_persistent_tile_scheduler_params``, Hopper): a
   CTA's first tile is its index; every further tile is claimed from a global counter by one
   fetching warp, which publishes it through the queue's own small SMEM pipeline (give the
@@ -19,9 +18,12 @@ of work tiles in ``with work_tile_loop(wq):``. Two schedulers hand the tiles out
 CLC (Blackwell's hardware scheduler) is rejected on Hopper targets with
 :class:`~ts_runtime.UnsupportedOnTarget`.
 
+The scheduler parameters are a ``ts_codegen.TileRaster``, or CUTLASS's deprecated
+``PersistentTileSchedulerParams`` as the reference's programs pass them (their fields are read).
+
 Example (inside a ``@cute.jit`` host function, then in the kernel)::
 
-    params = cutlass.utils.PersistentTileSchedulerParams((tiles_m, tiles_n, 1), (1, 1, 1))
+    params = ts_codegen.TileRaster((tiles_m, tiles_n, 1), (1, 1, 1), swizzle_size=1)
     cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
     grid = cfg.grid_shape(132)
     ...
@@ -44,14 +46,14 @@ __all__ = ["TileSchedulerConfig", "WorkQueue"]
 
 @dataclasses.dataclass(frozen=True)
 class TileSchedulerConfig:
-    """Which persistent scheduler a :class:`WorkQueue` uses, with its CUTLASS parameters.
+    """Which persistent scheduler a :class:`WorkQueue` uses, with its tile raster.
 
     Build it with one of the ``create_*`` factories.
 
     Attributes:
         tile_scheduler_type: The scheduler flavour.
-        tile_scheduler_params: CUTLASS ``PersistentTileSchedulerParams`` (the problem in tiles,
-            the cluster shape, swizzle and rasterization order).
+        tile_scheduler_params: A ``ts_codegen.TileRaster`` (the problem in tiles, the cluster
+            shape, swizzle and rasterization order), or CUTLASS ``PersistentTileSchedulerParams``.
         response_ptr: The SMEM CLC response buffer (CLC only; Blackwell).
         counters: A global Int32 tensor of 2 elements, zero before the first launch (atomic
             dynamic only; the kernel keeps it zero between launches).
@@ -103,8 +105,8 @@ class TileSchedulerConfig:
         """A dynamic schedule on a global atomic tile counter (Hopper and later).
 
         Args:
-            tile_scheduler_params: CUTLASS ``PersistentTileSchedulerParams`` with cluster
-                shape 1 x 1.
+            tile_scheduler_params: A ``ts_codegen.TileRaster`` (or CUTLASS
+                ``PersistentTileSchedulerParams``) with cluster shape 1 x 1.
             counters: A global Int32 tensor of 2 elements, all zero before the first launch
                 (e.g. ``torch.zeros(2, dtype=torch.int32)``); the kernel leaves it zero.
         """
