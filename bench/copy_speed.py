@@ -7,7 +7,8 @@ Prints one JSON line per example::
 ``speed_vs_twin`` is twin time / TS time (1.0 = as fast; the goal is >= 0.98) and
 ``fraction_of_torch`` is TS bandwidth / ``torch`` copy bandwidth on the same 1 GiB tensor (for
 ``bias_act_copy``, against the plain copy: the fused op moves the same bytes). Each
-kernel is timed ``rounds`` times, interleaved with the others; the best round counts.
+kernel is timed ``rounds`` times, interleaved with the others; the best round counts (each
+example's own run also interleaves TS, twin and rounds: ``task_scheduling.harness``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from task_scheduling.harness import time_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 GIB_HALVES = 1 << 29  # fp16 elements in 1 GiB
@@ -43,16 +46,7 @@ def torch_copy_ms(nelems: int, iters: int) -> float:
 
     src = torch.randn(nelems, device="cuda", dtype=torch.float16)
     dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(iters):
-        dst.copy_(src)
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end) / iters)
+    return time_ms(lambda: dst.copy_(src), iters)
 
 
 def best(rounds: list[dict[str, Any]], name: str) -> dict[str, Any]:

@@ -387,7 +387,7 @@ def run_on_gpu(shape: tuple[int, int], iters: int, act: str = DEFAULT_ACT) -> di
 
 
 def main(argv: list[str] | None = None) -> int:
-    shape = dict(zip("mn", DEFAULT_SHAPE))
+    shape = {"m": DEFAULT_SHAPE[0], "n": DEFAULT_SHAPE[1]}
     cli = ExampleCLI(__doc__, __file__, shape=shape, multiple_of=(TILE_M, TILE_N))
     cli.parser.add_argument("--act", choices=ACTS, default=DEFAULT_ACT, help="activation")
     args = cli.parse(argv)

@@ -119,6 +119,7 @@ def twin_copy(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
 # Host side: the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
 
+
 def make_plan() -> KernelPlan:
     """The grid-stride copy as a kernel plan (traced on the host, no GPU)."""
     return Kernel(copy_tasks, name="grid_stride_copy").plan().plan

@@ -27,24 +27,6 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from cutlass.cute.nvgpu import cpasync
-from cutlass.memory import SmemAllocator
-
-from task_scheduling import WorkAttr, consumer_work, producer_work, schedule, work_tile_loop
-from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
-from task_scheduling.harness import compile_only as compare
-from task_scheduling.harness import run_on_gpu as run_kernels
-from task_scheduling.plan import KernelPlan
-from task_scheduling.resources import (
-    MemoryResource,
-    PipelineConfig,
-    TileSchedulerConfig,
-    WorkQueue,
-)
-from task_scheduling.schedule_builder import ResourceProxy
-from task_scheduling.task import Task
-from task_scheduling.task_manager import TaskManager
-from task_scheduling.tiles import PersistentTiles, TileRaster
 
 # The chunk / stage shape and the TMA load and store steps (shared with varlen_copy).
 from _tma_tiles import (
@@ -58,6 +40,24 @@ from _tma_tiles import (
     tma_store,
     tma_store_wait,
 )
+from cutlass.cute.nvgpu import cpasync
+from cutlass.memory import SmemAllocator
+
+from task_scheduling import WorkAttr, consumer_work, producer_work, schedule, work_tile_loop
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import (
+    MemoryResource,
+    PipelineConfig,
+    TileSchedulerConfig,
+    WorkQueue,
+)
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
+from task_scheduling.tiles import PersistentTiles, TileRaster
 
 CTAS = 132
 LOAD_WARP, STORE_WARP = 0, 1
@@ -141,48 +141,38 @@ def ring_pipeline() -> PipelineConfig:
     )
 
 
-def build_tasks(wq: TileQueue, ring: Ring, smem_allocator: Any = None) -> TaskManager:
-    """The two tasks and their manager (plans and verifies the kernel)."""
-    tasks = [
-        Task([wq], [ring], LOAD_WARP, 1, schedule=load_schedule(wq, ring), name="load"),
-        Task([wq, ring], [], STORE_WARP, 1, schedule=store_schedule(wq, ring), name="store"),
-    ]
-    return TaskManager(tasks, {ring: [wq]}, smem_allocator=smem_allocator, name="persistent_copy")
-
-
-def make_plan() -> KernelPlan:
-    """The kernel plan, built on the host with placeholder resources (no GPU, no DSL values)."""
-    cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(None)
-    return build_tasks(
-        TileQueue(cfg, name="tiles"), Ring(name="ring", pipeline_config=ring_pipeline())
-    ).plan
-
-
-@cute.kernel
-def ts_kernel(
-    load_atom: cute.CopyAtom,
-    g_src: cute.Tensor,
-    store_atom: cute.CopyAtom,
-    g_dst: cute.Tensor,
-    params: TileRaster,
-    tiles_m: cutlass.Int32,
-) -> None:
-    alloc = SmemAllocator()
-    s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+def copy_tasks(
+    k: KernelContext,
+    load_atom: Any,
+    g_src: Any,
+    store_atom: Any,
+    g_dst: Any,
+    params: Any,
+    tiles_m: Any,
+) -> Tasks:
+    """The two tasks over the queue of ``params`` (the padded tile grid's ``TileRaster``)."""
     cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
     wq = TileQueue(cfg, name="tiles", tiles_m=tiles_m)
+    g_in, g_out = k.value(
+        ("g_in", "g_out"), lambda: [cute.zipped_divide(g, (TILE_M, TILE_N)) for g in (g_src, g_dst)]
+    )
     ring = Ring(
         name="ring",
         pipeline_config=ring_pipeline(),
         load_atom=load_atom,
-        g_src=cute.zipped_divide(g_src, (TILE_M, TILE_N)),
+        g_src=g_in,
         store_atom=store_atom,
-        g_dst=cute.zipped_divide(g_dst, (TILE_M, TILE_N)),
-        s_tiles=s_tiles,
+        g_dst=g_out,
+        s_tiles=k.smem_tensor(cutlass.Float16, ring_layout),
     )
-    tm = build_tasks(wq, ring, alloc)
-    tm.setup_resources_and_tasks()
-    tm.run()
+    tasks = [
+        Task([wq], [ring], LOAD_WARP, 1, schedule=load_schedule(wq, ring), name="load"),
+        Task([wq, ring], [], STORE_WARP, 1, schedule=store_schedule(wq, ring), name="store"),
+    ]
+    return Tasks(tasks, {ring: [wq]})
+
+
+KERNEL = Kernel(copy_tasks, name="persistent_copy")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,29 +242,40 @@ def twin_kernel(
 # ---------------------------------------------------------------------------------------------
 
 
-def _launcher(kernel: Any, extra_rows: int) -> Any:
-    @cute.jit
-    def launch(src: cute.Tensor, dst: cute.Tensor) -> None:
-        load_atom, g_src = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
-        )
-        store_atom, g_dst = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(), (TILE_M, TILE_N)
-        )
-        tiles_m = cute.size(dst, mode=[0]) // TILE_M
-        tiles_n = cute.size(dst, mode=[1]) // TILE_N
-        params = TileRaster((tiles_m + extra_rows, tiles_n, 1))
-        grid = params.get_grid_shape(CTAS)
-        kernel(load_atom, g_src, store_atom, g_dst, params, cutlass.Int32(tiles_m)).launch(
-            grid=grid, block=(BLOCK_THREADS, 1, 1)
-        )
-
-    return launch
+def _launch_args(src: cute.Tensor, dst: cute.Tensor, extra_rows: int) -> tuple[Any, Any]:
+    """The kernels' arguments (TMA atoms, the padded tile raster, ``tiles_m``) and grid."""
+    load_atom, g_src = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+    store_atom, g_dst = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+    tiles_m = cute.size(dst, mode=[0]) // TILE_M
+    tiles_n = cute.size(dst, mode=[1]) // TILE_N
+    params = TileRaster((tiles_m + extra_rows, tiles_n, 1))
+    args = (load_atom, g_src, store_atom, g_dst, params, cutlass.Int32(tiles_m))
+    return args, params.get_grid_shape(CTAS)
 
 
 def kernels(extra_rows: int = DEFAULT_EXTRA_ROWS) -> tuple[tuple[str, Any], ...]:
     """The TS kernel and its twin, as ``(name, @cute.jit launcher(src, dst))``."""
-    return (("ts", _launcher(ts_kernel, extra_rows)), ("twin", _launcher(twin_kernel, extra_rows)))
+
+    @cute.jit
+    def ts(src: cute.Tensor, dst: cute.Tensor) -> None:
+        args, grid = _launch_args(src, dst, extra_rows)
+        KERNEL.launch(*args, grid=grid)
+
+    @cute.jit
+    def twin(src: cute.Tensor, dst: cute.Tensor) -> None:
+        args, grid = _launch_args(src, dst, extra_rows)
+        twin_kernel(*args).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))
+
+    return (("ts", ts), ("twin", twin))
+
+
+def make_plan() -> KernelPlan:
+    """The kernel plan, traced on the host (no GPU, no DSL values)."""
+    return Kernel(copy_tasks, name="persistent_copy").plan().plan
 
 
 def compile_only(
@@ -282,8 +283,14 @@ def compile_only(
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     args = [fake_tensor(cutlass.Float16, shape, row_major=True, align=16) for _ in range(2)]
-    fields = {"shape": [*shape], "extra_rows": extra_rows}
-    return compare("persistent_copy", kernels(extra_rows), args, plan=make_plan(), **fields)
+    return compare(
+        "persistent_copy",
+        kernels(extra_rows),
+        args,
+        plan=KERNEL,
+        shape=[*shape],
+        extra_rows=extra_rows,
+    )
 
 
 def run_on_gpu(shape: tuple[int, int], iters: int, extra_rows: int) -> dict[str, Any]:
@@ -308,7 +315,7 @@ def run_on_gpu(shape: tuple[int, int], iters: int, extra_rows: int) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    shape = dict(zip("mn", DEFAULT_SHAPE))
+    shape = {"m": DEFAULT_SHAPE[0], "n": DEFAULT_SHAPE[1]}
     cli = ExampleCLI(__doc__, __file__, shape=shape, multiple_of=(TILE_M, TILE_N))
     cli.parser.add_argument(
         "--extra-rows", type=int, default=DEFAULT_EXTRA_ROWS, help="skipped tile rows"

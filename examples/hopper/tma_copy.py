@@ -43,7 +43,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from cuda.bindings import driver as cuda
+from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
@@ -409,8 +409,8 @@ def compile_only(
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     args = [fake_tensor(cutlass.Float16, shape, row_major=True, align=16) for _ in range(2)]
-    fields = {"variant": variant, "shape": [*shape]}
-    return compare("tma_copy", _kernels(variant), args, plan=PLANS[variant], **fields)
+    kernels, plan = _kernels(variant), PLANS[variant]
+    return compare("tma_copy", kernels, args, plan=plan, variant=variant, shape=[*shape])
 
 
 def run_on_gpu(
@@ -430,7 +430,7 @@ def run_on_gpu(
 
 
 def main(argv: list[str] | None = None) -> int:
-    cli = ExampleCLI(__doc__, __file__, shape=dict(zip("mn", DEFAULT_SHAPE)))
+    cli = ExampleCLI(__doc__, __file__, shape={"m": DEFAULT_SHAPE[0], "n": DEFAULT_SHAPE[1]})
     cli.parser.add_argument("--variant", choices=sorted(VARIANTS), default=DEFAULT_VARIANT)
     args = cli.parse(argv, lambda a: (VARIANTS[a.variant].tile_m, VARIANTS[a.variant].tile_n))
     return cli.run(

@@ -34,8 +34,6 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
-from cutlass.cute.nvgpu import cpasync
-from cutlass.memory import SmemAllocator
 
 # The chunk / stage shape and the TMA load and store steps, shared with persistent_copy.
 from _tma_tiles import (
@@ -49,6 +47,8 @@ from _tma_tiles import (
     tma_store,
     tma_store_wait,
 )
+from cutlass.cute.nvgpu import cpasync
+from cutlass.memory import SmemAllocator
 
 from task_scheduling import (
     WorkAttr,

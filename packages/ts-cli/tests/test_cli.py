@@ -159,7 +159,9 @@ def test_tracing_error_in_the_kernel_names_its_line(
 @pytest.mark.skipif(not EXAMPLES.is_dir(), reason="examples are not shipped with the wheel")
 @pytest.mark.parametrize("example", sorted(p.stem for p in EXAMPLES.glob("*.py")))
 def test_every_bundled_example_verifies(capsys: pytest.CaptureFixture[str], example: str) -> None:
-    pytest.importorskip("task_scheduling", reason="the examples import the task_scheduling facade (tests all)")
+    pytest.importorskip(
+        "task_scheduling", reason="the examples import the task_scheduling facade (tests all)"
+    )
     code, out, _ = run(capsys, "verify", str(EXAMPLES / f"{example}.py"))
     assert code == 0, out
 

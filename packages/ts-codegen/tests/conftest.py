@@ -42,5 +42,8 @@ def load_example() -> Callable[[str], object]:
     if not EXAMPLES.is_dir():
         pytest.skip("examples/hopper lives in the repository, not in the wheel")
     # The examples are thin clients of the facade (and its harness, in ts-runtime).
-    pytest.importorskip("task_scheduling.harness", reason="the examples import the task_scheduling facade (tests all)")
+    pytest.importorskip(
+        "task_scheduling.harness",
+        reason="the examples import the task_scheduling facade (tests all)",
+    )
     return _load

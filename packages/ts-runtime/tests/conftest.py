@@ -46,5 +46,8 @@ def load_example() -> Callable[[str], object]:
         pytest.skip("examples/hopper lives in the repository, not in the wheel")
     pytest.importorskip("cutlass")
     # The examples are thin clients of the facade.
-    pytest.importorskip("task_scheduling.harness", reason="the examples import the task_scheduling facade (tests all)")
+    pytest.importorskip(
+        "task_scheduling.harness",
+        reason="the examples import the task_scheduling facade (tests all)",
+    )
     return _load

@@ -460,7 +460,9 @@ def load_example(name: str) -> ModuleType:
     path = EXAMPLES / f"{name}.py"
     if not path.is_file():
         pytest.skip(f"{path} is not part of this checkout")
-    pytest.importorskip("task_scheduling", reason="the examples import the task_scheduling facade (tests all)")
+    pytest.importorskip(
+        "task_scheduling", reason="the examples import the task_scheduling facade (tests all)"
+    )
     module_name = f"ts_trace_example_{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None

@@ -65,7 +65,9 @@ def test_example_schedules(name: str) -> None:
     path = EXAMPLES / f"{name}.py"
     if not path.exists():
         pytest.skip("examples/schedules is not next to this layer (layer-alone run)")
-    pytest.importorskip("task_scheduling", reason="the examples import the task_scheduling facade (tests all)")
+    pytest.importorskip(
+        "task_scheduling", reason="the examples import the task_scheduling facade (tests all)"
+    )
     kernel: Callable[[], KernelPlan] = _load_example(path).kernel
     report = clean(kernel())
     assert report.plan == name

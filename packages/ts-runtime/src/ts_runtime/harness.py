@@ -104,7 +104,7 @@ def gpu_ready(script: str) -> bool:
     return problem is None
 
 
-# -- compiling on the CPU ---------------------------------------------------------------------------
+# -- compiling on the CPU -------------------------------------------------------------------------
 def fake_tensor(
     dtype: Any, shape: int | Sequence[Any], *, row_major: bool = False, align: int | None = None
 ) -> Any:
@@ -223,7 +223,7 @@ def compile_only(
     return result
 
 
-# -- running on the GPU -----------------------------------------------------------------------------
+# -- running on the GPU ---------------------------------------------------------------------------
 def to_cute(tensor: Any, align: int | None = 16) -> Any:
     """A CuTe tensor over a torch tensor's memory (DLPack, no copy); None stays None.
 
@@ -389,7 +389,8 @@ class ExampleCLI:
         self.script = script
         self.shape = dict(shape or {})
         self.multiple_of = multiple_of
-        self.parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0])
+        lines = (doc or "").strip().splitlines()
+        self.parser = argparse.ArgumentParser(description=lines[0] if lines else None)
         self.parser.add_argument(
             "--compile-only", action="store_true", help="CPU: compile, count PTX (no GPU)"
         )
@@ -422,7 +423,7 @@ class ExampleCLI:
         if tiles:
             bad = [
                 f"--{name} must be a multiple of {tile}"
-                for (name, tile), size in zip(zip(self.shape, tiles), args.shape)
+                for name, tile, size in zip(self.shape, tiles, args.shape, strict=True)
                 if size % tile
             ]
             if bad:
