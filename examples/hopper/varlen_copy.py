@@ -62,6 +62,8 @@ from task_scheduling import (
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import (
     MemoryResource,
     PipelineConfig,
@@ -71,7 +73,6 @@ from task_scheduling.resources import (
 )
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
-from task_scheduling.task_manager import TaskManager
 from task_scheduling.tiles import PersistentTiles, TileRaster
 
 CTAS = 132
@@ -238,77 +239,67 @@ def make_queue(scheduler: str, params: Any, counters: Any) -> WorkQueue:
     return WorkQueue(cfg, name="segments")
 
 
-def build_tasks(
-    scheduler: str, wq: WorkQueue, meta: Segments, ring: Ring, offsets: Any, alloc: Any = None
-) -> TaskManager:
-    """The two tasks and their manager (plans and verifies the kernel)."""
+def ts_kernel(scheduler: str) -> Kernel:
+    """The TS kernel of ``scheduler``: a load task and a store task over the segment queue."""
     dynamic = scheduler == "dynamic"
-    load, store = (dynamic_load, dynamic_store) if dynamic else (static_load, static_store)
-    # With the dynamic scheduler the load warp also produces into the queue (it fetches).
-    load_src, load_dst = ([meta], [ring, wq]) if dynamic else ([wq, meta], [ring])
-    tasks = [
-        SegmentTask(
-            load_src,
-            load_dst,
-            LOAD_WARP,
-            1,
-            schedule=load(wq, meta, ring),
-            name="load",
-            offsets=offsets,
-        ),
-        SegmentTask(
-            [wq, meta, ring],
-            [],
-            STORE_WARP,
-            1,
-            schedule=store(wq, meta, ring),
-            name="store",
-            offsets=offsets,
-        ),
-    ]
-    graph: dict[Any, list[Any]] = {ring: [wq, meta]}
-    return TaskManager(tasks, graph, smem_allocator=alloc, name=f"varlen_copy_{scheduler}")
 
-
-def make_plan(scheduler: str = "static") -> Any:
-    """The kernel plan, built on the host with placeholder resources."""
-    wq = make_queue(scheduler, None, 0)
-    ring = Ring(name="ring", pipeline_config=ring_pipeline())
-    return build_tasks(scheduler, wq, Segments(name="meta"), ring, None).plan
-
-
-def _ts_kernel(scheduler: str) -> Any:
-    @cute.kernel
-    def kernel(
-        load_atom: cute.CopyAtom,
-        g_src: cute.Tensor,
-        store_atom: cute.CopyAtom,
-        g_dst: cute.Tensor,
-        offsets: cute.Tensor,
-        flags: cute.Tensor,
-        counters: cute.Tensor,
-        params: TileRaster,
-        tiles_n: cutlass.Int32,
-    ) -> None:
-        alloc = SmemAllocator()
-        s_tiles = alloc.allocate_tensor(cutlass.Float16, ring_layout(), 1024)
+    def tasks(
+        k: KernelContext,
+        load_atom: Any,
+        g_src: Any,
+        store_atom: Any,
+        g_dst: Any,
+        offsets: Any,
+        flags: Any,
+        counters: Any,
+        params: Any,
+        tiles_n: Any,
+    ) -> Tasks:
         wq = make_queue(scheduler, params, counters)
+        g_in, g_out = k.value(
+            ("g_in", "g_out"),
+            lambda: [cute.zipped_divide(g, (TILE_M, TILE_N)) for g in (g_src, g_dst)],
+        )
         ring = Ring(
             name="ring",
             pipeline_config=ring_pipeline(),
             load_atom=load_atom,
-            g_src=cute.zipped_divide(g_src, (TILE_M, TILE_N)),
+            g_src=g_in,
             store_atom=store_atom,
-            g_dst=cute.zipped_divide(g_dst, (TILE_M, TILE_N)),
-            s_tiles=s_tiles,
+            g_dst=g_out,
+            s_tiles=k.smem_tensor(cutlass.Float16, ring_layout),
             offsets=offsets,
             tiles_n=tiles_n,
         )
-        tm = build_tasks(scheduler, wq, Segments(name="meta", flags=flags), ring, offsets, alloc)
-        tm.setup_resources_and_tasks()
-        tm.run()
+        meta = Segments(name="meta", flags=flags)
+        # With the dynamic scheduler the load warp also produces into the queue (it fetches).
+        load_src, load_dst = ([meta], [ring, wq]) if dynamic else ([wq, meta], [ring])
+        load, store = (dynamic_load, dynamic_store) if dynamic else (static_load, static_store)
+        return Tasks(
+            [
+                SegmentTask(
+                    load_src,
+                    load_dst,
+                    LOAD_WARP,
+                    1,
+                    schedule=load(wq, meta, ring),
+                    name="load",
+                    offsets=offsets,
+                ),
+                SegmentTask(
+                    [wq, meta, ring],
+                    [],
+                    STORE_WARP,
+                    1,
+                    schedule=store(wq, meta, ring),
+                    name="store",
+                    offsets=offsets,
+                ),
+            ],
+            {ring: [wq, meta]},
+        )
 
-    return kernel
+    return Kernel(tasks, name=f"varlen_copy_{scheduler}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,46 +454,57 @@ def _twin_kernel(scheduler: str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def _launcher(kernel: Any) -> Any:
+def _launch_args(
+    src: cute.Tensor, dst: cute.Tensor, offsets: Any, flags: Any, counters: Any
+) -> tuple[Any, Any]:
+    """The kernels' arguments (TMA atoms, tensors, the segment raster, ``tiles_n``) and grid."""
+    load_atom, g_src = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+    store_atom, g_dst = cpasync.make_tiled_tma_atom(
+        cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(), (TILE_M, TILE_N)
+    )
+    tiles_n = cute.size(dst, mode=[1]) // TILE_N
+    params = TileRaster((cute.size(flags, mode=[0]), 1, 1))
+    args = (load_atom, g_src, store_atom, g_dst, offsets, flags, counters, params)
+    return (*args, cutlass.Int32(tiles_n)), params.get_grid_shape(CTAS)
+
+
+KERNELS: dict[str, Kernel] = {s: ts_kernel(s) for s in SCHEDULERS}
+
+
+def make_plan(scheduler: str = "static") -> KernelPlan:
+    """The kernel plan, traced on the host (no GPU, no DSL values)."""
+    return ts_kernel(scheduler).plan().plan
+
+
+def kernels(scheduler: str) -> tuple[tuple[str, Any], ...]:
+    """The TS kernel and its twin for ``scheduler``, as ``(name, @cute.jit launcher)``."""
+    twin_kernel = _twin_kernel(scheduler)
+
     @cute.jit
-    def launch(
+    def ts(
         src: cute.Tensor,
         dst: cute.Tensor,
         offsets: cute.Tensor,
         flags: cute.Tensor,
         counters: cute.Tensor,
     ) -> None:
-        load_atom, g_src = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileG2SOp(), src, smem_tile_layout(), (TILE_M, TILE_N)
-        )
-        store_atom, g_dst = cpasync.make_tiled_tma_atom(
-            cpasync.CopyBulkTensorTileS2GOp(), dst, smem_tile_layout(), (TILE_M, TILE_N)
-        )
-        tiles_n = cute.size(dst, mode=[1]) // TILE_N
-        segments = cute.size(flags, mode=[0])
-        params = TileRaster((segments, 1, 1))
-        grid = params.get_grid_shape(CTAS)
-        kernel(
-            load_atom,
-            g_src,
-            store_atom,
-            g_dst,
-            offsets,
-            flags,
-            counters,
-            params,
-            cutlass.Int32(tiles_n),
-        ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))
+        args, grid = _launch_args(src, dst, offsets, flags, counters)
+        KERNELS[scheduler].launch(*args, grid=grid)
 
-    return launch
+    @cute.jit
+    def twin(
+        src: cute.Tensor,
+        dst: cute.Tensor,
+        offsets: cute.Tensor,
+        flags: cute.Tensor,
+        counters: cute.Tensor,
+    ) -> None:
+        args, grid = _launch_args(src, dst, offsets, flags, counters)
+        twin_kernel(*args).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))
 
-
-def kernels(scheduler: str) -> tuple[tuple[str, Any], ...]:
-    """The TS kernel and its twin for ``scheduler``, as ``(name, launcher)``."""
-    return (
-        ("ts", _launcher(_ts_kernel(scheduler))),
-        ("twin", _launcher(_twin_kernel(scheduler))),
-    )
+    return (("ts", ts), ("twin", twin))
 
 
 def compile_only(scheduler: str = "static", segments: int = 1000) -> dict[str, Any]:
