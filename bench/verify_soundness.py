@@ -7,15 +7,17 @@ Usage::
 
 Prints one JSON line: plans checked, plans the oracle found bad, disagreements (unsound
 proofs and false alarms, with their seeds), seconds, and per feature (persistent, skips,
-flags, lags, aliasing) the plans, the oracle-bad ones and the disagreements. ``--merge``
-adds up the lines of several chunks (runs over consecutive seed ranges) into one line.
+flags, per-tile bounds, lags, aliasing) the plans, the oracle-bad ones and the
+disagreements. ``--merge`` adds up the lines of several chunks (runs over consecutive seed
+ranges) into one line.
 
 The generator is ``packages/ts-verify/tests/ring_oracle_plans.py``, the oracle
 ``packages/ts-verify/tests/ring_oracle.py`` (it imports nothing from ts-verify). The oracle
 tries symbol values up to ``MAX_TRIP`` (5) and up to ``MAX_TILES`` (4) work tiles with every
-per-tile assignment of flags and skips. A plan the verifier rejects but that short run passes
-is re-checked up to ``LONG_TRIP`` trips and ``LONG_TILES`` tiles and counted as confirmed
-when it fails there (a failure that needs longer loops or more tiles than the short run).
+per-tile assignment of flags, skips and per-tile bounds (up to ``MAX_TRIP // tiles``, at
+least 2). A plan the verifier rejects but that short run passes is re-checked up to
+``LONG_TRIP`` trips and ``LONG_TILES`` tiles, and counted as confirmed when it fails there (a
+failure that needs longer loops or more tiles than the short run).
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ LONG_TRIP = 12
 LONG_TILES = 6
 """How many work tiles that re-check tries."""
 
-FEATURES = ("persistent", "skips", "flags", "lags", "aliasing")
+
+FEATURES = ("persistent", "skips", "flags", "tile_bounds", "lags", "aliasing")
 SEEDS_SHOWN = 20
 
 
@@ -108,7 +111,8 @@ def merge(lines: list[dict[str, Any]]) -> dict[str, Any]:
         out[key] = sum(d[key] for d in lines)
     for key in ("unsound", "false_alarms", "beyond_seeds"):
         out[key] = [s for d in lines for s in d[key]][:SEEDS_SHOWN]
-    out["long_trip"], out["long_tiles"] = lines[0]["long_trip"], lines[0]["long_tiles"]
+    for key in ("long_trip", "long_tiles"):
+        out[key] = lines[0][key]
     out["features"] = {
         f: {k: sum(d["features"][f][k] for d in lines) for k in lines[0]["features"][f]}
         for f in FEATURES

@@ -12,7 +12,9 @@ ts-ir): its semantics are its own.
 ``0..max_trip``. A non-persistent plan gives every flag one value for the whole kernel (both
 are tried). A persistent plan has ``T`` work tiles, ``T`` in ``0..max_tiles``; every task
 processes every tile in order; every flag key and every skip predicate has one value *per
-tile*, and every assignment of those values over the ``T`` tiles is tried. The same flag key
+tile*, every per-tile bound (a getter, ``@k``) one value per tile in ``0..max(MAX_TILE_TRIP,
+max_trip // T)`` (long loops in few tiles, short ones in many), and every assignment of those
+values over the ``T`` tiles is tried. The same flag key
 (or predicate name) in two tasks is the same value in the same tile; different keys are
 independent. A ``skippable`` region runs in a tile iff the enclosing ``Tiles``' predicate does
 not skip that tile.
@@ -58,7 +60,11 @@ MAX_TRIP = 5
 MAX_TILES = 4
 """Work-tile counts tried by default for persistent plans: 0..MAX_TILES."""
 
+MAX_TILE_TRIP = 2
+"""Values of a per-tile bound tried per tile at least: 0..MAX_TILE_TRIP (more in few tiles)."""
+
 SYMBOLS = ("n", "m")
+GETTERS = ("@k",)
 FLAGS = ("f", "g")
 PREDICATES = ("p", "q")
 
@@ -87,7 +93,7 @@ class Ops:
 
 @dataclasses.dataclass(frozen=True)
 class Loop:
-    """``for i in range(bound)``: a constant or a runtime symbol."""
+    """``for i in range(bound)``: a constant, a runtime symbol or a per-tile getter (``@k``)."""
 
     bound: int | str
     body: tuple[Node, ...]
@@ -134,12 +140,13 @@ class Gen:
 
 @dataclasses.dataclass(frozen=True)
 class Valuation:
-    """Symbol values, the tile count and per-tile flags and skips (index 0 outside tiles)."""
+    """Symbol values, the tile count, per-tile flags, skips and bounds (index 0 outside tiles)."""
 
     trips: dict[str, int]
     tiles: int
     flags: dict[str, tuple[bool, ...]]
     skips: dict[str, tuple[bool, ...]]
+    tile_trips: dict[str, tuple[int, ...]] = dataclasses.field(default_factory=dict)
 
 
 # -- what a plan uses ---------------------------------------------------------------------------
@@ -160,10 +167,16 @@ def is_persistent(gen: Gen) -> bool:
     return any(isinstance(n, Tiles) for n in _all_nodes(gen))
 
 
+def _bounds(gen: Gen) -> set[str]:
+    return {n.bound for n in _all_nodes(gen) if isinstance(n, Loop) and isinstance(n.bound, str)}
+
+
 def _symbols(gen: Gen) -> list[str]:
-    return sorted(
-        {n.bound for n in _all_nodes(gen) if isinstance(n, Loop) and isinstance(n.bound, str)}
-    )
+    return sorted(b for b in _bounds(gen) if not b.startswith("@"))
+
+
+def _getters(gen: Gen) -> list[str]:
+    return sorted(b for b in _bounds(gen) if b.startswith("@"))
 
 
 def _flag_keys(gen: Gen) -> list[str]:
@@ -217,7 +230,13 @@ def _expand(
         if isinstance(node, Ops):
             out.extend(node.ops)
         elif isinstance(node, Loop):
-            n = node.bound if isinstance(node.bound, int) else val.trips[node.bound]
+            b = node.bound
+            if isinstance(b, int):
+                n = b
+            elif b.startswith("@"):
+                n = val.tile_trips[b][max(tile, 0)]
+            else:
+                n = val.trips[b]
             for i in range(n):
                 _expand(node.body, val, out, tile, (i, n), pred)
         elif isinstance(node, When):
@@ -334,28 +353,33 @@ def _conflict(
 def valuations(
     gen: Gen, max_trip: int = MAX_TRIP, max_tiles: int = MAX_TILES
 ) -> Iterator[Valuation]:
-    """Every valuation of the plan's own symbols, flags, tiles and skips up to the bounds."""
+    """Every valuation of the plan's own symbols, flags, tiles, skips and per-tile bounds."""
     symbols = _symbols(gen)
     flags = _flag_keys(gen)
     persistent = is_persistent(gen)
     preds = _predicates(gen) if persistent else []
+    getters = _getters(gen)
+    n_f, n_p = len(flags), len(preds)
     for trips in itertools.product(range(max_trip + 1), repeat=len(symbols)):
         trip_of = dict(zip(symbols, trips, strict=True))
         if not persistent:
-            for bits in itertools.product((False, True), repeat=len(flags)):
+            for bits in itertools.product((False, True), repeat=n_f):
                 yield Valuation(trip_of, 1, {k: (v,) for k, v in zip(flags, bits, strict=True)}, {})
             continue
         for tiles in range(max_tiles + 1):
-            rows = itertools.product(
-                itertools.product((False, True), repeat=tiles), repeat=len(flags) + len(preds)
-            )
-            for row in rows:
-                yield Valuation(
-                    trip_of,
-                    tiles,
-                    {k: row[i] or (False,) for i, k in enumerate(flags)},
-                    {p: row[len(flags) + i] for i, p in enumerate(preds)},
-                )
+            # One row of values over the tiles per flag key, predicate and getter.
+            binary = list(itertools.product((False, True), repeat=tiles))
+            top = max(MAX_TILE_TRIP, max_trip // max(tiles, 1))
+            counts = list(itertools.product(range(top + 1), repeat=tiles))
+            for rows in itertools.product(binary, repeat=n_f + n_p):
+                for nums in itertools.product(counts, repeat=len(getters)):
+                    yield Valuation(
+                        trip_of,
+                        tiles,
+                        {k: rows[i] or (False,) for i, k in enumerate(flags)},
+                        {p: rows[n_f + i] for i, p in enumerate(preds)},
+                        {g: nums[i] or (0,) for i, g in enumerate(getters)},
+                    )
 
 
 def failure(

@@ -2,8 +2,8 @@
 
 :func:`generate` draws a :class:`ring_oracle.Gen`: 2 to 3 tasks, 1 to 3 rings of depth 1 to
 3 between them (one producer and one consumer task each), each ring run by one or two loop
-*segments* per side. A segment is a loop over a constant or a runtime symbol around the ring's
-bracket, optionally
+*segments* per side. A segment is a loop over a constant, a runtime symbol or (in persistent
+plans) a per-tile getter around the ring's bracket, optionally
 
 * under a runtime flag (around the loop or inside it),
 * split into ``every(2)`` and ``every(2, start=1)`` halves,
@@ -30,7 +30,19 @@ import dataclasses
 import itertools
 import random
 
-from ring_oracle import FLAGS, PREDICATES, SYMBOLS, Gen, Guard, Loop, Node, Ops, Tiles, When
+from ring_oracle import (
+    FLAGS,
+    GETTERS,
+    PREDICATES,
+    SYMBOLS,
+    Gen,
+    Guard,
+    Loop,
+    Node,
+    Ops,
+    Tiles,
+    When,
+)
 
 from ts_ir import (
     FIRST_ITER,
@@ -42,6 +54,7 @@ from ts_ir import (
     CooperativeGroupSpec,
     DependencyEdge,
     DomainLoop,
+    DynamicBound,
     Every,
     KernelPlan,
     OpaqueCondition,
@@ -182,11 +195,15 @@ def generate(rng: random.Random) -> Gen:
     # most two per-tile keys (flags plus skip predicates) and one runtime symbol.
     if persistent:
         features.add("persistent")
-        n_keys = rng.choice([0, 1, 1, 2])
-        n_flags = rng.randint(0, n_keys)
+        # Per-tile values multiply the oracle's runs (2^tiles per flag or predicate, 3^tiles
+        # per per-tile bound): a persistent plan gets a small budget of them.
+        budget = rng.choice(["", "b", "b", "bb", "k", "k", "kb"])
+        n_bin = budget.count("b")
+        n_flags = rng.randint(0, n_bin)
         flags = list(FLAGS[:n_flags])
-        preds = list(PREDICATES[: n_keys - n_flags])
-        bounds: list[int | str] = [SYMBOLS[0], 1, 2, 3]
+        preds = list(PREDICATES[: n_bin - n_flags])
+        bounds: list[int | str] = [1, 2, 3]
+        bounds += [GETTERS[0]] * 2 if "k" in budget else [SYMBOLS[0]]
     else:
         flags, preds = list(FLAGS), []
         bounds = [*SYMBOLS, 1, 2, 3]
@@ -222,6 +239,8 @@ def generate(rng: random.Random) -> Gen:
             if shape.lag or mine.lag:
                 shape, mine = _outside(shape), _outside(mine)
             for s in (shape, mine):
+                if isinstance(s.bound, str) and s.bound in GETTERS:
+                    features.add("tile_bounds")
                 if s.lag:
                     features.add("lags")
                 if s.flag is not None:
@@ -326,11 +345,14 @@ def _lower(body: tuple[Node, ...], ids: itertools.count[int]) -> tuple[IrNode, .
                 out.append(Step(next(ids), ring, st, st.op_name))
         elif isinstance(node, Loop):
             b = node.bound
-            end = (
-                ConstBound(b)
-                if isinstance(b, int)
-                else RuntimeBound(type(_OBJECTS[b]).__name__, _OBJECTS[b])
-            )
+            end: ConstBound | RuntimeBound | DynamicBound
+            if isinstance(b, int):
+                end = ConstBound(b)
+            elif b.startswith("@"):
+                # A per-tile getter: one value per work tile, the same in every task.
+                end = DynamicBound(f"Tasks.{b[1:]}")
+            else:
+                end = RuntimeBound(type(_OBJECTS[b]).__name__, _OBJECTS[b])
             out.append(DomainLoop(ConstBound(0), end, ConstBound(1), None, _lower(node.body, ids)))
         elif isinstance(node, When):
             out.append(ConditionalBlock(_guard(node.guard), _lower(node.body, ids)))

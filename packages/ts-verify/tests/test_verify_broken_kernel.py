@@ -587,3 +587,40 @@ def test_huge_every_period_in_a_ring_cycle_is_rejected_not_run(src: Src, dst: Ds
     d = report.diagnostics[0]
     assert d.location is not None and d.location.line > 0
     assert "2147483647" in d.message
+
+
+def test_every_inside_skippable_counts_over_the_loop(src: Src, dst: Dst, queue: Queue) -> None:
+    """every(2) inside skippable() inside a constant loop of 2 fires once per tile, not twice.
+
+    The count once took such a block per iteration of the loop (2 fills), equal to the
+    writer's 2 waits, and the depth proof then "proved" a kernel whose writer waits for a
+    second fill that never comes: unsound (found from a false alarm of the random-plan oracle
+    on the same counting path).
+    """
+    buf = ring("buf", 2)
+
+    @schedule
+    def loader(q: Any, s: Any, r: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with domain_loop(2) as k, tiles.skippable(), k.every(2):
+                r.acquire()  # every-in-skippable
+                r.store(item=s.load())
+                r.commit()
+
+    @schedule
+    def writer(q: Any, r: Any, d: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with domain_loop(2), tiles.skippable():
+                r.wait()
+                d.write(item=r.read())
+                r.release()
+
+    plan = plan_of(
+        task("l", loader(queue, src, buf), [queue, src], [buf]),
+        task("w", writer(queue, buf, dst), [queue, buf], [dst], warp=4),
+    )
+    d = check(plan, "TS-V301").diagnostics[0]
+    at(d, "every-in-skippable", task="l", resource="buf", step="buf.acquire")
+    assert "l (acquires) 1x, w (waits) 2x" in d.message

@@ -650,3 +650,43 @@ def test_skippable_inside_the_domain_loop(src: Src, dst: Dst, queue: Queue) -> N
             task("w", writer(queue, buf, dst), [queue, buf], [dst], warp=4),
         )
     )
+
+
+def test_every_inside_skippable_inside_a_constant_loop(src: Src, dst: Dst, queue: Queue) -> None:
+    """every(2) + every(2, start=1) inside skippable() inside a constant loop: 2 per tile.
+
+    The counts used to take the every() blocks once per iteration *and* over the whole loop
+    (4 per tile; TS-V301 against a consumer that runs 2): a false alarm the random-plan oracle
+    found. Only direct children of the loop were counted over the loop.
+    """
+    buf = ring("buf", 2)
+
+    @schedule
+    def loader(q: Any, s: Any, r: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with domain_loop(2) as k, tiles.skippable():
+                with k.every(2):
+                    r.acquire()
+                    r.store(item=s.load())
+                    r.commit()
+                with k.every(2, start=1):
+                    r.acquire()
+                    r.store(item=s.load())
+                    r.commit()
+
+    @schedule
+    def writer(q: Any, r: Any, d: Any) -> None:
+        with work_tile_loop(q, skip_if=Queue.past_end) as tiles:
+            q.next_tile()
+            with tiles.skippable(), domain_loop(2):
+                r.wait()
+                d.write(item=r.read())
+                r.release()
+
+    clean(
+        plan_of(
+            task("l", loader(queue, src, buf), [queue, src], [buf]),
+            task("w", writer(queue, buf, dst), [queue, buf], [dst], warp=4),
+        )
+    )

@@ -31,8 +31,8 @@ from __future__ import annotations
 import dataclasses
 
 from ts_ir import KernelPlan, ScheduleStage, WorkAttr
-from ts_verify.diagnostics import Diagnostic, Trace, TraceEvent
-from ts_verify.simulate import simulate
+from ts_verify.diagnostics import Diagnostic, Trace
+from ts_verify.simulate import Record, simulate
 from ts_verify.systems import System
 from ts_verify.whole_kernel import (
     make_part,
@@ -46,19 +46,24 @@ __all__ = ["alias_pairs", "check_aliasing"]
 
 Clock = tuple[int, ...]
 
-_ACQUIRE = ScheduleStage.ProducerAcquire.value
-_COMMIT = ScheduleStage.ProducerCommit.value
-_WAIT = ScheduleStage.ConsumerWait.value
-_RELEASE = ScheduleStage.ConsumerRelease.value
+_ACQUIRE = ScheduleStage.ProducerAcquire
+_COMMIT = ScheduleStage.ProducerCommit
+_WAIT = ScheduleStage.ConsumerWait
+_RELEASE = ScheduleStage.ConsumerRelease
 
 
 @dataclasses.dataclass(frozen=True)
 class _Mark:
-    """One event of a run with its task's position in the clocks and its vector clock."""
+    """One event of a run: its place in the run, its task's slot in the clocks, its clock."""
 
-    event: TraceEvent
+    index: int
+    event: Record
     slot: int
     clock: Clock
+
+    @property
+    def step_id(self) -> int:
+        return self.event.op.step.id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,46 +100,41 @@ def _all_before(xs: tuple[_Mark, ...] | None, ys: tuple[_Mark, ...]) -> bool:
     return xs is not None and all(_before(x, y) for x in xs for y in ys)
 
 
-def _index(e: TraceEvent, depth: int) -> int:
+def _index(e: Record, depth: int) -> int:
     """The ring index of a barrier operation: how many the task made before it on that side."""
     return e.round * depth + e.stage
 
 
-def _clocks(events: list[TraceEvent], stages: dict[str, int]) -> list[_Mark]:
+def _clocks(events: list[Record], stages: dict[str, int]) -> list[_Mark]:
     """Vector clocks of a run: program order plus each barrier wait's enabling events."""
     slots: dict[str, int] = {}
     for e in events:
         slots.setdefault(e.task, len(slots))
     now: dict[str, Clock] = {}
-    done: dict[tuple[str, str, int], list[Clock]] = {}
+    done: dict[tuple[str, ScheduleStage, int], list[Clock]] = {}
     marks = []
-    for e in events:
+    for i, e in enumerate(events):
         clock = list(now.get(e.task, (0,) * len(slots)))
-        depth = stages.get(e.resource)
-        barrier = depth is not None and e.stage >= 0
-        if depth is not None and barrier:
+        step = e.op.step
+        depth = stages.get(step.resource)
+        if depth is not None and e.stage >= 0:
             k = _index(e, depth)
             enablers: list[Clock] = []
-            if e.op == _ACQUIRE and k >= depth:
-                enablers = done.get((e.resource, _RELEASE, k - depth), [])
-            elif e.op == _WAIT:
-                enablers = done.get((e.resource, _COMMIT, k), [])
+            if step.stage is _ACQUIRE and k >= depth:
+                enablers = done.get((step.resource, _RELEASE, k - depth), [])
+            elif step.stage is _WAIT:
+                enablers = done.get((step.resource, _COMMIT, k), [])
             for other in enablers:
                 clock = [max(a, b) for a, b in zip(clock, other, strict=True)]
         clock[slots[e.task]] += 1
         now[e.task] = tuple(clock)
-        if depth is not None and barrier:
-            done.setdefault((e.resource, e.op, _index(e, depth)), []).append(now[e.task])
-        marks.append(_Mark(e, slots[e.task], now[e.task]))
+        if depth is not None and e.stage >= 0:
+            done.setdefault((step.resource, step.stage, _index(e, depth)), []).append(now[e.task])
+        marks.append(_Mark(i, e, slots[e.task], now[e.task]))
     return marks
 
 
-Attrs = dict[tuple[str, int], WorkAttr]
-
-
-def _intervals(
-    marks: list[_Mark], resource: str, stages: dict[str, int], attrs: Attrs
-) -> list[list[_Live]]:
+def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> list[list[_Live]]:
     """The live intervals of ``resource`` in one run, as lists each in program order.
 
     A ring gives one list (index order: each task opens and closes the indices in order); a
@@ -146,10 +146,10 @@ def _intervals(
         ends: dict[int, list[_Mark]] = {}
         for m in marks:
             e = m.event
-            if e.resource == resource and e.stage >= 0:
-                if e.op == _ACQUIRE:
+            if e.op.step.resource == resource and e.stage >= 0:
+                if e.op.step.stage is _ACQUIRE:
                     starts.setdefault(_index(e, depth), []).append(m)
-                elif e.op == _RELEASE:
+                elif e.op.step.stage is _RELEASE:
                     ends.setdefault(_index(e, depth), []).append(m)
         return [
             [
@@ -168,22 +168,22 @@ def _intervals(
     for task_marks in by_task.values():
         mine: list[_Live] = []
         for i, m in enumerate(task_marks):
-            if m.event.resource != resource:
+            if m.event.op.step.resource != resource:
                 continue
             end: tuple[_Mark, ...] | None = (m,)
-            if attrs.get((m.event.task, m.event.step_id), WorkAttr.NONE) & WorkAttr.ASYNC_READ:
-                end = _async_end(task_marks[i + 1 :], attrs)
+            if m.event.op.step.attrs & WorkAttr.ASYNC_READ:
+                end = _async_end(task_marks[i + 1 :])
             mine.append(_Live((m,), end, f"`{resource}` used"))
         if mine:
             out.append(mine)
     return out
 
 
-def _async_end(later: list[_Mark], attrs: Attrs) -> tuple[_Mark, ...] | None:
+def _async_end(later: list[_Mark]) -> tuple[_Mark, ...] | None:
     """The task's step that retires an asynchronous read, or None (it may read for ever)."""
     newer = False
     for m in later:
-        a = attrs.get((m.event.task, m.event.step_id), WorkAttr.NONE)
+        a = m.event.op.step.attrs
         if a & WorkAttr.ASYNC_WAIT_ALL or (a & WorkAttr.ASYNC_WAIT_PRIOR and newer):
             return (m,)
         newer = newer or bool(a & WorkAttr.ASYNC_READ)
@@ -213,27 +213,25 @@ def _overlap(first: list[_Live], second: list[_Live]) -> tuple[_Live, _Live] | N
 
 
 def _describe(live: _Live) -> str:
-    opened = ", ".join(f"{m.event.task} #{m.event.step_id}" for m in live.starts)
+    opened = ", ".join(f"{m.event.task} #{m.step_id}" for m in live.starts)
     if live.ends is None:
         return f"{live.what} (from {opened}, never retired)"
-    closed = ", ".join(f"{m.event.task} #{m.event.step_id}" for m in live.ends)
+    closed = ", ".join(f"{m.event.task} #{m.step_id}" for m in live.ends)
     return f"{live.what} (from {opened} to {closed})"
 
 
-def _conflict(
-    plan: KernelPlan, pair: tuple[str, str], hit: tuple[_Live, _Live], trace: Trace
-) -> Diagnostic:
+def _conflict(pair: tuple[str, str], hit: tuple[_Live, _Live], trace: Trace) -> Diagnostic:
     first, second = hit
     # Point at the step that opens the later use: that is where the shared bytes get reused.
-    at = max((first.starts[0], second.starts[0]), key=lambda m: m.event.index).event
-    step = plan.task(at.task).schedule.step(at.step_id)
+    at = max((first.starts[0], second.starts[0]), key=lambda m: m.index).event
+    step = at.op.step
     return Diagnostic(
         "TS-V210",
         f"SMEM of `{pair[0]}` and `{pair[1]}` is aliased, but they can be live together: "
         f"{_describe(first)} and {_describe(second)}; neither ends before the other starts "
         "(program order and the barriers order them neither way)",
         task=at.task,
-        resource=at.resource,
+        resource=step.resource,
         step=f"#{step.id} {step.describe()}",
         location=step.location,
         fix="alias only buffers whose uses never overlap (one finished before the other "
@@ -243,11 +241,11 @@ def _conflict(
 
 
 def _first_overlap(
-    marks: list[_Mark], pairs: list[tuple[str, str]], stages: dict[str, int], attrs: Attrs
+    marks: list[_Mark], pairs: list[tuple[str, str]], stages: dict[str, int]
 ) -> tuple[tuple[str, str], tuple[_Live, _Live]] | None:
     for pair in pairs:
-        for first in _intervals(marks, pair[0], stages, attrs):
-            for second in _intervals(marks, pair[1], stages, attrs):
+        for first in _intervals(marks, pair[0], stages):
+            for second in _intervals(marks, pair[1], stages):
                 hit = _overlap(first, second)
                 if hit is not None:
                     return pair, hit
@@ -265,7 +263,6 @@ def check_aliasing(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
         return [], 0
     aliased = {r for pair in pairs for r in pair}
     stages = {r.name: r.pipeline.stages for r in plan.resources if r.pipeline is not None}
-    attrs = {(t.name, s.id): s.attrs for t in plan.tasks for s in t.schedule.steps()}
     rings = tuple(r.name for r in plan.resources if r.name in stages or r.name in aliased)
     system = System(rings, tuple(t.name for t in plan.tasks), cycle=False)
     part = make_part(plan, system, sum(stages.values()) + len(plan.tasks))
@@ -279,8 +276,8 @@ def check_aliasing(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
         runs += 1
         if outcome.kind != "ok":
             return [run_diagnostic(val, outcome, system)], runs
-        found = _first_overlap(_clocks(outcome.events, stages), pairs, stages, attrs)
+        found = _first_overlap(_clocks(outcome.records, stages), pairs, stages)
         if found is not None:
             trace = Trace(val.describe(), tuple(outcome.events), (), ())
-            return [_conflict(plan, found[0], found[1], trace)], runs
+            return [_conflict(found[0], found[1], trace)], runs
     return [], runs

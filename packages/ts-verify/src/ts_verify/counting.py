@@ -96,6 +96,16 @@ def _const_fires(guard: IterationPredicate, n: int) -> int:
     return sum(1 for i in range(n) if guard.fires(i, n))
 
 
+Counts = tuple[Polynomial, Polynomial]
+"""How often steps run: ``(per pass over the nodes, over the whole enclosing loop)``.
+
+Iteration-predicate blocks count their firings over the whole domain loop they belong to,
+also when they sit inside a ``skippable()`` or condition block in that loop (those are
+constant within a work tile, so they scale both parts alike); the rest of a loop body runs
+once per iteration.
+"""
+
+
 class _Counter:
     def __init__(self, want: frozenset[tuple[str, str]]) -> None:
         self.want = want
@@ -103,54 +113,57 @@ class _Counter:
     def count(
         self, nodes: tuple[Node, ...], loop: DomainLoop | None, scope: str, skip_if: str
     ) -> Polynomial:
-        total: Polynomial = {}
+        return _add(*self.counts(nodes, loop, scope, skip_if))
+
+    def counts(
+        self, nodes: tuple[Node, ...], loop: DomainLoop | None, scope: str, skip_if: str
+    ) -> Counts:
+        per: Polynomial = {}
+        whole: Polynomial = {}
         for node in nodes:
             if isinstance(node, Step):
                 if (node.resource, node.stage.value) in self.want:
-                    total = _add(total, {(): 1})
+                    per = _add(per, {(): 1})
             elif isinstance(node, DomainLoop):
-                # Iteration-predicate blocks count their firings over the whole loop (see
-                # _block); only the rest of the body runs once per iteration.
-                edges = tuple(n for n in node.body if _is_predicate_block(n))
-                rest = tuple(n for n in node.body if not _is_predicate_block(n))
-                body = self.count(rest, node, scope, skip_if)
+                body, fired = self.counts(node.body, node, scope, skip_if)
                 n = node.static_trip_count()
-                per = _mul(body, None, n) if n is not None else _mul(body, f"trip {loop_key(node)}")
-                total = _add(total, per)
-                total = _add(total, self.count(edges, node, scope, skip_if))
+                iters = (
+                    _mul(body, None, n) if n is not None else _mul(body, f"trip {loop_key(node)}")
+                )
+                per = _add(per, _add(iters, fired))
             elif isinstance(node, WorkTileLoop):
                 body = self.count(node.body, loop, "tile", node.skip_if or "")
-                total = _add(total, _mul(body, "tiles"))
+                per = _add(per, _mul(body, "tiles"))
             else:
-                total = _add(total, self.block(node, loop, scope, skip_if))
-        return total
+                p, w = self.block(node, loop, scope, skip_if)
+                per, whole = _add(per, p), _add(whole, w)
+        return per, whole
 
     def block(
         self, node: ConditionalBlock, loop: DomainLoop | None, scope: str, skip_if: str
-    ) -> Polynomial:
+    ) -> Counts:
         guard = node.guard
         if isinstance(guard, Skippable):
-            return _mul(self.count(node.body, loop, scope, skip_if), f"kept {skip_if}")
+            p, w = self.counts(node.body, loop, scope, skip_if)
+            return _mul(p, f"kept {skip_if}"), _mul(w, f"kept {skip_if}")
         if isinstance(guard, OpaqueCondition):
-            body = self.count(node.body, loop, scope, skip_if)
-            cond = _mul(body, f"cond {guard.key}@{scope}")
-            return _add(body, cond, -1) if guard.negated else cond
+            p, w = self.counts(node.body, loop, scope, skip_if)
+            cond = f"cond {guard.key}@{scope}"
+            if guard.negated:
+                return _add(p, _mul(p, cond), -1), _add(w, _mul(w, cond), -1)
+            return _mul(p, cond), _mul(w, cond)
         assert isinstance(guard, IterationPredicate) and loop is not None  # ts-trace checks it
         # The block's body runs once per firing; nested loops inside it multiply as usual.
         body = self.count(node.body, loop, scope, skip_if)
         n = loop.static_trip_count()
         if n is not None:
-            return _mul(body, None, _const_fires(guard, n))
+            return {}, _mul(body, None, _const_fires(guard, n))
         key = loop_key(loop)
         if isinstance(guard, Every):
             if guard.period == 1 and guard.start == 0:
-                return _mul(body, f"trip {key}")
-            return _mul(body, f"every {guard.period} {guard.start} {key}")
-        return _mul(body, f"nonempty {key}")
-
-
-def _is_predicate_block(node: Node) -> bool:
-    return isinstance(node, ConditionalBlock) and isinstance(node.guard, IterationPredicate)
+                return {}, _mul(body, f"trip {key}")
+            return {}, _mul(body, f"every {guard.period} {guard.start} {key}")
+        return {}, _mul(body, f"nonempty {key}")
 
 
 def count_polynomial(schedule: Schedule, resource: str, stages: Iterable[str]) -> Polynomial:

@@ -24,13 +24,25 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
+from typing import NamedTuple
 
 from ts_ir import KernelPlan, PipelineSpec, Role, ScheduleStage, TaskSpec
 from ts_verify.diagnostics import BarrierState, TraceEvent
 from ts_verify.kernel_checks import arrivals_per_signal
 from ts_verify.unroll import Op
 
-__all__ = ["Barrier", "Outcome", "simulate"]
+__all__ = ["Barrier", "Outcome", "Record", "simulate"]
+
+_BLOCKING = frozenset({ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait})
+_BARRIER_OPS = frozenset(
+    {
+        ScheduleStage.ProducerAcquire,
+        ScheduleStage.ProducerCommit,
+        ScheduleStage.ConsumerWait,
+        ScheduleStage.ConsumerRelease,
+    }
+)
 
 
 @dataclasses.dataclass
@@ -72,13 +84,22 @@ class _Ring:
     holders: dict[tuple[int, int], set[str]] = dataclasses.field(default_factory=dict)
 
 
+class Record(NamedTuple):
+    """One executed operation: the task, the op, and the ring stage and round (-1 if none)."""
+
+    task: str
+    op: Op
+    stage: int
+    round: int
+
+
 @dataclasses.dataclass
 class Outcome:
     """The result of one run.
 
     Attributes:
         kind: ``ok``, ``deadlock``, ``race`` or ``leftover`` (stages produced, never consumed).
-        events: The executed operations, in order.
+        records: The executed operations, in order (:attr:`events` renders them).
         blocked: For each unfinished task, what it waits for.
         barriers: Barrier states at the end.
         culprit: The task and op at fault (races, leftovers); the first blocked op otherwise.
@@ -86,11 +107,37 @@ class Outcome:
     """
 
     kind: str
-    events: list[TraceEvent]
+    records: list[Record]
     blocked: list[tuple[str, str]]
     barriers: list[BarrierState]
     culprit: tuple[str, Op] | None = None
     message: str = ""
+
+    @functools.cached_property
+    def events(self) -> list[TraceEvent]:
+        """The executed operations as trace events (built on demand: most runs pass)."""
+        out = []
+        for i, (task, op, stage, rnd) in enumerate(self.records):
+            step = op.step
+            text = f"#{step.id} {step.describe()}"
+            if stage >= 0:
+                text += f" -> stage {stage}, round {rnd}"
+            if op.context:
+                text += f"  [{op.context}]"
+            out.append(
+                TraceEvent(
+                    i + 1,
+                    task,
+                    step.id,
+                    text,
+                    step.location,
+                    step.resource,
+                    step.stage.value,
+                    stage,
+                    rnd,
+                )
+            )
+        return out
 
 
 class _Run:
@@ -111,8 +158,10 @@ class _Run:
                 )
         self.counts: dict[tuple[str, str, ScheduleStage], int] = {}
         self.pc = dict.fromkeys(programs, 0)
-        self.events: list[TraceEvent] = []
+        self.records: list[Record] = []
         self.race: tuple[str, Op, str] | None = None
+        # Arrivals per signal, by (task, resource, role): asked once per op otherwise.
+        self.arrivals: dict[tuple[str, str, Role], int] = {}
 
     def _next(self, task: str, res: str, stage: ScheduleStage) -> int:
         return self.counts.get((task, res, stage), 0)
@@ -123,11 +172,10 @@ class _Run:
     def blocked_reason(self, task: str, op: Op) -> str | None:
         """None when ``op`` can run now; otherwise why it waits."""
         step = op.step
+        if step.stage not in _BLOCKING:
+            return None
         ring = self.rings.get(step.resource)
-        if ring is None or step.stage not in (
-            ScheduleStage.ProducerAcquire,
-            ScheduleStage.ConsumerWait,
-        ):
+        if ring is None:
             return None
         k = self._next(task, step.resource, step.stage)
         s, rnd = k % ring.spec.stages, k // ring.spec.stages
@@ -148,27 +196,20 @@ class _Run:
         )
 
     def execute(self, task: str, op: Op) -> None:
-        step, spec = op.step, self.tasks[task]
+        step = op.step
         ring = self.rings.get(step.resource)
-        text = f"#{step.id} {step.describe()}"
-        where = (-1, -1)
-        if ring is not None and step.stage.is_pipeline_op and not step.stage.is_try:
-            where = self._barrier_op(task, spec, op, ring)
-            text += f" -> stage {where[0]}, round {where[1]}"
-        if op.context:
-            text += f"  [{op.context}]"
-        self.events.append(
-            TraceEvent(
-                len(self.events) + 1,
-                task,
-                step.id,
-                text,
-                step.location,
-                step.resource,
-                step.stage.value,
-                *where,
-            )
-        )
+        if ring is not None and step.stage in _BARRIER_OPS:
+            s, rnd = self._barrier_op(task, self.tasks[task], op, ring)
+            self.records.append(Record(task, op, s, rnd))
+        else:
+            self.records.append(Record(task, op, -1, -1))
+
+    def _signal(self, spec: TaskSpec, p: PipelineSpec, resource: str, role: Role) -> int:
+        key = (spec.name, resource, role)
+        n = self.arrivals.get(key)
+        if n is None:
+            n = self.arrivals[key] = arrivals_per_signal(spec, p, role)
+        return n
 
     def _barrier_op(self, task: str, spec: TaskSpec, op: Op, ring: _Ring) -> tuple[int, int]:
         step, p = op.step, ring.spec
@@ -188,19 +229,21 @@ class _Run:
                     "reads it (the empty barrier completed early)",
                 )
             if tma:
-                ring.full[s].arrive(arrivals_per_signal(spec, p, Role.PRODUCER), p.bytes_per_stage)
+                ring.full[s].arrive(
+                    self._signal(spec, p, step.resource, Role.PRODUCER), p.bytes_per_stage
+                )
         elif step.stage is ScheduleStage.ProducerCommit:
             if tma:
                 ring.full[s].complete_tx(p.bytes_per_stage)
             else:
-                ring.full[s].arrive(arrivals_per_signal(spec, p, Role.PRODUCER))
+                ring.full[s].arrive(self._signal(spec, p, step.resource, Role.PRODUCER))
         elif step.stage is ScheduleStage.ConsumerWait:
             if ring.full[s].completed < rnd + 1:
                 self._race(task, op, f"stage {s} is read before round {rnd} was filled")
             ring.holders.setdefault((s, rnd), set()).add(task)
         elif step.stage is ScheduleStage.ConsumerRelease:
             ring.holders.get((s, rnd), set()).discard(task)
-            ring.empty[s].arrive(arrivals_per_signal(spec, p, Role.CONSUMER))
+            ring.empty[s].arrive(self._signal(spec, p, step.resource, Role.CONSUMER))
         return s, rnd
 
     def _race(self, task: str, op: Op, why: str) -> None:
@@ -254,7 +297,7 @@ class _Run:
     def outcome(self) -> Outcome:
         if self.race is not None:
             task, op, why = self.race
-            return Outcome("race", self.events, [], self.barrier_states(), (task, op), why)
+            return Outcome("race", self.records, [], self.barrier_states(), (task, op), why)
         blocked = []
         culprit = None
         for task, ops in self.programs.items():
@@ -266,7 +309,7 @@ class _Run:
         if blocked:
             return Outcome(
                 "deadlock",
-                self.events,
+                self.records,
                 blocked,
                 self.barrier_states(),
                 culprit,
@@ -284,13 +327,13 @@ class _Run:
                 if waits and waits != fills:
                     return Outcome(
                         "leftover",
-                        self.events,
+                        self.records,
                         [],
                         self.barrier_states(),
                         None,
                         f"`{name}` is filled {fills} times but `{t.name}` waits {waits} times",
                     )
-        return Outcome("ok", self.events, [], self.barrier_states())
+        return Outcome("ok", self.records, [], self.barrier_states())
 
 
 def simulate(plan: KernelPlan, programs: dict[str, list[Op]]) -> Outcome:

@@ -458,7 +458,7 @@ def check_runs(
         for val in part_valuations(part):
             outcome = simulate(plan, task_programs(part.schedules, tasks, val))
             runs += 1
-            events += len(outcome.events)
+            events += len(outcome.records)
             if outcome.kind != "ok":
                 stats = {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
                 return [run_diagnostic(val, outcome, system)], stats
