@@ -34,14 +34,14 @@ from ts_verify.unroll import Op
 
 __all__ = ["Barrier", "Outcome", "Record", "simulate"]
 
-_BLOCKING = frozenset({ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait})
 _BARRIER_OPS = frozenset(
-    {
+    s.value
+    for s in (
         ScheduleStage.ProducerAcquire,
         ScheduleStage.ProducerCommit,
         ScheduleStage.ConsumerWait,
         ScheduleStage.ConsumerRelease,
-    }
+    )
 )
 
 
@@ -82,6 +82,7 @@ class _Ring:
     full: list[Barrier]
     empty: list[Barrier]
     holders: dict[tuple[int, int], set[str]] = dataclasses.field(default_factory=dict)
+    tma: bool = False  # the producer completes the full barrier with transaction bytes
 
 
 class Record(NamedTuple):
@@ -155,8 +156,10 @@ class _Run:
                     p,
                     [Barrier(p.producer_group.size) for _ in range(p.stages)],
                     [Barrier(p.consumer_group.size) for _ in range(p.stages)],
+                    tma=p.type.producer_is_tma,
                 )
-        self.counts: dict[tuple[str, str, ScheduleStage], int] = {}
+        # Keyed by the stage's value: an enum member hashes in Python code, a str in C.
+        self.counts: dict[tuple[str, str, str], int] = {}
         self.pc = dict.fromkeys(programs, 0)
         self.records: list[Record] = []
         self.race: tuple[str, Op, str] | None = None
@@ -164,15 +167,14 @@ class _Run:
         self.arrivals: dict[tuple[str, str, Role], int] = {}
 
     def _next(self, task: str, res: str, stage: ScheduleStage) -> int:
-        return self.counts.get((task, res, stage), 0)
-
-    def _bump(self, task: str, res: str, stage: ScheduleStage) -> None:
-        self.counts[(task, res, stage)] = self._next(task, res, stage) + 1
+        return self.counts.get((task, res, stage.value), 0)
 
     def blocked_reason(self, task: str, op: Op) -> str | None:
         """None when ``op`` can run now; otherwise why it waits."""
         step = op.step
-        if step.stage not in _BLOCKING:
+        if step.stage is not ScheduleStage.ProducerAcquire and (
+            step.stage is not ScheduleStage.ConsumerWait
+        ):
             return None
         ring = self.rings.get(step.resource)
         if ring is None:
@@ -198,7 +200,7 @@ class _Run:
     def execute(self, task: str, op: Op) -> None:
         step = op.step
         ring = self.rings.get(step.resource)
-        if ring is not None and step.stage in _BARRIER_OPS:
+        if ring is not None and step.stage.value in _BARRIER_OPS:
             s, rnd = self._barrier_op(task, self.tasks[task], op, ring)
             self.records.append(Record(task, op, s, rnd))
         else:
@@ -213,10 +215,11 @@ class _Run:
 
     def _barrier_op(self, task: str, spec: TaskSpec, op: Op, ring: _Ring) -> tuple[int, int]:
         step, p = op.step, ring.spec
-        k = self._next(task, step.resource, step.stage)
+        key = (task, step.resource, step.stage.value)
+        k = self.counts.get(key, 0)
+        self.counts[key] = k + 1
         s, rnd = k % p.stages, k // p.stages
-        self._bump(task, step.resource, step.stage)
-        tma = p.type.producer_is_tma
+        tma = ring.tma
         if step.stage is ScheduleStage.ProducerAcquire:
             if ring.empty[s].completed < rnd:
                 self._race(task, op, f"stage {s} is refilled before round {rnd - 1} was released")
