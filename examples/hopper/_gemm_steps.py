@@ -23,7 +23,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.tensor_utils import LayoutEnum
 
-import ts_codegen
+from task_scheduling.tiles import PersistentTiles, TileRaster
 
 SMS = 132
 WARPGROUP = 128
@@ -310,7 +310,7 @@ def make_tma_atoms(
 def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
     """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN)`` tile grid."""
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), 1)
-    return ts_codegen.TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
+    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
 
 
 def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
@@ -322,7 +322,7 @@ def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
 
 def make_scheduler(params: Any) -> Any:
     """Each role builds its own scheduler copy (they all visit the same tiles)."""
-    return ts_codegen.PersistentTiles.create(params)
+    return PersistentTiles.create(params)
 
 
 def cluster_coord(cfg: GemmConfig) -> Any:
@@ -541,7 +541,8 @@ def value_chunks(n: int) -> list[tuple[int, int]]:
 @cute.jit
 def epilogue_fuse(
     cfg: Constexpr[GemmConfig],
-    views: EpilogueViews,
+    acc: Any,
+    thr_mma: Any,
     t_c: Any,
     c_in: Any,
     bias: Any,
@@ -550,13 +551,13 @@ def epilogue_fuse(
 ) -> None:
     """Consumers: ``acc = alpha * acc + beta * C[tile (m, n)] + bias[n]`` in fp32, in place.
 
-    Each thread reads the old C (``c_in``, the global output tensor; None when ``beta == 0``)
-    and the bias (an ``N``-vector seen as an ``M x N`` tensor of row stride 0; None when off)
-    at the coordinates of its own accumulator values (the MMA partition of the tile), with
-    plain predicated global loads: values outside ``M x N`` read nothing (the TMA store clips
-    them anyway).
+    ``acc`` is the accumulator in its MMA layout, ``thr_mma`` the thread's slice of the tiled
+    MMA. Each thread reads the old C (``c_in``, the global output tensor; None when
+    ``beta == 0``) and the bias (an ``N``-vector seen as an ``M x N`` tensor of row stride 0;
+    None when off) at the coordinates of its own accumulator values (the MMA partition of the
+    tile), with plain predicated global loads: values outside ``M x N`` read nothing (the TMA
+    store clips them anyway).
     """
-    acc = views.acc_mma
     n_vals = cute.size(acc)
     if const_expr(cfg.alpha != 1.0):
         for lo, hi in value_chunks(n_vals):
@@ -565,12 +566,12 @@ def epilogue_fuse(
     if const_expr(cfg.beta != 0.0 or cfg.bias):
         shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
         ident = cute.make_identity_tensor(shape)
-        coords = views.thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
+        coords = thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
         if const_expr(cfg.beta != 0.0):
-            old = views.thr_mma.partition_C(cute.local_tile(c_in, cfg.tile_mn, (m, n)))
+            old = thr_mma.partition_C(cute.local_tile(c_in, cfg.tile_mn, (m, n)))
         if const_expr(cfg.bias):
             rows = cute.make_tensor(bias.iterator, cute.make_layout(shape, stride=(0, 1)))
-            add = views.thr_mma.partition_C(cute.local_tile(rows, cfg.tile_mn, (m, n)))
+            add = thr_mma.partition_C(cute.local_tile(rows, cfg.tile_mn, (m, n)))
         for lo, hi in value_chunks(n_vals):
             for i in range_constexpr(lo, hi):
                 if cute.elem_less(coords[i], shape):
@@ -608,7 +609,7 @@ def epilogue_store(
     accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector).
     """
     if const_expr(cfg.fused_epilogue):
-        epilogue_fuse(cfg, views, t_c, c_in, bias, m, n)
+        epilogue_fuse(cfg, views.acc_mma, views.thr_mma, t_c, c_in, bias, m, n)
     g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
     g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (1, subtiles))
     t_s, t_g = cpasync.tma_partition(

@@ -45,7 +45,7 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr, not_
 from cutlass.memory import SmemAllocator
 
-import ts_codegen
+from task_scheduling.tiles import TileRaster
 
 # ---------------------------------------------------------------------------------------------
 # Hand-written twin: the pipeline / state / loop skeleton around the steps
@@ -64,7 +64,7 @@ def twin_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: ts_codegen.TileRaster,
+    params: TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
@@ -294,7 +294,7 @@ def twin_pingpong_kernel(
     a_layout: cute.ComposedLayout,
     b_layout: cute.ComposedLayout,
     c_layout: cute.ComposedLayout,
-    params: ts_codegen.TileRaster,
+    params: TileRaster,
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,

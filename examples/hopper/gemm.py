@@ -17,26 +17,28 @@ Options (``GemmConfig``, all compile-time):
 * tiles ``128x256``, ``128x128`` (two consumer warpgroups, 384 threads) and ``64x256``,
   ``64x128`` (one consumer warpgroup, 256 threads).
 
-One CTA per SM (or per cluster slot) walks its output tiles with CUTLASS's static persistent
-scheduler. Warpgroup 0 is the producer: it gives registers back (``setmaxnreg.dec 40``) and
-its warp 0 TMA-loads the ``BM x 64`` slice of ``A`` and the ``BN x 64`` slice of ``B`` of each
-K block into a multi-stage SMEM ring (``PipelineTmaAsync``; with a cluster the slices are
-multicast: ``A`` to the CTAs of the same cluster row, ``B`` to those of the same column).
-The ``BM / 64`` warpgroups after it are the consumers, cooperative on one ``BM x BN`` tile:
-each one issues the WGMMAs of 64 rows (two of them take ``setmaxnreg.inc 232``; a single
-one keeps its initial registers, already more than it needs). Per K block they wait for the
-stage, issue its WGMMAs, commit, wait until at most one WGMMA group is in flight and then release
-the *previous* stage (a release state that lags the read state by one), so the tensor cores
-always have the next block queued. The epilogue converts the accumulator to the output dtype
-``BM x 32`` sub-tile by sub-tile through a small ring of SMEM buffers and one thread TMA-stores
-each sub-tile (ragged ``M``/``N`` are clipped by the store, a ragged ``K`` is zero-filled by
-the loads).
+One CTA per SM (or per cluster slot) walks its output tiles in CUTLASS's persistent tile order
+(``task_scheduling.tiles.TileRaster``). Warpgroup 0 is the producer: it gives registers back
+(``setmaxnreg.dec 40``) and its warp 0 TMA-loads the ``BM x 64`` slice of ``A`` and the
+``BN x 64`` slice of ``B`` of each K block into a multi-stage SMEM ring (``PipelineTmaAsync``;
+with a cluster the slices are multicast: ``A`` to the CTAs of the same cluster row, ``B`` to
+those of the same column). The ``BM / 64`` warpgroups after it are the consumers, cooperative
+on one ``BM x BN`` tile: each one issues the WGMMAs of 64 rows (two of them take
+``setmaxnreg.inc 232``; a single one keeps its initial registers, already more than it needs).
+Per K block they wait for the stage, issue its WGMMAs, commit, wait until at most one WGMMA
+group is in flight and then release the *previous* stage (a release state that lags the read
+state by one), so the tensor cores always have the next block queued. The epilogue converts the
+accumulator to the output dtype ``BM x 32`` sub-tile by sub-tile through a small ring of SMEM
+buffers and one thread TMA-stores each sub-tile (ragged ``M``/``N`` are clipped by the store, a
+ragged ``K`` is zero-filled by the loads).
 
-Each step of that schedule is a small module-level helper (``load_k_block``, ``mma_k_block``,
-``mma_wait``, ``epilogue_store`` ... in ``_gemm_steps.py``), so that the TS kernel (this file)
-calls the same helpers from its work methods that the hand-written twin (``_gemm_twin.py``,
-only the pipeline / state / loop skeleton around them) does; ``_gemm_host.py`` holds the
-inputs, the torch reference, timing and the CLI options.
+The TS kernel (this file) is one declaration on TS building blocks (``ts_runtime.blocks``:
+``WgmmaRing``, ``WgmmaAccumulator``, ``TmaEpilogue``, ``TileTurns``, ``tile_queue``), traced,
+planned and verified on the host and called again inside the generated kernel with the real
+values. The hand-written twin (``_gemm_twin.py``) is plain CuTe DSL around small step helpers
+(``load_k_block``, ``mma_k_block``, ``epilogue_store`` ... in ``_gemm_steps.py``, which also
+holds the configuration, the trace-time builders and the fused epilogue step both use);
+``_gemm_host.py`` holds the inputs, the torch reference, timing and the CLI options.
 
 Usage::
 
@@ -53,13 +55,12 @@ import dataclasses
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as cpipe
 from _gemm_host import (
     add_config_args,
     fake_operands,
@@ -79,29 +80,15 @@ from _gemm_steps import (
     GEMM_KINDS,
     LOAD_WARP,
     PRODUCER_REGS,
-    QUEUE_STAGES,
-    STORE_WARP,
     TILE_K,
     WARPGROUP,
     GemmConfig,
-    cluster_coord,
-    epilogue_barrier,
-    epilogue_drain,
-    epilogue_store,
+    epilogue_fuse,
     fit_swizzle,
-    load_k_block,
-    make_accumulator,
-    make_epilogue_views,
-    make_mma_fragments,
     make_scheduler_params,
     make_smem_layouts,
     make_tiled_mma,
     make_tma_atoms,
-    mcast_masks,
-    mma_begin_tile,
-    mma_k_block,
-    mma_wait,
-    partition_ab_for_tma,
 )
 from _gemm_twin import (
     twin_kernel,
@@ -109,569 +96,234 @@ from _gemm_twin import (
 )
 from _gpu_check import gpu_ready
 from cutlass.base_dsl.ast_helpers import const_expr
-from cutlass.cute.nvgpu import cpasync
-from cutlass.cutlass_dsl import Constexpr
-from cutlass.memory import SmemAllocator
 
-import ts_codegen
-from ts_codegen.dsl import compile_ptx
-from ts_codegen.ptx import DEFAULT_KINDS, opcode_counts
-from ts_ir import WorkAttr
-from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, WorkQueue
-from ts_trace import (
-    MemoryResource,
-    ResourceProxy,
-    TaskLocalVariable,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-    when_false,
-    when_true,
-    work_tile_loop,
+from task_scheduling import domain_loop, schedule, when_false, when_true, work_tile_loop
+from task_scheduling.harness import compile_only as compile_and_count
+from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.plan import KernelPlan
+from task_scheduling.schedule_builder import ResourceProxy, Schedule
+from task_scheduling.task import Task
+
+# PENDING: the facade re-exports TmaRing only; these blocks come from the layer until it
+# re-exports them too (tests/test_examples_imports.py lists gemm.py as pending).
+from ts_runtime.blocks import (
+    TileTurns,
+    TmaEpilogue,
+    TmaSource,
+    WgmmaAccumulator,
+    WgmmaRing,
+    prefetch_tma,
+    tile_queue,
 )
 
 # ---------------------------------------------------------------------------------------------
-# TS kernel: the same schedule as resources, schedules and tasks
+# TS kernel: the same schedule, declared once on TS building blocks
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class Operands(MemoryResource):
-    """The A/B ring: TMA loads (one producer thread) feed the WGMMA warpgroups (``TmaWgmma``).
+def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> Kernel:
+    """The TS GEMM for ``cfg``: a load task (warp 0) and one math task per consumer role.
 
-    ``mma`` is consumer work that ``wgmma.mma_async`` finishes later: on a ``TmaWgmma`` ring
-    ts-verify requires ``mma_wait_prior`` / ``mma_wait_all`` (``wgmma.wait_group``) to retire
-    it before the stage is released.
+    Cooperative: one math task of ``BM / 64`` warpgroups on one ring; ping-pong: two math tasks
+    of one warpgroup, each with its ring, accumulator and epilogue, taking the CTA's tiles in
+    turns. With the dynamic scheduler the load warp also claims the tiles and hands them to
+    the math task through the queue's ring. ``mma`` replaces the cooperative math task's
+    schedule ``(wq, ab, acc, c)`` (tests build deliberately broken ones).
     """
+    math_tasks = 2 if cfg.pingpong else 1
 
-    cfg: Any = None
-    atom_a: Any = None
-    t_a: Any = None
-    atom_b: Any = None
-    t_b: Any = None
-    s_a: Any = None
-    s_b: Any = None
-    acc: Any = None  # the Accumulator whose registers the MMAs write
-
-    @producer_work(work_attrs=WorkAttr.AUXILIARY)
-    def setup_loads(self, stage_info: Any) -> None:
-        """Once per producer: TMA views of A and B and the multicast masks."""
-        coord = cluster_coord(self.cfg)
-        views = partition_ab_for_tma(
-            self.cfg, self.atom_a, self.atom_b, self.t_a, self.t_b, self.s_a, self.s_b, coord
+    def declare(
+        k: KernelContext,
+        atom_a: Any,
+        t_a: Any,
+        atom_b: Any,
+        t_b: Any,
+        atom_c: Any,
+        t_c: Any,
+        a_layout: Any,
+        b_layout: Any,
+        c_layout: Any,
+        params: Any,
+        c_in: Any,
+        bias: Any,
+        counters: Any,
+    ) -> Tasks:
+        prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
+        k_tiles = k.value("k_tiles", lambda: cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K))
+        wq = tile_queue(
+            params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
-        self._loads = (*views, *mcast_masks(self.cfg, coord))
+        turns = [TileTurns(name="turns")] if cfg.pingpong else []
 
-    @producer_work
-    def load(self, stage_info: Any) -> None:
-        """TMA-load K block ``loop_offset`` of the work tile into the acquired stage."""
-        ta_g, ta_s, tb_g, tb_s, mask_a, mask_b = self._loads
-        m, n, _ = stage_info.work_tile.tile_idx
-        load_k_block(
-            self.atom_a,
-            self.atom_b,
-            ta_g,
-            ta_s,
-            tb_g,
-            tb_s,
-            m,
-            n,
-            stage_info.loop_offset,
-            stage_info.stage_idx,
-            stage_info.barrier,
-            mask_a,
-            mask_b,
-        )
+        def fuse(acc: Any, thr_mma: Any, m: Any, n: Any) -> None:
+            epilogue_fuse(cfg, acc, thr_mma, t_c, c_in, bias, m, n)
 
-    @consumer_work
-    def mma(self, stage_info: Any) -> None:
-        """Issue the WGMMAs of the waited stage into the accumulator (asynchronous)."""
-        acc = self.acc
-        mma_k_block(acc.tiled_mma, acc.regs, acc.t_ra, acc.t_rb, stage_info.stage_idx)
+        rings, accs, outs = [], [], []
+        for i in range(math_tasks):
+            tag = str(i) if cfg.pingpong else ""
+            s_a, s_b, s_c = (
+                k.smem_tensor(cfg.element, lay) for lay in (a_layout, b_layout, c_layout)
+            )
+            acc = WgmmaAccumulator(
+                name=f"acc{tag}",
+                tiled_mma=k.value(f"tiled_mma{tag}", lambda: make_tiled_mma(cfg)),
+                tile_mn=cfg.tile_mn,
+                smem_a=s_a,
+                smem_b=s_b,
+                warpgroup=1 + i,
+            )
+            rings.append(
+                WgmmaRing(
+                    name=f"ab{tag}",
+                    pipeline_config=WgmmaRing.pipeline(
+                        cfg.ab_stages, cfg.stage_bytes, cfg.consumer_threads, cfg.cluster_mn
+                    ),
+                    a=TmaSource(atom_a, t_a, s_a),
+                    b=TmaSource(atom_b, t_b, s_b),
+                    acc=acc,
+                    tile_k=TILE_K,
+                )
+            )
+            accs.append(acc)
+            outs.append(
+                TmaEpilogue(
+                    name=f"c{tag}",
+                    acc=acc,
+                    atom=atom_c,
+                    gmem=t_c,
+                    smem=s_c,
+                    sub_tile=cfg.epi_tile,
+                    barrier_id=1 + i,
+                    fuse=fuse if cfg.fused_epilogue else None,
+                )
+            )
 
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
-    def mma_wait_prior(self, stage_info: Any) -> None:
-        """``wgmma.wait_group 1``: every MMA but the newest is done."""
-        mma_wait(1)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    def mma_wait_all(self, stage_info: Any) -> None:
-        """``wgmma.wait_group 0``."""
-        mma_wait(0)
-
-
-@dataclasses.dataclass(kw_only=True)
-class Accumulator(MemoryResource):
-    """The fp32 accumulator in the registers of the consumer warpgroups."""
-
-    cfg: Any = None
-    tiled_mma: Any = None
-    s_a: Any = None
-    s_b: Any = None
-    first_wg: int = 1  # the task's first warpgroup (ping-pong: 1 or 2)
-
-    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
-    def setup(self, stage_info: Any) -> None:
-        """Once per consumer thread: WGMMA descriptors over the ring, the register tile."""
-        tidx, _, _ = cute.arch.thread_idx()
-        consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - self.first_wg
-        self.t_ra, self.t_rb = make_mma_fragments(self.tiled_mma, self.s_a, self.s_b, consumer_wg)
-        self.regs = make_accumulator(self.cfg, self.tiled_mma, consumer_wg)
-        self.consumer_tidx = tidx - WARPGROUP * self.first_wg
-
-    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
-    def zero(self, stage_info: Any) -> None:
-        """Start a tile: zero the registers and fence them for WGMMA."""
-        mma_begin_tile(self.tiled_mma, self.regs)
-
-
-@dataclasses.dataclass(kw_only=True)
-class Output(MemoryResource):
-    """C: the epilogue (registers -> SMEM sub-tiles -> TMA store)."""
-
-    cfg: Any = None
-    atom_c: Any = None
-    t_c: Any = None
-    s_c: Any = None
-    acc: Any = None
-    c_in: Any = None  # the output tensor, read by a fused epilogue with beta != 0
-    bias: Any = None  # the bias vector of a fused epilogue
-
-    @producer_work(work_attrs=WorkAttr.AUXILIARY)
-    def setup(self, stage_info: Any) -> None:
-        """Once per consumer thread: the epilogue views, its named barrier, the store warp."""
-        acc = self.acc
-        self.views = make_epilogue_views(
-            self.cfg, acc.tiled_mma, acc.regs, self.s_c, acc.consumer_tidx
-        )
-        math_wg = acc.first_wg - 1
-        self.bar = epilogue_barrier(self.cfg, math_wg)
-        store_warp = STORE_WARP + math_wg * (WARPGROUP // 32)
-        self.is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == store_warp
-
-    @producer_work
-    def store(self, stage_info: Any) -> None:
-        """Write the work tile of C (``fence.proxy.async`` before each TMA store)."""
-        m, n, _ = stage_info.work_tile.tile_idx
-        epilogue_store(
-            self.cfg,
-            self.views,
-            self.atom_c,
-            self.s_c,
-            self.t_c,
-            m,
-            n,
-            self.bar,
-            self.is_store_warp,
-            self.c_in,
-            self.bias,
-        )
-
-    @producer_work(work_attrs=WorkAttr.AUXILIARY)
-    def drain(self, stage_info: Any) -> None:
-        """Before exit: the TMA stores have finished reading SMEM."""
-        epilogue_drain(self.is_store_warp)
-
-
-def make_schedules(k_tiles: Any, dynamic: bool = False) -> tuple[Any, Any]:
-    """The producer's and the consumers' schedules over ``k_tiles`` K blocks per tile.
-
-    With the dynamic scheduler the producer claims the next tile at the start of each tile and
-    the consumers take it from the queue's ring (plain Python ``if``: decided while tracing).
-    """
-
-    @schedule
-    def load_schedule(wq: ResourceProxy, ab: ResourceProxy) -> None:
-        ab.setup_loads()
-        with work_tile_loop(wq):
-            if dynamic:
-                wq.acquire()
-                wq.fetch_next_tile()
-                wq.commit()
+        def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile
             with domain_loop(k_tiles, unroll=1):
                 ab.acquire()
                 ab.load()
                 ab.commit()
 
-    @schedule
-    def mma_schedule(
-        wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy
-    ) -> None:
-        acc.setup()
-        c.setup()
-        with work_tile_loop(wq):
-            if dynamic:
-                wq.wait()
-                wq.read_next_tile()
-                wq.release()
+        def math(ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy) -> None:  # one tile
             acc.zero()
-            with domain_loop(k_tiles, unroll=1) as k:
+            with domain_loop(k_tiles, unroll=1) as kb:
                 ab.wait()
                 ab.mma()
                 ab.mma_wait_prior()  # the previous K block's MMAs are done ...
-                with k.every(1, start=1):
+                with kb.every(1, start=1):
                     ab.release()  # ... so its stage goes back to the producer
-                with k.last_iter():
+                with kb.last_iter():
                     ab.mma_wait_all()
                     ab.release()
             c.store()
-        c.drain()
 
-    return load_schedule, mma_schedule
-
-
-@dataclasses.dataclass(kw_only=True)
-class Turns(MemoryResource):
-    """Ping-pong: whose turn a tile is (the CTA's tiles alternate between the warpgroups).
-
-    Every task counts the CTA's tiles itself (a loop-carried task-local value); ``odd`` is a
-    runtime condition with the same key in every task, so the verifier knows they agree.
-    """
-
-    count: TaskLocalVariable = TaskLocalVariable.uninitialized()
-    odd: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.count = TaskLocalVariable(dtype="Int32", default=0)
-        self.odd = TaskLocalVariable(dtype="Boolean", default=False)
-
-    @consumer_work(returns=count, work_attrs=WorkAttr.AUXILIARY)
-    def start(self, stage_info: Any) -> Any:
-        """No tile yet."""
-        return cutlass.Int32(0)
-
-    @consumer_work(returns=(count, odd), work_attrs=WorkAttr.AUXILIARY)
-    def take(self, stage_info: Any, *, count: Any) -> Any:
-        """Count the tile; odd tiles go to the second warpgroup."""
-        return count + 1, (count % 2) == 1
-
-
-def make_pingpong_schedules(k_tiles: Any) -> tuple[Any, Any, Any]:
-    """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
-
-    @schedule
-    def load_schedule(
-        wq: ResourceProxy, turns: ResourceProxy, ab0: ResourceProxy, ab1: ResourceProxy
-    ) -> None:
-        ab0.setup_loads()
-        ab1.setup_loads()
-        n = turns.start()
-        with work_tile_loop(wq):
-            n, odd = turns.take(count=n)
-            with when_false(odd, key="odd"), domain_loop(k_tiles, unroll=1):
-                ab0.acquire()
-                ab0.load()
-                ab0.commit()
-            with when_true(odd, key="odd"), domain_loop(k_tiles, unroll=1):
-                ab1.acquire()
-                ab1.load()
-                ab1.commit()
-
-    def math(mine: Any) -> Any:
         @schedule
-        def mma_schedule(
-            wq: ResourceProxy,
-            turns: ResourceProxy,
-            ab: ResourceProxy,
-            acc: ResourceProxy,
-            c: ResourceProxy,
+        def load(wq: ResourceProxy, ab: ResourceProxy) -> None:
+            ab.setup()
+            with work_tile_loop(wq):
+                if cfg.dynamic:  # claim the next tile, hand it to the math task
+                    wq.acquire()
+                    wq.fetch_next_tile()
+                    wq.commit()
+                fill(ab)
+
+        @schedule
+        def mma_tiles(
+            wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy
         ) -> None:
             acc.setup()
             c.setup()
+            with work_tile_loop(wq):
+                if cfg.dynamic:
+                    wq.wait()
+                    wq.read_next_tile()
+                    wq.release()
+                math(ab, acc, c)
+            c.drain()
+
+        @schedule
+        def load_turns(wq: ResourceProxy, turns: ResourceProxy, *rings: ResourceProxy) -> None:
+            for ab in rings:
+                ab.setup()
             n = turns.start()
             with work_tile_loop(wq):
                 n, odd = turns.take(count=n)
-                with mine(odd, key="odd"):
-                    acc.zero()
-                    with domain_loop(k_tiles, unroll=1) as k:
-                        ab.wait()
-                        ab.mma()
-                        ab.mma_wait_prior()
-                        with k.every(1, start=1):
-                            ab.release()
-                        with k.last_iter():
-                            ab.mma_wait_all()
-                            ab.release()
-                    c.store()
-            c.drain()
+                for mine, ab in zip((when_false, when_true), rings, strict=True):
+                    with mine(odd, key="odd"):
+                        fill(ab)
 
-        return mma_schedule
+        def mma_turn(mine: Any) -> Callable[..., Schedule]:  # the even or the odd tiles
+            @schedule
+            def mma_turns(
+                wq: ResourceProxy,
+                turns: ResourceProxy,
+                ab: ResourceProxy,
+                acc: ResourceProxy,
+                c: ResourceProxy,
+            ) -> None:
+                acc.setup()
+                c.setup()
+                n = turns.start()
+                with work_tile_loop(wq):
+                    n, odd = turns.take(count=n)
+                    with mine(odd, key="odd"):
+                        math(ab, acc, c)
+                c.drain()
 
-    return load_schedule, math(when_false), math(when_true)
+            return mma_turns
 
-
-def build_pingpong_tasks(
-    cfg: GemmConfig,
-    wq: WorkQueue,
-    rings: tuple[Operands, Operands],
-    accs: tuple[Accumulator, Accumulator],
-    outs: tuple[Output, Output],
-    k_tiles: Any,
-    smem_allocator: Any = None,
-) -> TaskManager:
-    """The producer warp and one task per math warpgroup, each with its ring and epilogue."""
-    turns = Turns(name="turns")
-    load, mma0, mma1 = make_pingpong_schedules(k_tiles)
-    tasks = [
-        Task(
-            [wq, turns],
-            list(rings),
-            LOAD_WARP,
-            1,
-            schedule=load(wq, turns, *rings),
-            num_registers=PRODUCER_REGS,
-            name="load",
-        ),
-    ]
-    for i, mma in enumerate((mma0, mma1)):
-        tasks.append(
+        # The load warp reads the queue (static) or fills its hand-over ring (dynamic).
+        queue_in, queue_out = ([], [wq]) if cfg.dynamic else ([wq], [])
+        tasks = [
             Task(
-                [wq, turns, rings[i], accs[i]],
-                [outs[i]],
-                (1 + i) * WARPGROUP // 32,
-                WARPGROUP // 32,
-                schedule=mma(wq, turns, rings[i], accs[i], outs[i]),
-                num_registers=cfg.consumer_regs,
-                name=f"mma{i}",
+                [*queue_in, *turns],
+                [*rings, *queue_out],
+                LOAD_WARP,
+                1,
+                schedule=load_turns(wq, *turns, *rings) if cfg.pingpong else load(wq, *rings),
+                num_registers=PRODUCER_REGS,
+                name="load",
             )
-        )
-    graph: dict[Any, list[Any]] = {r: [wq, turns] for r in rings} | {
-        outs[i]: [rings[i], accs[i], wq, turns] for i in range(2)
-    }
-    return TaskManager(
-        tasks,
-        graph,
-        smem_allocator=smem_allocator,
-        block_warps=cfg.block_threads // 32,
-        name="gemm_pingpong",
-    )
+        ]
+        graph: dict[Any, list[Any]] = {ab: [wq, *turns] for ab in rings}
+        for i, (ab, acc, c) in enumerate(zip(rings, accs, outs, strict=True)):
+            if cfg.pingpong:
+                sched = mma_turn((when_false, when_true)[i])(wq, *turns, ab, acc, c)
+            else:
+                sched = (mma or mma_tiles)(wq, ab, acc, c)
+            tasks.append(
+                Task(
+                    [wq, *turns, ab, acc],
+                    [c],
+                    (1 + i) * WARPGROUP // 32,
+                    cfg.consumer_threads // 32,
+                    schedule=sched,
+                    num_registers=cfg.consumer_regs,
+                    name=f"mma{i}" if cfg.pingpong else "mma",
+                )
+            )
+            graph[c] = [ab, acc, wq, *turns]
+        return Tasks(tasks, graph)
+
+    name = "gemm_pingpong" if cfg.pingpong else "gemm"
+    kernel = Kernel(declare, name=name, block_warps=cfg.block_threads // 32)
+    kernel.launcher(_launcher(cfg, kernel.launch))
+    return kernel
 
 
-def make_work_queue(cfg: GemmConfig, params: Any, counters: Any) -> WorkQueue:
-    """The static queue, or the dynamic one with its hand-off ring (warp 0 -> consumers)."""
-    if not cfg.dynamic:
-        return WorkQueue(TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params))
-    handoff = PipelineConfig.create_async_async_pipeline_cfg(
-        QUEUE_STAGES,
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
-    )
-    sched = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(
-        params, counters
-    )
-    return WorkQueue(sched, pipeline_config=handoff)
+def make_plan(
+    cfg: GemmConfig | None = None, mma: Callable[..., Schedule] | None = None
+) -> KernelPlan:
+    """The kernel plan on the host (no GPU, no DSL values), verified.
 
-
-def ab_pipeline(cfg: GemmConfig) -> PipelineConfig:
-    """The A/B ring as a TS pipeline: 1 TMA thread -> the WGMMA threads (128 or 256).
-
-    With a cluster the ring spans it (``cta_layout_vmnk``): the TMA loads multicast and every
-    consumer warp releases the stage in each CTA that filled it.
-    """
-    cluster = None if cfg.cluster_size == 1 else (1, *cfg.cluster_mn, 1)
-    return PipelineConfig.create_tma_wgmma_pipeline_cfg(
-        cfg.ab_stages,
-        cfg.stage_bytes,
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
-        cta_layout_vmnk=cluster,
-    )
-
-
-def build_tasks(
-    cfg: GemmConfig,
-    wq: WorkQueue,
-    ab: Operands,
-    acc: Accumulator,
-    c: Output,
-    k_tiles: Any,
-    smem_allocator: Any = None,
-    schedules: tuple[Any, Any] | None = None,
-) -> TaskManager:
-    """The producer task (warp 0) and the consumer task (warpgroups 1 .. BM / 64), verified.
-
-    ``schedules``: ``(load, mma)`` schedules to use instead of ``make_schedules(k_tiles)``
-    (tests build deliberately broken variants on the same resources and tasks).
-    """
-    load, mma = schedules or make_schedules(k_tiles, cfg.dynamic)
-    # With the dynamic scheduler the producer also fills the work queue's hand-off ring.
-    tasks = [
-        Task(
-            [] if cfg.dynamic else [wq],
-            [ab, wq] if cfg.dynamic else [ab],
-            LOAD_WARP,
-            1,
-            schedule=load(wq, ab),
-            num_registers=PRODUCER_REGS,
-            name="load",
-        ),
-        Task(
-            [wq, ab, acc],
-            [c],
-            WARPGROUP // 32,
-            cfg.consumer_threads // 32,
-            schedule=mma(wq, ab, acc, c),
-            num_registers=cfg.consumer_regs,
-            name="mma",
-        ),
-    ]
-    graph: dict[Any, list[Any]] = {ab: [wq], c: [ab, acc, wq]}
-    return TaskManager(
-        tasks,
-        graph,
-        smem_allocator=smem_allocator,
-        block_warps=cfg.block_threads // 32,
-        name="gemm",
-    )
-
-
-def make_plan(cfg: GemmConfig | None = None, schedules: tuple[Any, Any] | None = None) -> Any:
-    """The kernel plan on the host (placeholders; no GPU, no DSL values), verified.
-
-    ``schedules`` replaces ``make_schedules("k_tiles")`` (see ``build_tasks``).
+    ``mma`` replaces the cooperative math task's schedule (see ``gemm_kernel``).
 
     Raises:
         ts_verify.VerificationError: The verifier rejects the plan.
     """
-    cfg = cfg or GemmConfig()
-    wq = make_work_queue(cfg, None, 0)
-    if cfg.pingpong:
-        accs = (Accumulator(name="acc0"), Accumulator(name="acc1", first_wg=2))
-        rings = tuple(
-            Operands(name=f"ab{i}", pipeline_config=ab_pipeline(cfg), acc=accs[i]) for i in range(2)
-        )
-        outs = (Output(name="c0", acc=accs[0]), Output(name="c1", acc=accs[1]))
-        return build_pingpong_tasks(cfg, wq, rings, accs, outs, "k_tiles").plan  # type: ignore[arg-type]
-    acc = Accumulator(name="acc")
-    ab = Operands(name="ab", pipeline_config=ab_pipeline(cfg), acc=acc)
-    c = Output(name="c", acc=acc)
-    return build_tasks(cfg, wq, ab, acc, c, "k_tiles", schedules=schedules).plan
-
-
-@cute.kernel
-def ts_kernel(
-    atom_a: cute.CopyAtom,
-    t_a: cute.Tensor,
-    atom_b: cute.CopyAtom,
-    t_b: cute.Tensor,
-    atom_c: cute.CopyAtom,
-    t_c: cute.Tensor,
-    tiled_mma: cute.TiledMma,
-    a_layout: cute.ComposedLayout,
-    b_layout: cute.ComposedLayout,
-    c_layout: cute.ComposedLayout,
-    params: ts_codegen.TileRaster,
-    c_in: cute.Tensor | None,
-    bias: cute.Tensor | None,
-    counters: cute.Tensor | None,
-    cfg: Constexpr[GemmConfig],
-) -> None:
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    if warp == LOAD_WARP:
-        cpasync.prefetch_descriptor(atom_a)
-        cpasync.prefetch_descriptor(atom_b)
-        cpasync.prefetch_descriptor(atom_c)
-    alloc = SmemAllocator()
-    s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
-    s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
-    s_c = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
-    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
-    wq = make_work_queue(cfg, params, counters)
-    acc = Accumulator(name="acc", cfg=cfg, tiled_mma=tiled_mma, s_a=s_a, s_b=s_b)
-    ab = Operands(
-        name="ab",
-        pipeline_config=ab_pipeline(cfg),
-        cfg=cfg,
-        atom_a=atom_a,
-        t_a=t_a,
-        atom_b=atom_b,
-        t_b=t_b,
-        s_a=s_a,
-        s_b=s_b,
-        acc=acc,
-    )
-    c = Output(name="c", cfg=cfg, atom_c=atom_c, t_c=t_c, s_c=s_c, acc=acc, c_in=c_in, bias=bias)
-    tm = build_tasks(cfg, wq, ab, acc, c, k_tiles, alloc)
-    tm.setup_resources_and_tasks()
-    tm.run()
-
-
-@cute.kernel
-def ts_pingpong_kernel(
-    atom_a: cute.CopyAtom,
-    t_a: cute.Tensor,
-    atom_b: cute.CopyAtom,
-    t_b: cute.Tensor,
-    atom_c: cute.CopyAtom,
-    t_c: cute.Tensor,
-    tiled_mma: cute.TiledMma,
-    a_layout: cute.ComposedLayout,
-    b_layout: cute.ComposedLayout,
-    c_layout: cute.ComposedLayout,
-    params: ts_codegen.TileRaster,
-    c_in: cute.Tensor | None,
-    bias: cute.Tensor | None,
-    counters: cute.Tensor | None,
-    cfg: Constexpr[GemmConfig],
-) -> None:
-    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
-    if warp == LOAD_WARP:
-        cpasync.prefetch_descriptor(atom_a)
-        cpasync.prefetch_descriptor(atom_b)
-        cpasync.prefetch_descriptor(atom_c)
-    alloc = SmemAllocator()
-    smem = [
-        [
-            alloc.allocate_tensor(cfg.element, lay.outer, 1024, swizzle=lay.inner)
-            for lay in (a_layout, b_layout, c_layout)
-        ]
-        for _ in range(2)
-    ]
-    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
-    wq = make_work_queue(cfg, params, counters)
-    accs = tuple(
-        Accumulator(
-            name=f"acc{i}",
-            cfg=cfg,
-            tiled_mma=make_tiled_mma(cfg),  # one per warpgroup: the accumulate flag is per WG
-            s_a=smem[i][0],
-            s_b=smem[i][1],
-            first_wg=1 + i,
-        )
-        for i in range(2)
-    )
-    rings = tuple(
-        Operands(
-            name=f"ab{i}",
-            pipeline_config=ab_pipeline(cfg),
-            cfg=cfg,
-            atom_a=atom_a,
-            t_a=t_a,
-            atom_b=atom_b,
-            t_b=t_b,
-            s_a=smem[i][0],
-            s_b=smem[i][1],
-            acc=accs[i],
-        )
-        for i in range(2)
-    )
-    outs = tuple(
-        Output(
-            name=f"c{i}",
-            cfg=cfg,
-            atom_c=atom_c,
-            t_c=t_c,
-            s_c=smem[i][2],
-            acc=accs[i],
-            c_in=c_in,
-            bias=bias,
-        )
-        for i in range(2)
-    )
-    tm = build_pingpong_tasks(cfg, wq, rings, accs, outs, k_tiles, alloc)  # type: ignore[arg-type]
-    tm.setup_resources_and_tasks()
-    tm.run()
+    kernel = gemm_kernel(cfg or GemmConfig(), mma)
+    kernel.verify().report.raise_for_errors()
+    return kernel.plan().plan
 
 
 # ---------------------------------------------------------------------------------------------
@@ -679,11 +331,13 @@ def ts_pingpong_kernel(
 # ---------------------------------------------------------------------------------------------
 
 
-def _launcher(kernel: Any, cfg: GemmConfig) -> Any:
-    """A ``@cute.jit`` ``launch(a, b, c, bias)`` for ``kernel`` specialised to ``cfg``.
+def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
+    """A ``@cute.jit`` ``launch(a, b, c, bias, counters)`` specialised to ``cfg``.
 
+    It builds the TMA atoms, the SMEM layouts and the scheduler parameters and hands them to
+    ``start(*values, grid=, block=, cluster=)``: a staged kernel's ``launch`` or the twin's.
     ``bias`` is None unless ``cfg.bias``; the kernel gets ``c`` a second time (as the old C)
-    only when ``cfg.beta != 0``.
+    only when ``cfg.beta != 0``, the counters only with the dynamic scheduler.
     """
 
     @cute.jit
@@ -696,66 +350,63 @@ def _launcher(kernel: Any, cfg: GemmConfig) -> Any:
     ) -> None:
         layouts = make_smem_layouts(cfg)
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
-        tiled_mma = make_tiled_mma(cfg)
         params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
         grid = params.get_grid_shape(cfg.max_active_clusters)
-        c_in = c if const_expr(cfg.beta != 0.0) else None
-        epi_bias = bias if const_expr(cfg.bias) else None
-        kernel(
+        start(
             atom_a,
             t_a,
             atom_b,
             t_b,
             atom_c,
             t_c,
-            tiled_mma,
             *layouts,
             params,
-            c_in,
-            epi_bias,
+            c if const_expr(cfg.beta != 0.0) else None,
+            bias if const_expr(cfg.bias) else None,
             counters if const_expr(cfg.dynamic) else None,
-            cfg,
-        ).launch(grid=grid, block=(cfg.block_threads, 1, 1), cluster=(*cfg.cluster_mn, 1))
+            grid=grid,
+            block=(cfg.block_threads, 1, 1),
+            cluster=(*cfg.cluster_mn, 1),
+        )
 
     return launch
 
 
+def _twin_launcher(cfg: GemmConfig) -> Any:
+    """The hand-written twin's launcher (its kernels also take the tiled MMA and ``cfg``)."""
+    twin = twin_pingpong_kernel if cfg.pingpong else twin_kernel
+
+    def start(*values: Any, **launch: Any) -> None:
+        twin(*values[:6], make_tiled_mma(cfg), *values[6:], cfg).launch(**launch)
+
+    return _launcher(cfg, start)
+
+
 def kernels(cfg: GemmConfig) -> tuple[tuple[str, Any], ...]:
-    """The kernels of this example as ``(name, @cute.jit launcher(a, b, c))``."""
-    if cfg.pingpong:
-        return (
-            ("ts", _launcher(ts_pingpong_kernel, cfg)),
-            ("twin", _launcher(twin_pingpong_kernel, cfg)),
-        )
-    return (("ts", _launcher(ts_kernel, cfg)), ("twin", _launcher(twin_kernel, cfg)))
+    """The kernels of this example as ``(name, @cute.jit launcher(a, b, c, bias, counters))``."""
+    return (("ts", gemm_kernel(cfg).jit_launcher), ("twin", _twin_launcher(cfg)))
 
 
 def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
-    """Verify the TS plan, compile every kernel for sm_90a with fake tensors; count PTX.
+    """Verify the TS plan, compile both kernels for sm_90a with fake tensors; count PTX.
 
-    ``verified``: the host plan was built, and so verified, by a ``TaskManager`` (it raises
-    otherwise); ``same_counts``: the TS kernel's PTX counts equal the twin's (True when only
-    the twin exists).
+    ``ts`` / ``twin``: instructions per kind (the harness's kinds and ``GEMM_KINDS``), with
+    ``ts_total`` / ``twin_total``; ``verified``: the host plan verified (raises otherwise);
+    ``same_counts``: equal counts per kind and in total.
     """
     cfg = cfg or GemmConfig()
-    make_plan(cfg)  # TaskManager verifies the plan (raises VerificationError otherwise)
-    result: dict[str, Any] = {
-        "example": "gemm",
-        "config": dataclasses.asdict(cfg),
-        "ab_stages": cfg.ab_stages,
-        "verified": True,
-    }
-    for name, fn in kernels(cfg):
-        _, ptx = compile_ptx(fn, *fake_operands(cfg))
-        result[name] = ts_codegen.count_instructions(ptx, (*DEFAULT_KINDS, *GEMM_KINDS))
-        result[f"{name}_total"] = sum(opcode_counts(ptx).values())
-    if "ts" in result:
-        result["same_counts"] = (
-            result["ts"] == result["twin"] and result["ts_total"] == result["twin_total"]
-        )
-    else:
-        result["same_counts"] = True
-    return result
+    fields = {"config": dataclasses.asdict(cfg), "ab_stages": cfg.ab_stages}
+    out = compile_and_count(
+        "gemm", kernels(cfg), fake_operands(cfg), plan=make_plan(cfg), ops=True, **fields
+    )
+    for name in ("ts", "twin"):
+        ops = out.pop(f"{name}_ops")
+        for kind in GEMM_KINDS:  # a kind counts every opcode that starts with it
+            out[name][kind] = sum(
+                n for op, n in ops.items() if op == kind or op.startswith(kind + ".")
+            )
+    out["same_counts"] = out["ts"] == out["twin"] and out["ts_total"] == out["twin_total"]
+    return out
 
 
 def compile_for_gpu(cfg: GemmConfig) -> dict[str, Any]:

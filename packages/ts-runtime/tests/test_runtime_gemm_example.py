@@ -110,9 +110,8 @@ def test_release_before_mma_wait_is_rejected(gemm: Any) -> None:
             c.store()
         c.drain()
 
-    load, _ = gemm.make_schedules("k_tiles")
     with pytest.raises(VerificationError) as err:
-        gemm.make_plan(gemm.GemmConfig(), schedules=(load, early_release))
+        gemm.make_plan(gemm.GemmConfig(), mma=early_release)
     assert "TS-V113" in err.value.report.codes()
 
 

@@ -204,3 +204,39 @@ def test_checks_before_verification_raise_on_the_host() -> None:
 
     with pytest.raises(GroupSizeError, match="consumer group has 64"):
         Kernel(tasks).verify()
+
+
+def test_context_in_the_kernel_carves_smem_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A function is a layout factory, a DSL layout (callable too) is not; a swizzled composed
+    layout is allocated as its outer layout with the swizzle on the pointer."""
+    launch = pytest.importorskip("ts_codegen.launch")
+    calls: list[tuple[Any, int, Any]] = []
+
+    def smem_tensor(alloc: Any, dtype: Any, layout: Any, align: int, swizzle: Any) -> int:
+        calls.append((layout, align, swizzle))
+        return len(calls)
+
+    monkeypatch.setattr(launch, "smem_tensor", smem_tensor)
+    k = KernelContext(True)
+    k._allocator = "the kernel's allocator"
+
+    class Layout:  # DSL layouts map coordinates to offsets
+        def __call__(self, *coord: Any) -> Any:
+            raise AssertionError("a layout is not a factory")
+
+    @dataclasses.dataclass
+    class Composed:
+        outer: Any
+        inner: Any
+
+    plain = Layout()
+    assert k.smem_tensor("f16", plain) == 1
+    assert k.smem_tensor("f16", lambda: plain, 128) == 2
+    assert k.smem_tensor("f16", Composed("outer", "swizzle")) == 3
+    assert k.smem_tensor("f16", Composed("o", "s"), swizzle="given") == 4
+    assert calls == [
+        (plain, 1024, None),
+        (plain, 128, None),
+        ("outer", 1024, "swizzle"),
+        (Composed("o", "s"), 1024, "given"),
+    ]

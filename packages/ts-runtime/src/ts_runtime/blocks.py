@@ -4,6 +4,23 @@
 an SMEM tile, or write out with a TMA store (tracked as an asynchronous read, so the verifier
 proves no stage is refilled while the store still reads it). Its work methods take the tile
 from the loop offset through ``coord``. The CuTe DSL calls are in ``ts_codegen.tma``.
+
+The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.wgmma``):
+
+* :class:`WgmmaRing`: the TMA-loaded SMEM ring of ``A`` and ``B`` blocks (multicast within a
+  cluster) that WGMMA warpgroups read asynchronously; the verifier proves that no stage goes
+  back to the producer before a ``wgmma.wait_group`` retired its MMAs;
+* :class:`WgmmaAccumulator`: the fp32 accumulator in the registers of a WGMMA task;
+* :class:`TmaEpilogue`: the accumulator written out through a few SMEM buffers that one warp
+  TMA-stores, with an optional fused elementwise step;
+* :class:`TileTurns`: ping-pong turns (the CTA's tiles alternate between two tasks);
+* :func:`tile_queue` (a persistent kernel's work queue, static or atomic dynamic) and
+  :func:`prefetch_tma` (TMA descriptor prefetch at kernel start).
+
+They take tile, cluster and buffer shapes, operand majors and dtypes from their arguments (the
+SMEM tensors, TMA atoms and tiled MMA the kernel builds), not from one configuration. A task
+that issues MMAs runs its accumulator's ``setup`` before the ring's ``mma``, and the epilogue's
+``setup`` after it.
 """
 
 from __future__ import annotations
@@ -13,9 +30,20 @@ from collections.abc import Callable
 from typing import Any
 
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, WorkAttr
+from ts_runtime.pipeline_config import PipelineConfig
+from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
 
-__all__ = ["TmaRing"]
+__all__ = [
+    "TileTurns",
+    "TmaEpilogue",
+    "TmaRing",
+    "TmaSource",
+    "WgmmaAccumulator",
+    "WgmmaRing",
+    "prefetch_tma",
+    "tile_queue",
+]
 
 
 def _identity(offset: Any) -> Any:
@@ -109,3 +137,309 @@ class TmaRing(MemoryResource):
         from ts_codegen.tma import store_wait
 
         store_wait(self.store_warp)
+
+
+# -- Hopper GEMM blocks ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class TmaSource:
+    """One TMA-loaded operand of a ring stage.
+
+    Attributes:
+        atom: The TMA load atom (a multicast one when the operand is shared in a cluster).
+        gmem: The operand's TMA tensor (``make_tiled_tma_atom``'s second result).
+        smem: Its stages, an SMEM tensor ``(rows, k, stages)``.
+    """
+
+    atom: Any
+    gmem: Any
+    smem: Any
+
+
+@dataclasses.dataclass(kw_only=True)
+class WgmmaAccumulator(MemoryResource):
+    """The fp32 accumulator of a WGMMA task, in the registers of its warpgroups.
+
+    Args:
+        tiled_mma: The task's ``TiledMma`` (one per task: the accumulate flag is per task).
+        tile_mn: The tile ``(BM, BN)`` it accumulates; warpgroup ``w`` of the task holds rows
+            ``64 w ... 64 w + 63`` (a ``BM = 64 x warpgroups`` tile).
+        smem_a: The ``A`` stages the WGMMAs read (the operand ring's SMEM).
+        smem_b: The ``B`` stages.
+        warpgroup: The task's first warpgroup in the CTA.
+
+    Work methods (consumer, auxiliary): ``setup`` (once per thread: the WGMMA descriptors over
+    the stages, the register tile) and ``zero`` (per tile: zero the registers and fence them
+    for WGMMA). The MMAs are the operand ring's work (:meth:`WgmmaRing.mma`): they read its
+    stage.
+    """
+
+    tiled_mma: Any
+    tile_mn: tuple[int, int]
+    smem_a: Any
+    smem_b: Any
+    warpgroup: int = 1
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def setup(self, stage_info: Any) -> None:
+        """Once per thread: the WGMMA descriptors and the register tile."""
+        from ts_codegen import wgmma
+
+        self.frag_a, self.frag_b, self.regs, self.tidx = wgmma.accumulator_setup(
+            self.tiled_mma, self.tile_mn, self.smem_a, self.smem_b, self.warpgroup
+        )
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def zero(self, stage_info: Any) -> None:
+        """Start a tile: zero the registers, fence them for the first WGMMA."""
+        from ts_codegen import wgmma
+
+        wgmma.begin_tile(self.tiled_mma, self.regs)
+
+
+@dataclasses.dataclass(kw_only=True)
+class WgmmaRing(MemoryResource):
+    """A TMA-loaded SMEM ring of GEMM operands that WGMMA warpgroups read.
+
+    Each stage holds an ``A`` and a ``B`` block that one thread TMA-loads (a ``TmaWgmma``
+    pipeline, see :meth:`pipeline`). The WGMMAs read the stage after ``mma`` returns, so on this
+    ring ts-verify requires a ``mma_wait_prior`` / ``mma_wait_all`` (``wgmma.wait_group``) to
+    retire them before the stage is released. With a cluster (the pipeline's ``cluster_mn``) the
+    ``A`` block is multicast to the CTAs of the cluster row and the ``B`` block to those of the
+    column.
+
+    Args:
+        a: The ``A`` operand (``M x K``), loaded in ``(BM, tile_k)`` blocks.
+        b: The ``B`` operand (``N x K``), loaded in ``(BN, tile_k)`` blocks.
+        acc: The accumulator the MMAs write (its ``tile_mn`` is ``(BM, BN)``).
+        tile_k: The K extent of a block.
+
+    Work methods: ``setup`` (producer, auxiliary: the TMA views and multicast masks), ``load``
+    (producer: K block ``loop_offset`` of the work tile), ``mma`` (consumer: the WGMMAs of the
+    waited stage, committed as one group), ``mma_wait_prior`` / ``mma_wait_all`` (consumer:
+    ``wgmma.wait_group 1`` / ``0``).
+    """
+
+    a: TmaSource
+    b: TmaSource
+    acc: WgmmaAccumulator
+    tile_k: int
+
+    @staticmethod
+    def pipeline(
+        stages: int, stage_bytes: int, consumer_threads: int, cluster_mn: tuple[int, int] = (1, 1)
+    ) -> PipelineSpec:
+        """The ring's pipeline: one TMA thread arms a stage, ``consumer_threads`` release it.
+
+        With a cluster each consumer warp also releases the stage in the CTAs that multicast
+        into it.
+        """
+        return PipelineSpec(
+            PipelineType.TmaWgmma,
+            stages,
+            stage_bytes,
+            CooperativeGroupSpec("thread", 1),
+            CooperativeGroupSpec("thread", consumer_threads),
+            cluster_mn=cluster_mn,
+        )
+
+    @property
+    def cluster_mn(self) -> tuple[int, int]:
+        """The cluster the ring spans (its pipeline's)."""
+        return tuple(getattr(self.pipeline_config, "cluster_mn", (1, 1)))
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def setup(self, stage_info: Any) -> None:
+        """Once per producer: the TMA views of this CTA's slices and the multicast masks."""
+        from ts_codegen import wgmma
+
+        tile = (*self.acc.tile_mn, self.tile_k)
+        self.views = wgmma.operand_views(self.a, self.b, tile, self.cluster_mn)
+
+    @producer_work
+    def load(self, stage_info: Any) -> None:
+        """TMA-load K block ``loop_offset`` of the work tile into the acquired stage."""
+        from ts_codegen import wgmma
+
+        m, n, _ = stage_info.work_tile.tile_idx
+        atoms = (self.a.atom, self.b.atom)
+        k, stage = stage_info.loop_offset, stage_info.stage_idx
+        wgmma.load_operands(atoms, self.views, m, n, k, stage, stage_info.barrier)
+
+    @consumer_work
+    def mma(self, stage_info: Any) -> None:
+        """Issue the WGMMAs of the waited stage into the accumulator (asynchronous)."""
+        from ts_codegen import wgmma
+
+        acc = self.acc
+        wgmma.mma_k_block(acc.tiled_mma, acc.regs, acc.frag_a, acc.frag_b, stage_info.stage_idx)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
+    def mma_wait_prior(self, stage_info: Any) -> None:
+        """``wgmma.wait_group 1``: every MMA group but the newest is done."""
+        from ts_codegen import wgmma
+
+        wgmma.mma_wait(1)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
+    def mma_wait_all(self, stage_info: Any) -> None:
+        """``wgmma.wait_group 0``: every MMA group is done."""
+        from ts_codegen import wgmma
+
+        wgmma.mma_wait(0)
+
+
+Fuse = Callable[[Any, Any, Any, Any], None]
+"""``fuse(acc, thr_mma, m, n)``: rewrite the accumulator of tile ``(m, n)`` in place."""
+
+
+@dataclasses.dataclass(kw_only=True)
+class TmaEpilogue(MemoryResource):
+    """A TMA-stored epilogue: the accumulator of a tile goes out through SMEM buffers.
+
+    Per tile, sub-tile by sub-tile (``sub_tile``, columns left to right): the task's threads
+    convert their registers to the output type and ``stmatrix`` them into the next buffer, a
+    named barrier over the task, and the store warp (the task's first) TMA-stores the buffer.
+    The buffers form a ring of their own, reused once at most ``buffers - 2`` stores still read
+    (``cp.async.bulk.wait_group.read``), so a store overlaps the next sub-tiles' conversion.
+
+    Args:
+        acc: The accumulator to write (its task writes this epilogue).
+        atom: The TMA store atom.
+        gmem: The output's TMA tensor (``M x N``, N-major).
+        smem: The buffers, an SMEM tensor ``(BM, EN, buffers)`` of the output type.
+        sub_tile: ``(BM, EN)``; ``EN`` divides ``BN`` and ``buffers`` divides ``BN / EN``.
+        barrier_id: The named barrier of the task (unique in the kernel; 0 is
+            ``__syncthreads``).
+        fuse: ``fuse(acc, thr_mma, m, n)`` before the conversion, or None: rewrite the fp32
+            accumulator of tile ``(m, n)`` in place (``acc`` in its MMA layout, element ``i``
+            at ``thr_mma.partition_C`` coordinate ``i``), e.g. ``alpha * acc + bias``.
+
+    Work methods (producer): ``setup`` (auxiliary, once per thread: views, barrier, store
+    warp), ``store`` (the work tile) and ``drain`` (auxiliary, before exit: the stores have
+    read SMEM).
+    """
+
+    acc: WgmmaAccumulator
+    atom: Any
+    gmem: Any
+    smem: Any
+    sub_tile: tuple[int, int]
+    barrier_id: int
+    fuse: Fuse | None = None
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def setup(self, stage_info: Any) -> None:
+        """Once per thread: the stmatrix views, the task's named barrier, the store warp."""
+        from ts_codegen import wgmma
+
+        acc, fused = self.acc, self.fuse is not None
+        self.views, self.barrier, self.is_store_warp = wgmma.epilogue_setup(
+            acc.tiled_mma, acc.regs, self.smem, acc.tidx, fused, self.barrier_id, acc.warpgroup
+        )
+
+    @producer_work
+    def store(self, stage_info: Any) -> None:
+        """Write the work tile (``fence.proxy.async`` before each TMA store)."""
+        from ts_codegen import wgmma
+
+        m, n, _ = stage_info.work_tile.tile_idx
+        wgmma.epilogue_store(
+            self.views,
+            self.atom,
+            self.smem,
+            self.gmem,
+            self.acc.tile_mn,
+            self.sub_tile,
+            m,
+            n,
+            self.barrier,
+            self.is_store_warp,
+            self.fuse,
+        )
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def drain(self, stage_info: Any) -> None:
+        """Before exit: the TMA stores have finished reading SMEM."""
+        from ts_codegen import wgmma
+
+        wgmma.epilogue_drain(self.is_store_warp)
+
+
+@dataclasses.dataclass(kw_only=True)
+class TileTurns(MemoryResource):
+    """Ping-pong turns: the CTA's tiles alternate between two tasks (even tiles, odd tiles).
+
+    Every task counts the CTA's tiles itself (a loop-carried task-local value) and runs a tile
+    in ``when_false(odd, key="odd")`` or ``when_true(odd, key="odd")``: a runtime condition
+    with the same key in every task, so the verifier knows they agree::
+
+        n = turns.start()
+        with work_tile_loop(wq):
+            n, odd = turns.take(count=n)
+            with when_false(odd, key="odd"):
+                ...  # the even tiles
+
+    Work methods (consumer, auxiliary): ``start`` (no tile yet: 0) and ``take`` (count the
+    tile: ``(count + 1, count is odd)``).
+    """
+
+    count: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    odd: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.count = TaskLocalVariable(dtype="Int32", default=0)
+        self.odd = TaskLocalVariable(dtype="Boolean", default=False)
+
+    @consumer_work(returns=count, work_attrs=WorkAttr.AUXILIARY)
+    def start(self, stage_info: Any) -> Any:
+        """No tile yet."""
+        from ts_codegen.wgmma import Int32
+
+        return Int32(0)
+
+    @consumer_work(returns=(count, odd), work_attrs=WorkAttr.AUXILIARY)
+    def take(self, stage_info: Any, *, count: Any) -> Any:
+        """Count the tile; the odd ones are the second task's."""
+        return count + 1, (count % 2) == 1
+
+
+def tile_queue(
+    params: Any,
+    counters: Any = None,
+    *,
+    consumer_threads: int = 0,
+    stages: int = 2,
+    name: str = "WorkQueue",
+) -> WorkQueue:
+    """A persistent kernel's work queue over ``params`` (the scheduler's tile grid).
+
+    Args:
+        params: The tile scheduler parameters (a symbol on the host).
+        counters: None for the static schedule (CTA ``c`` runs tiles ``c, c + G, ...``), else
+            the atomic dynamic scheduler's global counters (two zeroed Int32): one warp claims
+            each further tile and hands it over through the queue's own ring of ``stages``.
+        consumer_threads: The threads that read the handed-over tiles (dynamic only).
+        stages: The hand-over ring's depth (dynamic only).
+        name: The resource name.
+    """
+    if counters is None:
+        static = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params)
+        return WorkQueue(static, name=name)
+    handoff = PipelineConfig.create_async_async_pipeline_cfg(
+        stages, CooperativeGroupSpec("thread", 32), CooperativeGroupSpec("thread", consumer_threads)
+    )
+    dynamic = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(
+        params, counters
+    )
+    return WorkQueue(dynamic, name=name, pipeline_config=handoff)
+
+
+def prefetch_tma(k: Any, *atoms: Any, warp: int = 0) -> None:
+    """At kernel start, warp ``warp`` prefetches the descriptors of the TMA ``atoms``.
+
+    ``k`` is the declaration's ``KernelContext``; nothing happens on the host.
+    """
+    if k.on_device:
+        from ts_codegen import wgmma
+
+        wgmma.prefetch_descriptors(warp, atoms)

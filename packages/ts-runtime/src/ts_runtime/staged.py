@@ -205,12 +205,23 @@ class KernelContext:
     def smem_tensor(
         self, dtype: Any, layout: Any, alignment: int = 1024, swizzle: Any = None
     ) -> Any:
-        """An SMEM tensor (``layout`` may be a function: DSL layouts exist only in the kernel)."""
+        """An SMEM tensor, carved from the kernel's SMEM in declaration order.
+
+        ``layout`` may be a function that returns it (DSL layouts exist only in the kernel), or
+        a kernel parameter. A swizzled composed layout ``outer o swizzle`` (what
+        ``cutlass.utils.hopper_helpers.make_smem_layout_*`` return) with no ``swizzle`` given
+        is allocated as ``outer`` with the swizzle on the pointer, the form TMA and WGMMA
+        descriptors read.
+        """
         if not self.on_device:
             return Symbol(f"smem{next(self._smem_ids)}")
         import ts_codegen.launch
 
-        shape = layout() if callable(layout) else layout
+        # DSL layouts are callable too (coordinate -> offset): only a Python function is a
+        # factory.
+        shape = layout() if inspect.isfunction(layout) or inspect.ismethod(layout) else layout
+        if swizzle is None and hasattr(shape, "outer") and hasattr(shape, "inner"):
+            shape, swizzle = shape.outer, shape.inner
         return ts_codegen.launch.smem_tensor(self.smem_allocator, dtype, shape, alignment, swizzle)
 
 

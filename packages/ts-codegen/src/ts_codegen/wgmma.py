@@ -1,0 +1,302 @@
+"""Hopper GEMM building blocks of ``ts_runtime.blocks``, the DSL side.
+
+* the operand ring (``WgmmaRing``): TMA views of the ``A`` / ``B`` stages and their multicast
+  masks within a thread-block cluster, the TMA loads of one K block;
+* the accumulator (``WgmmaAccumulator``): WGMMA descriptors over the operand stages, the fp32
+  register tile, one K block of WGMMAs;
+* the epilogue (``TmaEpilogue``): the accumulator converted sub-tile by sub-tile into SMEM
+  buffers (``stmatrix``) that one warp TMA-stores.
+
+Shapes: ``A`` is ``M x K``, ``B`` is ``N x K`` (each K- or MN-major, as its TMA tensor and
+SMEM layout say), ``C`` is ``M x N``. A stage of the ring holds an ``A`` block ``(BM, BK)``
+and a ``B`` block ``(BN, BK)``; an SMEM ring tensor is ``(rows, BK, stages)``, the epilogue's
+``(BM, EN, buffers)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils.hopper_helpers as sm90
+from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import Constexpr
+from cutlass.tensor_utils import LayoutEnum
+
+__all__ = [
+    "EpilogueViews",
+    "Int32",
+    "OperandViews",
+    "accumulator_setup",
+    "begin_tile",
+    "epilogue_drain",
+    "epilogue_setup",
+    "epilogue_store",
+    "epilogue_views",
+    "load_operands",
+    "make_accumulator",
+    "mma_fragments",
+    "mma_k_block",
+    "mma_wait",
+    "operand_views",
+    "prefetch_descriptors",
+]
+
+WARPGROUP = 128
+
+
+@cute.jit
+def prefetch_descriptors(warp: Constexpr[int], atoms: Constexpr[tuple[Any, ...]]) -> None:
+    """Warp ``warp`` prefetches the TMA descriptors of ``atoms``."""
+    if cute.arch.make_warp_uniform(cute.arch.warp_idx()) == warp:
+        for i in range_constexpr(len(atoms)):
+            cpasync.prefetch_descriptor(atoms[i])
+
+
+# -- the operand ring ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class OperandViews:
+    """One producer's TMA views of a ring and its multicast masks.
+
+    ``a_g[(None, m, k)]`` is K block ``k`` of ``A`` tile row ``m``, ``a_s[(None, stage)]`` a
+    stage (``B`` alike); a mask of 0 means a plain load.
+    """
+
+    a_g: Any
+    a_s: Any
+    b_g: Any
+    b_s: Any
+    mask_a: Any
+    mask_b: Any
+
+
+def operand_views(
+    a: Any,
+    b: Any,
+    tile_mnk: tuple[int, int, int],
+    cluster_mn: tuple[int, int],
+) -> OperandViews:
+    """TMA views of the ``A`` / ``B`` stages for this CTA of its cluster.
+
+    ``a`` and ``b`` have the ``atom``, the TMA tensor ``gmem`` and the SMEM stages ``smem``
+    (``ts_runtime.blocks.TmaSource``). With a cluster ``(CM, CN)``, ``A`` is multicast to the
+    ``CN`` CTAs of this CTA's cluster row and ``B`` to the ``CM`` CTAs of its column: each CTA
+    loads its slice of the tile, the multicast brings the others.
+    """
+    bm, bn, bk = tile_mnk
+    cm, cn = cluster_mn
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    cta_layout = cute.make_layout((cm, cn, 1))
+    coord = cta_layout.get_flat_coord(rank)
+    atom_a, t_a, s_a = a.atom, a.gmem, a.smem
+    atom_b, t_b, s_b = b.atom, b.gmem, b.smem
+    g_a = cute.local_tile(t_a, (bm, bk), (None, None))  # (BM, BK, tiles_m, tiles_k)
+    g_b = cute.local_tile(t_b, (bn, bk), (None, None))  # (BN, BK, tiles_n, tiles_k)
+    a_s, a_g = cpasync.tma_partition(
+        atom_a,
+        coord[1],
+        cute.make_layout(cn),
+        cute.group_modes(s_a, 0, 2),
+        cute.group_modes(g_a, 0, 2),
+    )
+    b_s, b_g = cpasync.tma_partition(
+        atom_b,
+        coord[0],
+        cute.make_layout(cm),
+        cute.group_modes(s_b, 0, 2),
+        cute.group_modes(g_b, 0, 2),
+    )
+    mask_a = cute.make_layout_image_mask(cta_layout, coord, mode=1) if cn > 1 else 0
+    mask_b = cute.make_layout_image_mask(cta_layout, coord, mode=0) if cm > 1 else 0
+    return OperandViews(a_g, a_s, b_g, b_s, mask_a, mask_b)
+
+
+@cute.jit
+def _load(atom: Any, src: Any, dst: Any, barrier: Any, mask: Any) -> None:
+    if const_expr(isinstance(mask, int)):
+        cute.copy(atom, src, dst, tma_bar_ptr=barrier)
+    else:
+        cute.copy(atom, src, dst, tma_bar_ptr=barrier, mcast_mask=mask)
+
+
+def load_operands(
+    atoms: tuple[Any, Any], views: OperandViews, m: Any, n: Any, k: Any, stage: Any, barrier: Any
+) -> None:
+    """TMA-load K block ``k`` of ``A`` tile row ``m`` and ``B`` tile row ``n`` into ``stage``.
+
+    Both loads complete on ``barrier`` (the stage's full barrier); rows and columns outside the
+    tensors arrive zero-filled.
+    """
+    v = views
+    _load(atoms[0], v.a_g[(None, m, k)], v.a_s[(None, stage)], barrier, v.mask_a)
+    _load(atoms[1], v.b_g[(None, n, k)], v.b_s[(None, stage)], barrier, v.mask_b)
+
+
+# -- the accumulator ----------------------------------------------------------------------------
+def mma_fragments(tiled_mma: Any, s_a: Any, s_b: Any, wg: Any) -> tuple[Any, Any]:
+    """WGMMA descriptors of warpgroup ``wg`` of the task over the stages.
+
+    Returns ``(frag_a, frag_b)``, indexed ``[(None, None, kk, stage)]``.
+    """
+    thr_mma = tiled_mma.get_slice(wg * WARPGROUP)
+    return (
+        tiled_mma.make_fragment_A(thr_mma.partition_A(s_a)),
+        tiled_mma.make_fragment_B(thr_mma.partition_B(s_b)),
+    )
+
+
+def make_accumulator(tiled_mma: Any, tile_mn: tuple[int, int], wg: Any) -> Any:
+    """The fp32 register tile of one thread of warpgroup ``wg`` of the task."""
+    shape = tiled_mma.get_slice(wg * WARPGROUP).partition_shape_C(tile_mn)
+    return cute.make_rmem_tensor(shape, cutlass.Float32)
+
+
+def accumulator_setup(
+    tiled_mma: Any, tile_mn: tuple[int, int], s_a: Any, s_b: Any, first_wg: int
+) -> tuple[Any, Any, Any, Any]:
+    """The accumulator of this thread of a task that starts at warpgroup ``first_wg``.
+
+    Returns ``(frag_a, frag_b, regs, tidx)``: the WGMMA descriptors, the register tile and the
+    thread's index in the task.
+    """
+    tidx, _, _ = cute.arch.thread_idx()
+    wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - first_wg
+    frag_a, frag_b = mma_fragments(tiled_mma, s_a, s_b, wg)
+    regs = make_accumulator(tiled_mma, tile_mn, wg)
+    return frag_a, frag_b, regs, tidx - WARPGROUP * first_wg
+
+
+@cute.jit
+def begin_tile(tiled_mma: Any, acc: Any) -> None:
+    """Zero the accumulator and fence its registers for the first WGMMA of a tile."""
+    acc.fill(0.0)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    warpgroup.fence()
+
+
+@cute.jit
+def mma_k_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage: Any) -> None:
+    """Issue the WGMMAs of one K block of ``stage`` (one per ``k`` step of the atom); commit."""
+    for kk in range_constexpr(cute.size(t_ra, mode=[2])):
+        cute.gemm(tiled_mma, acc, t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)], acc)
+    warpgroup.commit_group()
+
+
+@cute.jit
+def mma_wait(outstanding: Constexpr[int]) -> None:
+    """Wait until at most ``outstanding`` WGMMA groups of this warpgroup are in flight."""
+    warpgroup.wait_group(outstanding)
+
+
+# -- the epilogue ---------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class EpilogueViews:
+    """One thread's epilogue views (built once, used every tile).
+
+    Attributes:
+        r2s: The register -> SMEM tiled copy (``stmatrix``).
+        acc: The accumulator retiled for ``r2s``: sub-tile ``j`` is a contiguous run of it.
+        frag: The registers of one converted sub-tile.
+        smem: ``r2s``'s view of the buffers, ``[(None, None, None, buffer)]``.
+        thr_mma: The thread's slice of the tiled MMA (for a fused epilogue, else None).
+        acc_mma: The accumulator in its MMA layout (for a fused epilogue, else None).
+    """
+
+    r2s: Any
+    acc: Any
+    frag: Any
+    smem: Any
+    thr_mma: Any = None
+    acc_mma: Any = None
+
+
+def epilogue_views(tiled_mma: Any, acc: Any, smem: Any, tidx: Any, fused: bool) -> EpilogueViews:
+    """Thread ``tidx`` of the task: ``stmatrix`` views of ``acc`` and the N-major buffers."""
+    dtype = smem.element_type
+    store_atom = sm90.get_smem_store_op(LayoutEnum.ROW_MAJOR, dtype, cutlass.Float32)
+    stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), dtype)
+    r2s = cute.make_tiled_copy_S(store_atom, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
+    thr = r2s.get_slice(tidx)
+    frag = cute.make_rmem_tensor(cute.shape(thr.partition_S(smem))[:3], dtype)
+    if not fused:
+        return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(smem))
+    thr_mma = tiled_mma.get_slice(tidx)
+    return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(smem), thr_mma, acc)
+
+
+@cute.jit
+def epilogue_store(
+    views: EpilogueViews,
+    atom: Any,
+    smem: Any,
+    gmem: Any,
+    tile_mn: Constexpr[tuple[int, int]],
+    sub_tile: Constexpr[tuple[int, int]],
+    m: Any,
+    n: Any,
+    barrier: Any,
+    is_store_warp: Any,
+    fuse: Any,
+) -> None:
+    """Write tile ``(m, n)`` of ``C`` from the accumulator, one ``sub_tile`` at a time.
+
+    Sub-tile ``j`` (columns ``j * EN ...``) goes through buffer ``j % buffers`` (the buffers
+    divide the sub-tiles, so the ring continues into the next tile): convert and ``stmatrix``
+    it into the buffer, ``fence.proxy.async``, one named barrier over the task's threads, and
+    the store warp TMA-stores it and commits. Before the barrier the store warp waits until at
+    most ``buffers - 2`` stores still read SMEM, so the next sub-tile's buffer is free after
+    it. ``fuse(acc, thr_mma, m, n)`` first rewrites the accumulator (in its MMA layout).
+    """
+    if const_expr(fuse is not None):
+        fuse(views.acc_mma, views.thr_mma, m, n)
+    buffers = cute.size(smem, mode=[2])
+    subtiles = tile_mn[1] // sub_tile[1]
+    g_sub = cute.zipped_divide(cute.local_tile(gmem, tile_mn, (m, n)), sub_tile)
+    t_s, t_g = cpasync.tma_partition(
+        atom, 0, cute.make_layout(1), cute.group_modes(smem, 0, 2), g_sub
+    )
+    n_vals = cute.size(views.frag)
+    for j in range_constexpr(subtiles):
+        buf = j % buffers
+        for v in range_constexpr(n_vals):
+            views.frag[v] = views.acc[j * n_vals + v].to(smem.element_type)
+        cute.copy(views.r2s, views.frag, views.smem[(None, None, None, buf)])
+        cute.arch.fence_proxy("async.shared", space="cta")
+        if is_store_warp:
+            cute.arch.cp_async_bulk_wait_group(buffers - 2, read=True)
+        barrier.arrive_and_wait()
+        if is_store_warp:
+            # Bulk groups are per thread: the elected lane issues and commits; the warp's
+            # wait_group above covers it.
+            with cute.arch.elect_one():
+                cute.copy(atom, t_s[(None, buf)], t_g[(None, (0, j))])
+                cute.arch.cp_async_bulk_commit_group()
+
+
+@cute.jit
+def epilogue_drain(is_store_warp: Any) -> None:
+    """The store warp waits until its TMA stores have read SMEM (before the CTA exits)."""
+    if is_store_warp:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+def epilogue_setup(
+    tiled_mma: Any, acc: Any, smem: Any, tidx: Any, fused: bool, barrier_id: int, first_wg: int
+) -> tuple[EpilogueViews, Any, Any]:
+    """The epilogue of this thread of a task that starts at warpgroup ``first_wg``.
+
+    Returns ``(views, barrier, is_store_warp)``: the thread's views, the task's named barrier
+    (over its threads) and whether the thread's warp is the store warp (the task's first).
+    """
+    views = epilogue_views(tiled_mma, acc, smem, tidx, fused)
+    barrier = cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=cute.size(tiled_mma))
+    is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == first_wg * WARPGROUP // 32
+    return views, barrier, is_store_warp
+
+
+Int32: Any = cutlass.Int32
+"""The DSL's 32-bit integer type."""
