@@ -183,21 +183,27 @@ def _outside(shape: _Shape) -> _Shape:
     return dataclasses.replace(shape, flag_inside=False, skip=skip)
 
 
-def generate(rng: random.Random) -> Gen:
-    """A random plan; see the module docstring."""
+def generate(rng: random.Random, small: bool = False) -> Gen:
+    """A random plan; see the module docstring.
+
+    ``small`` keeps rings at 1 or 2 stages, and a plan with a per-tile bound to one ring
+    between two tasks, so that the verifier's cut-offs (which grow with the stages and tasks of
+    a ring cycle, and square with per-tile values) stay within a CI budget.
+    """
     persistent = rng.random() < 0.35
-    n_tasks = rng.randint(2, 3)
+    # Per-tile values multiply the oracle's runs (2^tiles per flag or predicate, 3^tiles or more
+    # per per-tile bound): a persistent plan gets a small budget of them ("b": a flag or skip
+    # predicate, "k": a per-tile bound) and at most one runtime symbol.
+    budget = rng.choice(["", "b", "b", "bb", "k", "k", "kb"]) if persistent else ""
+    one_ring = small and "k" in budget
+    n_tasks = 2 if one_ring else rng.randint(2, 3)
     names = [f"t{i}" for i in range(n_tasks)]
-    stages = {f"r{i}": rng.randint(1, 3) for i in range(rng.randint(1, 3))}
+    n_rings = 1 if one_ring else rng.randint(1, 3)
+    stages = {f"r{i}": rng.randint(1, 2 if small else 3) for i in range(n_rings)}
     ends = {r: tuple(rng.sample(names, 2)) for r in stages}  # (producer, consumer)
     features: set[str] = set()
-    # Per-tile values multiply the oracle's runs by 2^tiles each: a persistent plan gets at
-    # most two per-tile keys (flags plus skip predicates) and one runtime symbol.
     if persistent:
         features.add("persistent")
-        # Per-tile values multiply the oracle's runs (2^tiles per flag or predicate, 3^tiles
-        # per per-tile bound): a persistent plan gets a small budget of them.
-        budget = rng.choice(["", "b", "b", "bb", "k", "k", "kb"])
         n_bin = budget.count("b")
         n_flags = rng.randint(0, n_bin)
         flags = list(FLAGS[:n_flags])
