@@ -103,14 +103,21 @@ def test_oracle_aliasing_by_happens_before() -> None:
     a persistent relay overlaps tile t's `b` with tile t + 1's `a`."""
     a_p, a_c = (("a", "acquire"), ("a", "commit")), (("a", "wait"), ("a", "release"))
     b_p, b_c = (("b", "acquire"), ("b", "commit")), (("b", "wait"), ("b", "release"))
-    relay = (Loop(3, (Ops(a_c),)), Loop(3, (Ops(b_p),)))
-    ordered = {"p": (Loop(3, (Ops(a_p),)),), "r": relay, "c": (Loop(3, (Ops(b_c),)),)}
+    relay: tuple[Node, ...] = (Loop(3, (Ops(a_c),)), Loop(3, (Ops(b_p),)))
+    ordered: dict[str, tuple[Node, ...]] = {
+        "p": (Loop(3, (Ops(a_p),)),),
+        "r": relay,
+        "c": (Loop(3, (Ops(b_c),)),),
+    }
     stages = {"a": 2, "b": 2}
     assert oracle_ok(Gen(stages, ordered, (("a", "b"),)))
     assert oracle_ok(Gen(stages, ordered))  # and without the alias, of course
-    both = {"p": (Loop(3, (Ops(a_p + b_p),)),), "c": (Loop(3, (Ops(a_c + b_c),)),)}
+    both: dict[str, tuple[Node, ...]] = {
+        "p": (Loop(3, (Ops(a_p + b_p),)),),
+        "c": (Loop(3, (Ops(a_c + b_c),)),),
+    }
     assert _outcome(Gen(stages, both, (("a", "b"),))) == "alias"
     assert oracle_ok(Gen(stages, both))
-    tiles = {t: (Tiles(None, body),) for t, body in ordered.items()}
+    tiles: dict[str, tuple[Node, ...]] = {t: (Tiles(None, b),) for t, b in ordered.items()}
     found = failure(Gen(stages, tiles, (("a", "b"),)))
     assert found is not None and found[0] == "alias" and found[1].tiles == 2
