@@ -46,6 +46,7 @@ LONG_TILES = 6
 
 FEATURES = ("persistent", "skips", "flags", "tile_bounds", "lags", "aliasing")
 SEEDS_SHOWN = 20
+PROGRESS = 1000
 
 
 def run(plans: int, first: int) -> dict[str, Any]:
@@ -81,6 +82,15 @@ def run(plans: int, first: int) -> dict[str, Any]:
             per[f]["plans"] += 1
             per[f]["oracle_bad"] += not expected
             per[f]["disagreements"] += wrong
+        if (seed - first + 1) % PROGRESS == 0:
+            # Progress on stderr (stdout keeps its one JSON line).
+            done, spent = seed - first + 1, time.perf_counter() - start
+            print(
+                f"{done} plans, {len(unsound)} unsound, {len(false_alarms)} false alarms, "
+                f"{spent:.0f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     return {
         "plans": plans,
         "first_seed": first,
