@@ -21,13 +21,7 @@ EXAMPLES = ROOT / "examples"
 ALLOWED_ROOTS = frozenset({"task_scheduling", "cutlass", "cuda", "torch", "__future__"})
 
 # Files not yet on the facade, as patterns of paths under examples/. Keep it short, say why.
-PENDING = (
-    # PENDING: the GEMM (gemm.py and its _gemm_*.py helpers) is being rewritten on the staged
-    # front door (issue 13); until that lands it still reaches into the layers (ts_codegen,
-    # ts_runtime, ts_trace, ts_ir). Drop these two lines with that rewrite.
-    "hopper/gemm.py",
-    "hopper/_gemm_*.py",
-)
+PENDING: tuple[str, ...] = ()  # every example is on the facade (the GEMM since issue 13)
 
 
 def example_files() -> list[Path]:
@@ -74,12 +68,6 @@ def test_examples_import_only_the_facade_the_dsl_torch_and_the_stdlib() -> None:
         "the standard library and the _*.py helpers beside them; re-export what is missing from "
         "a task_scheduling submodule. Offending imports:\n" + "\n".join(bad)
     )
-
-
-@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="examples/ is not part of this checkout")
-def test_pending_list_is_still_needed() -> None:
-    held = [o for p in example_files() if pending(p) for o in offences(p)]
-    assert held, "every pending example is on the facade now: empty PENDING"
 
 
 def test_the_check_catches_a_layer_import(tmp_path: Path) -> None:

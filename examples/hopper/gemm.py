@@ -99,14 +99,10 @@ from cutlass.base_dsl.ast_helpers import const_expr
 
 from task_scheduling import domain_loop, schedule, when_false, when_true, work_tile_loop
 from task_scheduling.harness import compile_only as compile_and_count
-from task_scheduling.kernel import Kernel, KernelContext, Tasks
-from task_scheduling.plan import KernelPlan
-from task_scheduling.schedule_builder import ResourceProxy, Schedule
-from task_scheduling.task import Task
-
-# PENDING: the facade re-exports TmaRing only; these blocks come from the layer until it
-# re-exports them too (tests/test_examples_imports.py lists gemm.py as pending).
-from ts_runtime.blocks import (
+from task_scheduling.kernel import (
+    Kernel,
+    KernelContext,
+    Tasks,
     TileTurns,
     TmaEpilogue,
     TmaSource,
@@ -115,6 +111,9 @@ from ts_runtime.blocks import (
     prefetch_tma,
     tile_queue,
 )
+from task_scheduling.plan import KernelPlan
+from task_scheduling.schedule_builder import ResourceProxy, Schedule
+from task_scheduling.task import Task
 
 # ---------------------------------------------------------------------------------------------
 # TS kernel: the same schedule, declared once on TS building blocks
