@@ -95,6 +95,7 @@ from _gemm_twin import (
     twin_pingpong_kernel,
 )
 from _gpu_check import gpu_ready
+from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
 from cutlass.base_dsl.ast_helpers import const_expr
 
 from task_scheduling import domain_loop, schedule, when_false, when_true, work_tile_loop
@@ -331,7 +332,7 @@ def make_plan(
 
 
 def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
-    """A ``@cute.jit`` ``launch(a, b, c, bias, counters)`` specialised to ``cfg``.
+    """A ``@cute.jit`` ``launch(a, b, c, bias, counters, stream=None)`` specialised to ``cfg``.
 
     It builds the TMA atoms, the SMEM layouts and the scheduler parameters and hands them to
     ``start(*values, grid=, block=, cluster=)``: a staged kernel's ``launch`` or the twin's.
@@ -346,6 +347,7 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
         c: cute.Tensor,
         bias: cute.Tensor | None,
         counters: cute.Tensor | None,
+        stream: cuda.CUstream | None = None,
     ) -> None:
         layouts = make_smem_layouts(cfg)
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
@@ -366,6 +368,7 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
             grid=grid,
             block=(cfg.block_threads, 1, 1),
             cluster=(*cfg.cluster_mn, 1),
+            stream=stream,
         )
 
     return launch
@@ -376,6 +379,8 @@ def _twin_launcher(cfg: GemmConfig) -> Any:
     twin = twin_pingpong_kernel if cfg.pingpong else twin_kernel
 
     def start(*values: Any, **launch: Any) -> None:
+        if launch.get("stream") is None:
+            launch.pop("stream", None)  # the default stream
         twin(*values[:6], make_tiled_mma(cfg), *values[6:], cfg).launch(**launch)
 
     return _launcher(cfg, start)

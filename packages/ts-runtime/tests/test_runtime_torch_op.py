@@ -72,3 +72,37 @@ def test_misaligned_tensor_is_a_typed_error(copy_op: Any) -> None:
 def test_empty_tensor_needs_no_launch(copy_op: Any) -> None:
     x = torch.empty(0, 512, device="cuda", dtype=torch.float16)
     assert copy_op(x).shape == (0, 512)
+
+
+@pytest.fixture(scope="module")
+def gemm_op(load_example: Callable[[str], Any]) -> Any:
+    """The TS GEMM (128 x 256 tiles, bf16) as ``c = a @ b.T`` for K-major ``a``, ``b``."""
+    import cutlass.cute as cute
+
+    from ts_runtime.torch_op import torch_op
+
+    example = load_example("gemm")
+    launch = example.gemm_kernel(example.GemmConfig()).jit_launcher
+
+    @cute.jit
+    def gemm_abt(a: Any, b: Any, c: Any, stream: Any = None) -> None:
+        launch(a, b, c, None, None, stream)
+
+    def out(a: Any, b: Any) -> Any:
+        return torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
+
+    return torch_op("ts_tests::gemm", gemm_abt, outputs=out, num_inputs=2)
+
+
+def test_gemm_in_a_compiled_module(gemm_op: Any) -> None:
+    weight = torch.randn(512, 1024, device="cuda", dtype=torch.bfloat16) / 32
+    layer: Any = torch.nn.Linear(1024, 512, bias=False, device="cuda", dtype=torch.bfloat16)
+    layer.weight.data.copy_(weight)
+    layer.forward = lambda x: torch.relu(gemm_op(x, layer.weight))  # the TS GEMM inside
+
+    model = torch.compile(layer, fullgraph=True)
+    x = torch.randn(384, 1024, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        got = model(x)
+        want = torch.relu(x.float() @ weight.float().T).to(torch.bfloat16)
+    torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
