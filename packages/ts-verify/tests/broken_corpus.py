@@ -10,14 +10,19 @@ from verify_testkit import Dst, Ring, Src, marker_line, plan_of, task
 from ts_ir import KernelPlan, see_also
 from ts_verify import VERIFY_CATALOG, Diagnostic, Report, Severity, verify
 
+WARNINGS_BESIDE = frozenset({"TS-V215"})
+"""Warnings a broken plan may carry beside its errors (a graph that tasks on two rings
+talking both ways derive has a cycle)."""
+
 
 def check(plan: KernelPlan, *codes: str) -> Report:
-    """``verify(plan)`` reports exactly ``codes``, in order, all errors."""
+    """``verify(plan)`` reports exactly ``codes`` as errors, in order (and no other warning)."""
     report = verify(plan)
-    assert report.codes() == list(codes), report.as_text()
+    assert [d.code for d in report.errors] == list(codes), report.as_text()
     assert not report.ok
     assert not any(p.startswith("no deadlock") for p in report.proven)
-    assert all(d.severity is Severity.ERROR for d in report.diagnostics)
+    warnings = [d.code for d in report.diagnostics if d.severity is not Severity.ERROR]
+    assert set(warnings) <= WARNINGS_BESIDE, report.as_text()
     return report
 
 

@@ -68,8 +68,8 @@ def _crossed_tma_plan(src: Src, dst: Dst) -> Any:
 
 def test_deadlock_trace_as_text(src: Src, dst: Dst) -> None:
     report = verify(_crossed_tma_plan(src, dst))
-    assert report.codes() == ["TS-V302"], report.as_text()
-    d = report.diagnostics[0]
+    assert report.codes() == ["TS-V215", "TS-V302"], report.as_text()  # the rings' cycle
+    d = report.errors[0]
     assert d.trace is not None
     lines = d.trace.as_text().splitlines()
     assert lines[0] == "  when: always"
@@ -117,7 +117,8 @@ def test_barrier_state_describe() -> None:
 def test_deadlock_report_as_json(src: Src, dst: Dst) -> None:
     data = json.loads(verify(_crossed_tma_plan(src, dst)).to_json())
     assert data["plan"] == "crossed" and data["ok"] is False
-    (d,) = data["diagnostics"]
+    cycle, d = data["diagnostics"]
+    assert cycle["code"] == "TS-V215" and cycle["severity"] == "warning"
     assert d["code"] == "TS-V302" and d["title"] == "deadlock" and d["severity"] == "error"
     assert d["fix"] == VERIFY_CATALOG["TS-V302"][1]
     assert d["location"] == {

@@ -399,6 +399,31 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         """,
     ),
     _entry(
+        "TS-V215",
+        "dependency graph has a cycle",
+        "list as upstreams only the resources whose data a resource is made from",
+        """
+        The dependency graph (`{downstream: [upstreams]}`) says which resource is made from
+        which. A cycle says each of its resources is made from the others, so the graph orders
+        none of their data. It is a warning, not an error: whether the kernel is correct is
+        decided by its schedules, which the verifier checks in full (SMEM aliasing, for one, is
+        decided from the schedules, never from the graph). A cycle is usually a typo, an
+        upstream listed on the wrong side.
+        """,
+        """
+        plan = build_plan(
+            [TaskDeclaration([src], [ring], 0, 4, load_task(src, ring), name="loader"),
+             TaskDeclaration([ring], [dst], 4, 4, store_task(ring, dst), name="storer")],
+            {ring: [src, dst], dst: [ring]})
+        """,
+        """
+        plan = build_plan(
+            [TaskDeclaration([src], [ring], 0, 4, load_task(src, ring), name="loader"),
+             TaskDeclaration([ring], [dst], 4, 4, store_task(ring, dst), name="storer")],
+            {ring: [src], dst: [ring]})
+        """,
+    ),
+    _entry(
         "TS-V301",
         "bracket counts differ between tasks",
         "make every task that touches a pipeline "

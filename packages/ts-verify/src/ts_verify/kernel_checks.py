@@ -23,7 +23,7 @@ from ts_ir import (
     WorkTileLoop,
     plan_smem_layout,
 )
-from ts_verify.diagnostics import Diagnostic
+from ts_verify.diagnostics import Diagnostic, Severity
 
 __all__ = [
     "REGISTER_FILE",
@@ -332,9 +332,54 @@ def _work_queues(plan: KernelPlan) -> Iterator[Diagnostic]:
         )
 
 
+def _dependency_cycles(plan: KernelPlan) -> Iterator[Diagnostic]:
+    """TS-V215 (a warning) for each cycle of the declared dependency graph.
+
+    A cycle says each of its resources is made from the others' data: no order of the kernel's
+    data follows from the graph, so it is worth a look, but the schedules alone decide whether
+    the kernel is correct (a value fed back from one tile to the next is a cycle too).
+    """
+    ups: dict[str, list[str]] = {}
+    for e in plan.dependencies:
+        ups.setdefault(e.downstream, []).append(e.upstream)
+    reported: set[frozenset[str]] = set()
+    for start in sorted(ups):
+        # Depth-first walk from `start` along upstream edges; a path back to `start` is a cycle.
+        stack: list[tuple[str, list[str]]] = [(start, [start])]
+        seen: set[str] = set()
+        while stack:
+            node, path = stack.pop()
+            for up in ups.get(node, ()):
+                if up == start:
+                    members = frozenset(path)
+                    if members not in reported:
+                        reported.add(members)
+                        chain = " <- ".join(f"`{r}`" for r in [*path, start])
+                        yield Diagnostic(
+                            "TS-V215",
+                            f"the dependency graph has a cycle: {chain} (each is declared as "
+                            "made from the next)",
+                            resource=start,
+                            severity=Severity.WARNING,
+                            fix="list as upstreams only the resources whose data a resource "
+                            "is made from",
+                        )
+                elif up not in seen:
+                    seen.add(up)
+                    stack.append((up, [*path, up]))
+
+
 def check_kernel(plan: KernelPlan) -> list[Diagnostic]:
     """Every cross-task check, in a stable order."""
     out: list[Diagnostic] = []
-    for check in (_warps, _registers, _arrivals, _smem, _dependencies, _work_queues):
+    for check in (
+        _warps,
+        _registers,
+        _arrivals,
+        _smem,
+        _dependencies,
+        _dependency_cycles,
+        _work_queues,
+    ):
         out.extend(check(plan))
     return out

@@ -15,7 +15,7 @@ from ts_ir import KernelPlan
 from ts_verify.aliasing import alias_pairs, check_aliasing
 from ts_verify.brackets import check_task_brackets
 from ts_verify.declarations import check_declarations
-from ts_verify.diagnostics import Diagnostic, Report
+from ts_verify.diagnostics import Diagnostic, Report, Severity
 from ts_verify.kernel_checks import check_kernel
 from ts_verify.lanes import split_lanes
 from ts_verify.whole_kernel import check_counts, check_runs
@@ -48,6 +48,9 @@ def verify(plan: KernelPlan) -> Report:
     for task in plan.tasks:
         found.extend(check_task_brackets(plan, task))
     found.extend(check_kernel(plan))
+    # Warnings (a dependency cycle) are reported and change nothing else.
+    warned = [d for d in found if d.severity is not Severity.ERROR]
+    found = [d for d in found if d.severity is Severity.ERROR]
     proven: list[str] = []
     stats: dict[str, float] = {}
     # A wrong arrival count leaves every schedule well formed, so the whole-kernel run still
@@ -86,4 +89,6 @@ def verify(plan: KernelPlan) -> Report:
                     f"by happens-before in {int(stats['alias_runs'])} runs of the whole kernel"
                 )
     stats["seconds"] = time.perf_counter() - start
-    return Report(plan.name, tuple(found), tuple(proven), tuple(sorted(stats.items())))
+    # Warnings first, where the kernel-wide checks found them.
+    diagnostics = (*warned, *found)
+    return Report(plan.name, diagnostics, tuple(proven), tuple(sorted(stats.items())))
