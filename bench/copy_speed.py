@@ -14,12 +14,12 @@ example's own run also interleaves TS, twin and rounds: ``task_scheduling.harnes
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from _examples import load_example
 
 from task_scheduling.harness import time_ms
 
@@ -28,16 +28,7 @@ GIB_HALVES = 1 << 29  # fp16 elements in 1 GiB
 
 
 def _example(name: str) -> ModuleType:
-    path = ROOT / "examples" / "hopper" / f"{name}.py"
-    # As when the example runs as a script: it imports the helpers beside it.
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"bench_hopper_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, "bench_hopper")
 
 
 def torch_copy_ms(nelems: int, iters: int) -> float:

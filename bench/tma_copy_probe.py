@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import os
 import sys
@@ -40,6 +39,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+
+from _examples import load_example
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
@@ -63,16 +64,7 @@ POLICIES = {
 
 
 def _example(name: str) -> ModuleType:
-    path = ROOT / "examples" / "hopper" / f"{name}.py"
-    # As when the example runs as a script: it imports the helpers beside it.
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"probe_hopper_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_example(name, "probe_hopper")
 
 
 tma_copy = _example("tma_copy")

@@ -20,29 +20,21 @@ One JSON line per case: microseconds per call and the ratio to ``direct``. Usage
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
+
+from _examples import load_example
 
 ROOT = Path(__file__).resolve().parent.parent
 SHAPE = (128, 256)  # two 64 x 256 tiles
 
 
-def _example(name: str) -> Any:
-    path = ROOT / "examples" / "hopper" / f"{name}.py"
-    # As when the example runs as a script: it imports the helpers beside it.
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(f"bench_hopper_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def _example(name: str) -> ModuleType:
+    return load_example(name, "bench_hopper")
 
 
 def _per_call_us(fn: Callable[[], Any], iters: int) -> float:
