@@ -55,9 +55,7 @@ from ts_ir import (
     render_plan_table,
     render_schedule,
 )
-from ts_verify import Report, Trace, verify
-from ts_verify.unroll import Valuation, is_per_tile, loop_key
-from ts_verify.whole_kernel import run_valuation
+from ts_verify import Report, Trace, Valuation, is_per_tile, loop_key, run_valuation, verify
 
 __all__ = ["CliError", "main"]
 

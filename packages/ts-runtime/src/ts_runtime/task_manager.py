@@ -47,8 +47,7 @@ from ts_runtime.pipeline_config import blackwell_alternative
 from ts_runtime.target import current_target, is_blackwell_or_later
 from ts_runtime.task import Task
 from ts_trace import MemoryResource, build_plan, resource_name
-from ts_verify import Report, VerificationError, split_lanes, verify
-from ts_verify.kernel_checks import arrivals_per_signal
+from ts_verify import Report, VerificationError, arrivals_per_signal, split_lanes, verify
 
 __all__ = ["TaskManager"]
 

@@ -4,6 +4,9 @@
 declaration checks (:mod:`ts_verify.kernel_checks`), symbolic bracket counts for all valuations
 (:mod:`ts_verify.counting`) and deadlock/race runs against mbarrier semantics
 (:mod:`ts_verify.simulate`, :mod:`ts_verify.whole_kernel`).
+
+The layers above use only the names exported here (import-linter holds them to it): the
+arrival count of a task's signal, and one valuation's run for drawing timelines.
 """
 
 from ts_verify.__about__ import __version__ as __version__
@@ -17,8 +20,11 @@ from ts_verify.diagnostics import (
     TraceEvent,
     VerificationError,
 )
+from ts_verify.kernel_checks import arrivals_per_signal
 from ts_verify.lanes import split_lanes
+from ts_verify.unroll import Valuation, is_per_tile, loop_key
 from ts_verify.verify import verify
+from ts_verify.whole_kernel import run_valuation
 
 __all__ = [
     "VERIFY_CATALOG",
@@ -28,7 +34,12 @@ __all__ = [
     "Severity",
     "Trace",
     "TraceEvent",
+    "Valuation",
     "VerificationError",
+    "arrivals_per_signal",
+    "is_per_tile",
+    "loop_key",
+    "run_valuation",
     "split_lanes",
     "verify",
 ]
