@@ -116,7 +116,7 @@ class Outcome:
 
     @functools.cached_property
     def events(self) -> list[TraceEvent]:
-        """The executed operations as trace events (built on demand: most runs pass)."""
+        """The executed operations as trace events, built on demand since most runs pass."""
         out = []
         for i, (task, op, stage, rnd) in enumerate(self.records):
             step = op.step

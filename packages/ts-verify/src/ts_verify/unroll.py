@@ -26,7 +26,7 @@ from ts_ir import (
 )
 from ts_verify.symbols import bound_symbol
 
-__all__ = ["Op", "Valuation", "loop_key", "unroll"]
+__all__ = ["Op", "Valuation", "is_per_tile", "loop_key", "unroll"]
 
 
 def loop_key(loop: DomainLoop) -> str:

@@ -56,6 +56,7 @@ from ts_verify.unroll import Op, Valuation, is_per_tile, loop_key, unroll
 __all__ = [
     "MAX_CUTOFF",
     "Part",
+    "PartSymbols",
     "check_counts",
     "check_runs",
     "make_part",
@@ -168,7 +169,9 @@ def check_counts(plan: KernelPlan) -> list[Diagnostic]:
 
 # -- the symbols of one part ------------------------------------------------------------------
 @dataclasses.dataclass
-class _Symbols:
+class PartSymbols:
+    """What one part's schedules read: loop classes, periods, conditions, skips, opens."""
+
     kernel_loops: set[str] = dataclasses.field(default_factory=set)  # one value per kernel
     tile_loops: set[str] = dataclasses.field(default_factory=set)  # one value per work tile
     periods: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)  # lcm, start
@@ -200,7 +203,7 @@ def _prune(body: tuple[Node, ...], rings: frozenset[str]) -> tuple[Node, ...]:
     return tuple(out)
 
 
-def _collect(body: tuple[Node, ...], sym: _Symbols, loop: DomainLoop | None, scope: str) -> None:
+def _collect(body: tuple[Node, ...], sym: PartSymbols, loop: DomainLoop | None, scope: str) -> None:
     for node in body:
         if isinstance(node, Step):
             continue
@@ -304,7 +307,7 @@ class Part:
     system: System
     slack: int
     schedules: dict[str, Schedule]
-    sym: _Symbols
+    sym: PartSymbols
     reach: dict[str, int]
 
 
@@ -312,7 +315,7 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     """The part of ``plan`` that ``system`` names: its tasks with only its rings' steps."""
     rings = frozenset(system.rings)
     schedules = {}
-    sym = _Symbols()
+    sym = PartSymbols()
     for name in system.tasks:
         sched = plan.task(name).schedule
         pruned = dataclasses.replace(sched, body=_prune(sched.body, rings))
