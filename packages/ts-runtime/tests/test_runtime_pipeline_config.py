@@ -118,16 +118,22 @@ def test_signaling_threads_are_accepted(signaling: SignalingThreads) -> None:
     assert spec.producer_signaling == signaling and spec.consumer_signaling == signaling
 
 
-def test_cta_leader_signaling_over_a_cluster_is_refused() -> None:
-    with pytest.raises(UnsupportedFeatureError, match="consumer_signaling_threads"):
-        PipelineConfig.create_tma_async_pipeline_cfg(
-            2,
-            1024,
-            G("thread", 1),
-            G("thread", 128),
-            cta_layout_vmnk=(1, 2, 1, 1),
-            consumer_signaling_threads=SignalingThreads.CtaLeader,
-        )
+@pytest.mark.parametrize("layout", [(1, 2, 1, 1), (1, 2, 2, 1)])
+def test_cta_leader_signaling_over_a_cluster_is_accepted(layout: tuple[int, ...]) -> None:
+    # Every CTA of a (1, CM, CN, 1) cluster leads its own CTA group (the V mode is 1), so each
+    # signals its own ring: the barrier protocol, and what is verified, is All's.
+    leader = PipelineConfig.create_tma_async_pipeline_cfg(
+        2,
+        1024,
+        G("thread", 1),
+        G("thread", 128),
+        cta_layout_vmnk=layout,
+        producer_signaling_threads=SignalingThreads.CtaLeader,
+        consumer_signaling_threads=SignalingThreads.CtaLeader | SignalingThreads.TaskWarpLeader,
+    ).to_spec()
+    assert leader.cluster_mn == layout[1:3]
+    assert leader.consumer_signaling.has_cta_leader()
+    assert leader.consumer_signaling.has_task_warp_leader()
 
 
 @pytest.mark.parametrize("option", ["advance_on_wait", "advance_on_acquire"])

@@ -22,13 +22,13 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         """
         The runtime accepts every documented option of `PipelineConfig`, `Task` and
         `TaskManager` so that kernels move over unchanged, but some are not lowered yet (for
-        example different interleave strides per role, CTA-leader signaling over a cluster of
-        several CTAs, or TMEM options). Setting one to a non-default value would be silently
-        ignored by the code generator, so it is rejected before anything is compiled.
+        example a preset `barrier_ptr`, per-warp transaction bytes, or TMEM options). Setting
+        one to a non-default value would be silently ignored by the code generator, so it is
+        rejected before anything is compiled.
         """,
         """
         cfg = PipelineConfig.create_async_async_pipeline_cfg(
-            4, producers, consumers, interleave_stride=(2, 2, 1, 1))
+            4, producers, consumers, barrier_ptr=my_barriers)
         """,
         """
         cfg = PipelineConfig.create_async_async_pipeline_cfg(4, producers, consumers)

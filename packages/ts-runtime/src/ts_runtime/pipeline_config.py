@@ -11,10 +11,11 @@ Build one with a factory, one per pipeline type::
 
 The fields are those of the documented API, in the documented order, and each factory takes the
 reference's parameters in the reference's order. Hopper lowering supports ``AsyncAsync``,
-``TmaAsync`` and ``TmaWgmma`` with the ``advance_on_*`` options and ``All`` / ``TaskWarpLeader``
-/ ``CtaLeader`` signaling; an option that is not lowered must keep its default, and setting it
-raises :class:`~ts_runtime.errors.UnsupportedFeatureError` at construction (not a silent wrong
-kernel later). The Blackwell pipeline types (UMMA, CLC) raise
+``TmaAsync`` and ``TmaWgmma`` with the ``advance_on_*`` options, ``All`` / ``TaskWarpLeader``
+/ ``CtaLeader`` signaling (also over clusters) and interleave strides; an option that is not
+lowered must keep its default, and setting it raises
+:class:`~ts_runtime.errors.UnsupportedFeatureError` at construction (not a silent wrong kernel
+later). The Blackwell pipeline types (UMMA, CLC) raise
 :class:`~ts_runtime.errors.UnsupportedOnTarget` from their factories when the target is sm_90.
 
 This module does not need the CuTe DSL: ``producer_group`` / ``consumer_group`` are read by
@@ -123,7 +124,10 @@ class PipelineConfig:
         cta_layout_vmnk: Cluster layout ``(1, CM, CN, 1)`` for TMA multicast (None: one CTA).
         producer_signaling_threads: Which producer threads commit: ``All`` threads of the
             task, ``TaskWarpLeader`` (only the task's first warp: size the group for one warp
-            per task) or ``CtaLeader`` (the leader CTA of a cluster: every CTA without one).
+            per task) or ``CtaLeader`` (the leader CTA of each CTA group signals: the group is
+            the ``V`` mode of ``cta_layout_vmnk``, the CTA pair of a Blackwell 2-CTA MMA; a
+            Hopper cluster is ``(1, CM, CN, 1)``, so every CTA leads its own group and
+            signals its own barriers, with the same counts as ``All``).
         consumer_signaling_threads: Which consumer threads release (the same choices).
         consumer_wait_signaling_threads: Which consumer threads wait (None or ``All``: every
             thread of the task waits).
@@ -245,11 +249,6 @@ class PipelineConfig:
             unsupported.append(("barrier_ptr", self.barrier_ptr, None))
         if self.cta_layout_vmnk is not None:
             self.cluster_mn  # noqa: B018  (raises for a layout that is not (1, CM, CN, 1))
-        for name in ("producer_signaling_threads", "consumer_signaling_threads"):
-            value = getattr(self, name)
-            if value.has_cta_leader() and self.cluster_mn != (1, 1):
-                # Only the leader CTA of each cluster would signal: not lowered yet.
-                unsupported.append((name, value, "SignalingThreads.All with a cluster"))
         wait = self.consumer_wait_signaling_threads
         if wait is not None and wait != SignalingThreads.All:
             unsupported.append(("consumer_wait_signaling_threads", wait, "None or All"))
