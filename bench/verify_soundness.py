@@ -2,14 +2,15 @@
 
 Usage::
 
-    python bench/verify_soundness.py [PLANS] [FIRST_SEED]
+    python bench/verify_soundness.py [PLANS] [FIRST_SEED] [--jobs N]
     python bench/verify_soundness.py --merge CHUNKS.jsonl
 
 Prints one JSON line: plans checked, plans the oracle found bad, disagreements (unsound
 proofs and false alarms, with their seeds), seconds, and per feature (persistent, skips,
 flags, per-tile bounds, lags, aliasing) the plans, the oracle-bad ones and the
 disagreements. ``--merge`` adds up the lines of several chunks (runs over consecutive seed
-ranges) into one line.
+ranges) into one line. ``--jobs N`` runs the seed range as chunks in N processes and prints
+the merged line (``seconds`` then adds up the chunks' CPU time; ``wall_seconds`` is the run's).
 
 The generator is ``packages/ts-verify/tests/ring_oracle_plans.py``, the oracle
 ``packages/ts-verify/tests/ring_oracle.py`` (it imports nothing from ts-verify). The oracle
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import multiprocessing
 import random
 import sys
 import time
@@ -56,13 +58,17 @@ def run(plans: int, first: int) -> dict[str, Any]:
     false_alarms: list[int] = []
     beyond: list[int] = []
     bad = 0
-    verify_s = oracle_s = 0.0
+    verify_s = oracle_s = slowest = 0.0
+    slowest_seed = first
     per = {f: {"plans": 0, "oracle_bad": 0, "disagreements": 0} for f in FEATURES}
     for seed in range(first, first + plans):
         gen = generate(random.Random(seed))
         t = time.perf_counter()
         ok = verify(to_plan(gen)).ok
-        verify_s += time.perf_counter() - t
+        spent_verify = time.perf_counter() - t
+        verify_s += spent_verify
+        if spent_verify > slowest:
+            slowest, slowest_seed = spent_verify, seed
         t = time.perf_counter()
         expected = oracle_ok(gen)
         oracle_s += time.perf_counter() - t
@@ -104,6 +110,7 @@ def run(plans: int, first: int) -> dict[str, Any]:
         "long_tiles": LONG_TILES,
         "features": per,
         "verify_seconds": round(verify_s, 1),
+        "slowest_verify": [round(slowest, 3), slowest_seed],
         "oracle_seconds": round(oracle_s, 1),
         "seconds": round(time.perf_counter() - start, 1),
     }
@@ -129,7 +136,25 @@ def merge(lines: list[dict[str, Any]]) -> dict[str, Any]:
     }
     for key in ("verify_seconds", "oracle_seconds", "seconds"):
         out[key] = round(sum(d[key] for d in lines), 1)
+    out["slowest_verify"] = max((d["slowest_verify"] for d in lines), default=[0.0, 0])
     out["chunks"] = len(lines)
+    return out
+
+
+def _chunk(bounds: tuple[int, int]) -> dict[str, Any]:
+    return run(*bounds)
+
+
+def run_parallel(plans: int, first: int, jobs: int) -> dict[str, Any]:
+    """``run`` over chunks of the seed range in ``jobs`` processes, merged."""
+    start = time.perf_counter()
+    size = max(1, min(500, plans // (4 * jobs) or 1))  # small chunks keep the cores busy
+    chunks = [(min(size, first + plans - s), s) for s in range(first, first + plans, size)]
+    with multiprocessing.Pool(jobs) as pool:
+        lines = pool.map(_chunk, chunks, chunksize=1)
+    out = merge(lines)
+    out["jobs"] = jobs
+    out["wall_seconds"] = round(time.perf_counter() - start, 1)
     return out
 
 
@@ -138,9 +163,16 @@ def main() -> None:
         text = Path(sys.argv[2]).read_text().splitlines()
         print(json.dumps(merge([json.loads(x) for x in text if x.strip()])))
         return
-    plans = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    first = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-    print(json.dumps(run(plans, first)))
+    args = sys.argv[1:]
+    jobs = 1
+    if "--jobs" in args:
+        i = args.index("--jobs")
+        jobs = int(args[i + 1])
+        del args[i : i + 2]
+    plans = int(args[0]) if args else 100_000
+    first = int(args[1]) if len(args) > 1 else 0
+    result = run(plans, first) if jobs == 1 else run_parallel(plans, first, jobs)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

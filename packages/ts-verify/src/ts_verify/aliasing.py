@@ -35,10 +35,10 @@ from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.simulate import Record, simulate
 from ts_verify.systems import System
 from ts_verify.whole_kernel import (
+    distinct_runs,
     make_part,
     part_valuations,
     run_diagnostic,
-    task_programs,
     too_long_loop,
 )
 
@@ -271,8 +271,8 @@ def check_aliasing(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
         return [too_long], 0
     tasks = {t.name: t for t in plan.tasks}
     runs = 0
-    for val in part_valuations(part):
-        outcome = simulate(plan, task_programs(part.schedules, tasks, val))
+    for val, programs in distinct_runs(part, tasks, part_valuations(part)):
+        outcome = simulate(plan, programs)
         runs += 1
         if outcome.kind != "ok":
             return [run_diagnostic(val, outcome, system)], runs

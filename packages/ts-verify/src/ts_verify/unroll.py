@@ -9,7 +9,7 @@ one task's schedule into the sequence of pipeline operations it performs under a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 
 from ts_ir import (
     ConditionalBlock,
@@ -26,7 +26,7 @@ from ts_ir import (
 )
 from ts_verify.symbols import bound_symbol
 
-__all__ = ["Op", "Valuation", "is_per_tile", "loop_key", "unroll"]
+__all__ = ["Op", "TileCache", "Valuation", "is_per_tile", "loop_key", "unroll"]
 
 
 def loop_key(loop: DomainLoop) -> str:
@@ -110,6 +110,23 @@ class Op:
     context: str
 
 
+# Ops of one work tile, by (tile loop, the valuation's part that the tile reads, keep filter).
+TileCache = dict[Hashable, list[Op]]
+
+
+def _tile_signature(val: Valuation, tile: int) -> Hashable:
+    """Everything of ``val`` that the body of a work-tile loop reads in ``tile``."""
+    mine = (tile, -1)
+    return (
+        tile,
+        frozenset(kv for kv in val.trips.items() if kv[0][1] in mine),
+        frozenset(kv for kv in val.conditions.items() if kv[0][1] in mine),
+        tile in val.skipped,
+        frozenset(kv for kv in val.skips.items() if kv[0][1] == tile),
+        frozenset(val.static_trips.items()),
+    )
+
+
 def _walk(
     nodes: tuple[Node, ...],
     val: Valuation,
@@ -117,10 +134,13 @@ def _walk(
     ctx: str,
     iters: tuple[int, int],
     skip_if: str = "",
+    keep: Callable[[Step], bool] | None = None,
+    cache: TileCache | None = None,
 ) -> Iterator[Op]:
     for node in nodes:
         if isinstance(node, Step):
-            yield Op(node, ctx)
+            if keep is None or keep(node):
+                yield Op(node, ctx)
         elif isinstance(node, DomainLoop):
             n = val.trip(node, tile)
             start = node.start.value if isinstance(node.start, ConstBound) else 0
@@ -128,14 +148,24 @@ def _walk(
             for i in range(n):
                 inner = f"{ctx}, " if ctx else ""
                 yield from _walk(
-                    node.body, val, tile, f"{inner}i={start + i * step}", (i, n), skip_if
+                    node.body, val, tile, f"{inner}i={start + i * step}", (i, n), skip_if, keep
                 )
         elif isinstance(node, WorkTileLoop):
             for t in range(val.tiles):
-                yield from _walk(node.body, val, t, f"tile {t}", (0, 0), node.skip_if or "")
+                body = _walk(node.body, val, t, f"tile {t}", (0, 0), node.skip_if or "", keep)
+                if cache is None:
+                    yield from body
+                    continue
+                # Many valuations share a tile's values (the verifier tries every first tile
+                # against every later one): each tile is unrolled once per distinct values.
+                key = (id(node), id(keep), _tile_signature(val, t))
+                ops = cache.get(key)
+                if ops is None:
+                    ops = cache[key] = list(body)
+                yield from ops
         else:
             if _fires(node, val, tile, iters, skip_if):
-                yield from _walk(node.body, val, tile, ctx, iters, skip_if)
+                yield from _walk(node.body, val, tile, ctx, iters, skip_if, keep, cache)
 
 
 def _fires(
@@ -151,6 +181,15 @@ def _fires(
     raise TypeError(f"unknown guard {guard!r}")
 
 
-def unroll(schedule: Schedule, val: Valuation) -> list[Op]:
-    """Every step ``schedule`` runs under ``val``, in program order."""
-    return list(_walk(schedule.body, val, -1, "", (0, 0)))
+def unroll(
+    schedule: Schedule,
+    val: Valuation,
+    keep: Callable[[Step], bool] | None = None,
+    cache: TileCache | None = None,
+) -> list[Op]:
+    """Every step ``schedule`` runs under ``val``, in program order.
+
+    ``keep`` leaves out the steps it rejects; ``cache`` (one dict per schedule set, kept across
+    valuations) reuses the ops of work tiles whose values were seen before.
+    """
+    return list(_walk(schedule.body, val, -1, "", (0, 0), "", keep, cache))

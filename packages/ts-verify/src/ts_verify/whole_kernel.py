@@ -14,7 +14,8 @@ Two steps.
    to ``C = (slack + 2) * P + s`` (``slack``: the part's stages plus tasks; ``P``: the lcm of
    the loop's ``Every`` periods; ``s``: their latest start), both values of every condition,
    0 to ``slack + 2`` work tiles with every combination of per-tile values on the first tile
-   and on the others. ``docs/verification.rst`` gives the argument for the cut-off.
+   and on the others — or one tile when the part's work tiles are independent
+   (:func:`tile_local`). ``docs/verification.rst`` gives the argument for the cut-off.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 
 from ts_ir import (
     ConditionalBlock,
@@ -34,6 +35,7 @@ from ts_ir import (
     OpaqueCondition,
     Role,
     Schedule,
+    ScheduleStage,
     Skippable,
     Step,
     TaskSpec,
@@ -51,7 +53,7 @@ from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
 from ts_verify.systems import System, systems
-from ts_verify.unroll import Op, Valuation, is_per_tile, loop_key, unroll
+from ts_verify.unroll import Op, TileCache, Valuation, is_per_tile, loop_key, unroll
 
 __all__ = [
     "MAX_CUTOFF",
@@ -59,11 +61,14 @@ __all__ = [
     "PartSymbols",
     "check_counts",
     "check_runs",
+    "distinct_runs",
     "make_part",
     "part_valuations",
     "run_diagnostic",
     "run_valuation",
     "task_programs",
+    "tile_local",
+    "tiles_balance",
     "too_long_loop",
     "valuations",
 ]
@@ -337,8 +342,11 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     return Part(system, slack, schedules, sym, reach)
 
 
-def part_valuations(part: Part) -> Iterator[Valuation]:
-    """Every valuation of the part's own symbols up to its cut-offs, smallest first."""
+def part_valuations(part: Part, one_tile: bool = False) -> Iterator[Valuation]:
+    """Every valuation of the part's own symbols up to its cut-offs, smallest first.
+
+    ``one_tile`` stops at one work tile (see :func:`tile_local`).
+    """
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops)
     tile_loops = sorted(sym.tile_loops)
@@ -352,7 +360,7 @@ def part_valuations(part: Part) -> Iterator[Valuation]:
         + [range(2)] * len(skips)
     )
     per_tile = list(itertools.product(*tile_ranges))
-    max_tiles = part.slack + 2 if sym.tiles else 1
+    max_tiles = 1 if one_tile else part.slack + 2 if sym.tiles else 1
     found: list[tuple[int, Valuation]] = []
     for glob in itertools.product(*glob_ranges):
         trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
@@ -383,6 +391,93 @@ def part_valuations(part: Part) -> Iterator[Valuation]:
                 found.append((size, val))
     found.sort(key=lambda x: x[0])
     return (v for _, v in found)
+
+
+# -- parts whose work tiles are independent --------------------------------------------------
+_OPEN_CLOSE = {
+    ScheduleStage.ProducerAcquire: 0,
+    ScheduleStage.ConsumerWait: 0,
+    ScheduleStage.ProducerCommit: 1,
+    ScheduleStage.ConsumerRelease: 1,
+}
+
+
+def _outside_tiles(nodes: tuple[Node, ...]) -> bool:
+    for node in nodes:
+        if isinstance(node, Step):
+            if node.stage.is_pipeline_op:
+                return True
+        elif isinstance(node, WorkTileLoop):
+            continue
+        elif _outside_tiles(node.body):
+            return True
+    return False
+
+
+def tile_local(part: Part) -> bool:
+    """True when every ring operation of the part's tasks is inside their work-tile loops.
+
+    Such a part is proven by runs of *one* work tile, for every value of the per-tile
+    symbols, when every tile balances each ring (each task acquires and commits, or waits
+    and releases, the same number of stages in the tile; :func:`tiles_balance`). Why: in a
+    deadlock of a run with tiles ``v_0 .. v_n``, take the blocked task in the earliest tile
+    ``t``. A wait it blocks on needs a commit that, by the balance, lies in tile ``t`` of the
+    producer; an acquire needs a release of an earlier index, in a tile ``<= t`` of the
+    consumer. Either task has not run it, so it is blocked too, in tile ``t`` (not earlier,
+    by the choice of ``t``). No operation of a tile before ``t`` needs one of a later tile
+    (the same argument), so they can all run first and leave every ring drained: all
+    stages free, only the stage index and phase moved on. A drained ring behaves the same
+    from any stage and phase (its barriers are symmetric under rotation), so tile ``t``
+    alone deadlocks from a fresh ring: a run of one tile with ``v_t`` finds it. Races need
+    a wrong arrival count (such kernels run whole) or a wait two phases ahead, which
+    sequential counters with waits proven in order exclude.
+    """
+    return part.sym.tiles and not any(_outside_tiles(s.body) for s in part.schedules.values())
+
+
+def tiles_balance(programs: dict[str, list[Op]]) -> bool:
+    """Whether a run of one tile balances every ring.
+
+    Each task opens (acquires or waits) and closes (commits or releases) each ring equally
+    often, and all tasks of a ring open it equally often.
+    """
+    per: dict[str, set[int]] = {}
+    for ops in programs.values():
+        counts: dict[str, list[int]] = {}  # resource -> [opens, closes]
+        for op in ops:
+            side = _OPEN_CLOSE.get(op.step.stage)
+            if side is not None:
+                counts.setdefault(op.step.resource, [0, 0])[side] += 1
+        for res, (opens, closes) in counts.items():
+            if opens != closes:
+                return False
+            per.setdefault(res, set()).add(opens)
+    return all(len(v) == 1 for v in per.values())
+
+
+def _tiles_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
+    one = (v for v in part_valuations(part, one_tile=True) if v.tiles == 1)
+    return all(tiles_balance(programs) for _, programs in distinct_runs(part, tasks, one))
+
+
+def distinct_runs(
+    part: Part, tasks: dict[str, TaskSpec], vals: Iterable[Valuation]
+) -> Iterator[tuple[Valuation, dict[str, list[Op]]]]:
+    """Each valuation of ``vals`` with the tasks' programs, leaving out repeated programs.
+
+    Every valuation of the cut-off set runs: stopping early would claim a proof not made. The
+    model reads only the sequence of steps, so valuations that give every task the same steps
+    (a flag that skips the loop whose trip count varies, ...) run once: the smallest comes
+    first, so a reported counterexample is unchanged.
+    """
+    seen: set[tuple[tuple[int, ...], ...]] = set()
+    cache: TileCache = {}
+    for val in vals:
+        programs = task_programs(part.schedules, tasks, val, cache)
+        key = tuple(tuple(id(op.step) for op in ops) for ops in programs.values())
+        if key not in seen:
+            seen.add(key)
+            yield val, programs
 
 
 def valuations(plan: KernelPlan) -> Iterator[Valuation]:
@@ -420,18 +515,21 @@ def run_diagnostic(val: Valuation, outcome: Outcome, system: System) -> Diagnost
     )
 
 
+def _modelled(step: Step) -> bool:
+    return step.stage.is_pipeline_op or not step.is_auxiliary
+
+
 def task_programs(
-    schedules: dict[str, Schedule], tasks: dict[str, TaskSpec], val: Valuation
+    schedules: dict[str, Schedule],
+    tasks: dict[str, TaskSpec],
+    val: Valuation,
+    cache: TileCache | None = None,
 ) -> dict[str, list[Op]]:
-    """Every task's operations under ``val`` (auxiliary work left out)."""
-    return {
-        name: [
-            op
-            for op in unroll(sched, val)
-            if op.step.stage.is_pipeline_op or not op.step.is_auxiliary
-        ]
-        for name, sched in schedules.items()
-    }
+    """Every task's operations under ``val`` (auxiliary work left out).
+
+    ``cache`` (see :func:`ts_verify.unroll.unroll`) is shared by the valuations of one part.
+    """
+    return {name: unroll(sched, val, _modelled, cache) for name, sched in schedules.items()}
 
 
 def run_valuation(plan: KernelPlan, val: Valuation) -> Outcome:
@@ -487,7 +585,7 @@ def check_runs(
     runs the whole kernel for the same valuations afterwards (the SMEM alias check does, and
     reports what such a run finds).
     """
-    runs = events = parts = by_depth = 0.0
+    runs = events = parts = by_depth = tile_local_parts = 0.0
     tasks = {t.name: t for t in plan.tasks}
     rings = {r.name for r in plan.resources if r.pipeline is not None}
     for system, slack in systems(plan) if arrivals_ok else _whole(plan):
@@ -500,14 +598,33 @@ def check_runs(
         part = make_part(plan, system, slack)
         too_long = too_long_loop(plan, part)
         if too_long is not None:
-            stats = {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
+            stats = {
+                "runs": runs,
+                "events": events,
+                "parts": parts,
+                "by_depth": by_depth,
+                "tile_local": tile_local_parts,
+            }
             return [too_long], stats
-        # Every valuation of the cut-off set runs: stopping early would claim a proof not made.
-        for val in part_valuations(part):
-            outcome = simulate(plan, task_programs(part.schedules, tasks, val))
+        one_tile = arrivals_ok and tile_local(part) and _tiles_balance(part, tasks)
+        tile_local_parts += one_tile
+        for val, programs in distinct_runs(part, tasks, part_valuations(part, one_tile)):
+            outcome = simulate(plan, programs)
             runs += 1
             events += len(outcome.records)
             if outcome.kind != "ok":
-                stats = {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
+                stats = {
+                    "runs": runs,
+                    "events": events,
+                    "parts": parts,
+                    "by_depth": by_depth,
+                    "tile_local": tile_local_parts,
+                }
                 return [run_diagnostic(val, outcome, system)], stats
-    return [], {"runs": runs, "events": events, "parts": parts, "by_depth": by_depth}
+    return [], {
+        "runs": runs,
+        "events": events,
+        "parts": parts,
+        "by_depth": by_depth,
+        "tile_local": tile_local_parts,
+    }
