@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/verify_soundness.py [PLANS] [FIRST_SEED] [--jobs N]
+    python bench/verify_soundness.py [PLANS] [FIRST_SEED] [--jobs N [--chunks LOG.jsonl]]
     python bench/verify_soundness.py --merge CHUNKS.jsonl
 
 Prints one JSON line: plans checked, plans the oracle found bad, disagreements (unsound
@@ -145,13 +145,21 @@ def _chunk(bounds: tuple[int, int]) -> dict[str, Any]:
     return run(*bounds)
 
 
-def run_parallel(plans: int, first: int, jobs: int) -> dict[str, Any]:
-    """``run`` over chunks of the seed range in ``jobs`` processes, merged."""
+def run_parallel(plans: int, first: int, jobs: int, log: Path | None = None) -> dict[str, Any]:
+    """``run`` over chunks of the seed range in ``jobs`` processes, merged.
+
+    ``log`` gets each chunk's line as it ends (``--merge`` adds up consecutive ones).
+    """
     start = time.perf_counter()
     size = max(1, min(500, plans // (4 * jobs) or 1))  # small chunks keep the cores busy
     chunks = [(min(size, first + plans - s), s) for s in range(first, first + plans, size)]
+    lines = []
     with multiprocessing.Pool(jobs) as pool:
-        lines = pool.map(_chunk, chunks, chunksize=1)
+        for line in pool.imap_unordered(_chunk, chunks):
+            lines.append(line)
+            if log is not None:  # each chunk as it ends: a cut-off run still counts its chunks
+                with log.open("a") as f:
+                    f.write(json.dumps(line) + "\n")
     out = merge(lines)
     out["jobs"] = jobs
     out["wall_seconds"] = round(time.perf_counter() - start, 1)
@@ -164,14 +172,18 @@ def main() -> None:
         print(json.dumps(merge([json.loads(x) for x in text if x.strip()])))
         return
     args = sys.argv[1:]
-    jobs = 1
+    jobs, log = 1, None
     if "--jobs" in args:
         i = args.index("--jobs")
         jobs = int(args[i + 1])
         del args[i : i + 2]
+    if "--chunks" in args:
+        i = args.index("--chunks")
+        log = Path(args[i + 1])
+        del args[i : i + 2]
     plans = int(args[0]) if args else 100_000
     first = int(args[1]) if len(args) > 1 else 0
-    result = run(plans, first) if jobs == 1 else run_parallel(plans, first, jobs)
+    result = run(plans, first) if jobs == 1 else run_parallel(plans, first, jobs, log)
     print(json.dumps(result))
 
 
