@@ -34,6 +34,7 @@ from typing import Any
 
 from ts_codegen import debug_wait, dsl, dsl_tiles
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
+from ts_codegen.lanes import fresh_state, task_lanes, warp_lane_rings
 from ts_codegen.work_queues import TileSource
 from ts_ir import (
     ConditionalBlock,
@@ -53,7 +54,6 @@ from ts_ir import (
     Step,
     TaskSpec,
     WorkTileLoop,
-    interleave_lane,
     iter_nodes,
     register,
     see_also,
@@ -156,6 +156,8 @@ class TaskLowering:
             if isinstance(node, DomainLoop):
                 self._loop_ordinal[id(node)] = ordinal
                 ordinal += 1
+        self._warp_lanes = warp_lane_rings(task, specs)
+        self._warp_lane: Any = None
         self._leader_only = self._leader_signals()
         self._is_leader: Any = None
         self._lagged = _lagged(task.schedule.body, Role.CONSUMER)
@@ -168,14 +170,15 @@ class TaskLowering:
 
         With ``SignalingThreads.TaskWarpLeader`` the group counts one warp per task; a TMA
         producer arms the full barrier once per stage (the plan counts one arrival), so in a
-        producer task of several warps only the first warp arms it.
+        producer task of several warps only the first warp arms it. Not on a ring where the
+        task's warps are lanes of their own: there each warp is the task of its lane.
         """
         if self.task.num_warps == 1:
             return set()
         out: set[StateKey] = set()
         for step in self._steps.values():
             spec = self.specs[step.resource].pipeline
-            if spec is None:
+            if spec is None or step.resource in self._warp_lanes:
                 continue
             role = step.stage.role
             signaling = (
@@ -200,6 +203,9 @@ class TaskLowering:
 
     def run(self) -> None:
         """Emit the whole schedule (and, for cluster rings, the TMA producer's tail)."""
+        if self._warp_lanes:
+            # Read once at the top, like the leader predicate: the warp's lane seeds states.
+            self._warp_lane = dsl.warp_index() - self.task.warp_start
         if self._leader_only:
             # Read once at the top: the predicate must dominate every use in nested regions.
             start = self.task.warp_start
@@ -225,27 +231,28 @@ class TaskLowering:
             key = (step.resource, step.stage.role)
             lane = self._lane(step.resource)
             if key not in states:
-                states[key] = dsl.make_state(
-                    step.stage.role is Role.PRODUCER, spec.stages, start=lane
-                )
+                states[key] = fresh_state(step.stage.role is Role.PRODUCER, spec.stages, lane)
             if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
-                states[_release_key(step.resource)] = dsl.make_state(False, spec.stages, lane)
+                states[_release_key(step.resource)] = fresh_state(False, spec.stages, lane)
             if step.resource in self._lagged_producers and step.stage.role is Role.PRODUCER:
-                states[_commit_key(step.resource)] = dsl.make_state(True, spec.stages, lane)
+                states[_commit_key(step.resource)] = fresh_state(True, spec.stages, lane)
         return states
 
-    def _lane(self, resource: str) -> int:
-        """This task's first stage of an interleaved ring (its lane), 0 otherwise."""
-        spec = self.specs[resource].pipeline
-        if spec is None or spec.interleave == 1:
-            return 0
-        lane = interleave_lane(self.task, resource, spec.interleave)
-        if lane is None:
+    def _lane(self, resource: str) -> Any:
+        """This task's first stage of an interleaved ring (its lane), 0 otherwise.
+
+        An int, or for warp lanes the warp's index in the task (a warp-uniform DSL value).
+        """
+        if resource in self._warp_lanes:
+            return self._warp_lane
+        lanes = task_lanes(self.task, self.specs[resource])
+        if lanes is None:
             raise LoweringError(
-                f"task `{self.task.name}` runs the interleaved ring `{resource}` outside a "
-                f"domain_loop(lane, end, {spec.interleave}) with a constant lane"
+                f"task `{self.task.name}` has {self.task.num_warps} warps, more than the lanes "
+                f"of the interleaved ring `{resource}`, and does not run it in a "
+                "domain_loop(lane, end, stride) with a constant lane"
             )
-        return lane
+        return lanes[0]
 
     def _advance(self, resource: str, state: Any) -> Any:
         """The state one step further: ``interleave`` stages on an interleaved ring."""

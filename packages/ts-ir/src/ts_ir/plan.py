@@ -36,6 +36,7 @@ __all__ = [
     "TaskSpec",
     "WorkMethodSpec",
     "interleave_lane",
+    "interleave_warp_lanes",
 ]
 
 WARP_SIZE = 32
@@ -406,3 +407,22 @@ def interleave_lane(task: TaskSpec, resource: str, stride: int) -> int | None:
             return None
         lanes.add(loop.start.value % stride)
     return lanes.pop() if len(lanes) == 1 else None
+
+
+def interleave_warp_lanes(task: TaskSpec, resource: str, stride: int) -> tuple[int, ...] | None:
+    """The lane of an interleaved ring that each warp of ``task`` works on, or None.
+
+    The rule of the reference's API: a task whose warp count differs from the stride and that
+    runs the ring in a lane loop (:func:`interleave_lane`) works on that loop's lane with all
+    its warps (a *domain lane*). Otherwise each warp is a lane of its own, its index in the
+    task (a *warp lane*: warp ``w`` of the task starts at stage ``w``); every warp runs the
+    whole schedule on its lane. A task of more warps than the stride has no warp lanes (two
+    of its warps would start on the same lane, one stage apart): None.
+    """
+    if task.num_warps != stride:
+        lane = interleave_lane(task, resource, stride)
+        if lane is not None:
+            return (lane,) * task.num_warps
+    if task.num_warps > stride:
+        return None
+    return tuple(range(task.num_warps))

@@ -1,36 +1,51 @@
 """Interleaved rings, checked as one ring per lane.
 
 A ring with interleave stride ``s`` deals its ``S`` stages out to ``s`` lanes: lane ``l`` owns
-stages ``l, l + s, ...`` and each task works on one lane (:func:`ts_ir.interleave_lane`: its
-steps on the ring run in a ``domain_loop(l, end, s)``), its cursor moving ``s`` stages at a
-time. A stage is only ever touched by its lane's tasks, and its barrier's phase flips each time
-the lane's cursor wraps, so lane ``l`` behaves exactly like a ring of ``S / s`` stages of its
-own between the lane's producers and consumers. :func:`split_lanes` rewrites the plan that way,
-and every other check then applies unchanged, per lane.
+stages ``l, l + s, ...``, and a cursor on lane ``l`` starts at stage ``l`` and moves ``s``
+stages at a time. Which lane a task works on is the reference's rule
+(:func:`ts_ir.plan.interleave_warp_lanes`):
+
+* a *domain lane*: a task whose steps on the ring run in a ``domain_loop(l, end, s)`` (and
+  whose warp count is not ``s``) works on lane ``l`` with all its warps;
+* *warp lanes*: otherwise each warp of the task is a lane of its own (warp ``w`` of the task on
+  lane ``w``), and every warp runs the whole schedule on its lane, at its own pace.
+
+A stage is only ever touched by its lane's cursors, and its barrier's phase flips each time the
+lane's cursor wraps, so lane ``l`` behaves exactly like a ring of ``S / s`` stages of its own
+between the lane's producers and consumers. :func:`split_lanes` rewrites the plan that way (a
+task with warp lanes becomes one single-warp task per warp, each on its lane's ring, which is
+what the warps are: independent programs), and every other check then applies unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 from ts_ir import (
     DependencyEdge,
     KernelPlan,
     ResourceSpec,
+    Role,
     Step,
     TaskSpec,
-    interleave_lane,
     iter_nodes,
 )
+from ts_ir.plan import interleave_warp_lanes
 from ts_ir.schedule import Container, Node
 from ts_verify.diagnostics import Diagnostic
 
-__all__ = ["lane_name", "split_lanes"]
+__all__ = ["lane_name", "split_lanes", "warp_task_name"]
 
 
 def lane_name(resource: str, lane: int) -> str:
     """The name of ``resource``'s lane ``lane`` in the split plan (``ring@1``)."""
     return f"{resource}@{lane}"
+
+
+def warp_task_name(task: str, warp: int) -> str:
+    """The name of warp ``warp`` (counted in the task) of a task with warp lanes."""
+    return f"{task}/warp{warp}"
 
 
 def _rename(body: tuple[Node, ...], names: dict[str, str]) -> tuple[Node, ...]:
@@ -44,11 +59,98 @@ def _rename(body: tuple[Node, ...], names: dict[str, str]) -> tuple[Node, ...]:
     return tuple(out)
 
 
+def _runs_pipeline(task: TaskSpec, resource: str) -> set[Role]:
+    """The sides of ``resource``'s pipeline that ``task`` runs operations of."""
+    return {
+        n.stage.role
+        for n, _ in iter_nodes(task.schedule.body)
+        if isinstance(n, Step) and n.resource == resource and n.stage.is_pipeline_op
+    }
+
+
+def _renamed(task: TaskSpec, names: dict[str, str]) -> TaskSpec:
+    return dataclasses.replace(
+        task,
+        schedule=dataclasses.replace(
+            task.schedule,
+            body=_rename(task.schedule.body, names),
+            resources=tuple(names.get(r, r) for r in task.schedule.resources),
+        ),
+        sources=tuple(names.get(s, s) for s in task.sources),
+        destinations=tuple(names.get(d, d) for d in task.destinations),
+    )
+
+
+def _first_warp_signals(plan: KernelPlan, task: TaskSpec, split: set[str]) -> Iterator[str]:
+    """The rings outside ``split`` that only ``task``'s first warp signals (or arms)."""
+    for res in plan.resources:
+        p = res.pipeline
+        if p is None or res.name in split:
+            continue
+        for role in _runs_pipeline(task, res.name):
+            signaling = p.producer_signaling if role is Role.PRODUCER else p.consumer_signaling
+            tma = role is Role.PRODUCER and p.type.producer_is_tma
+            if tma or signaling.has_task_warp_leader():
+                yield res.name
+
+
+def _lanes_of(
+    plan: KernelPlan, task: TaskSpec, rings: dict[str, ResourceSpec]
+) -> tuple[list[dict[str, str]], list[Diagnostic]]:
+    """Per warp of ``task``: the lane ring each interleaved ring is renamed to; or errors."""
+    per_warp: list[dict[str, str]] = [{} for _ in range(task.num_warps)]
+    errors: list[Diagnostic] = []
+    for name, res in rings.items():
+        assert res.pipeline is not None
+        stride = res.pipeline.interleave
+        if not _runs_pipeline(task, name):
+            continue
+        lanes = interleave_warp_lanes(task, name, stride)
+        if lanes is None:
+            errors.append(
+                Diagnostic(
+                    "TS-V214",
+                    f"`{name}` is interleaved with stride {stride}, but task `{task.name}` has "
+                    f"{task.num_warps} warps and does not run its steps on it in one lane: "
+                    f"with more warps than lanes, two warps would start on the same lane",
+                    task=task.name,
+                    resource=name,
+                    location=task.location,
+                    fix=f"run the task's steps on `{name}` in a domain_loop(l, end, {stride}) "
+                    f"(lane l in 0..{stride - 1}), or give it at most {stride} warps (one "
+                    "lane each)",
+                )
+            )
+            continue
+        for w, lane in enumerate(lanes):
+            per_warp[w][name] = lane_name(name, lane)
+    split = {n for n in per_warp[0] if any(m[n] != per_warp[0][n] for m in per_warp)}
+    if split and not errors:
+        for other in _first_warp_signals(plan, task, split):
+            errors.append(
+                Diagnostic(
+                    "TS-V214",
+                    f"task `{task.name}` runs `{sorted(split)[0]}` on one lane per warp, and "
+                    f"only its first warp signals `{other}` (a TMA producer or "
+                    "TaskWarpLeader); warps on lanes of their own that share a first-warp "
+                    "signal are not supported yet",
+                    task=task.name,
+                    resource=other,
+                    location=task.location,
+                    fix=f"split the task: give `{other}` a task of its own, or run "
+                    f"`{sorted(split)[0]}` in a domain_loop(lane, end, stride) per task",
+                )
+            )
+    return per_warp, errors
+
+
 def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
     """The plan with every interleaved ring replaced by one ring per lane, or the errors.
 
-    A task that runs steps on an interleaved ring but has no lane (its steps are not in a
-    ``domain_loop(l, end, s)`` with a constant start and step ``s``) is an error (TS-V214).
+    A task with warp lanes on some ring becomes one single-warp task per warp
+    (:func:`warp_task_name`). A task with more warps than lanes that is not in a lane loop
+    (TS-V214), or one with warp lanes whose first warp alone signals another ring (TS-V214,
+    not supported yet), is an error.
     """
     rings = {
         r.name: r for r in plan.resources if r.pipeline is not None and r.pipeline.interleave > 1
@@ -58,44 +160,21 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
     errors: list[Diagnostic] = []
     tasks: list[TaskSpec] = []
     for task in plan.tasks:
-        names: dict[str, str] = {}
-        for name, res in rings.items():
-            assert res.pipeline is not None
-            stride = res.pipeline.interleave
-            if not any(
-                isinstance(n, Step) and n.resource == name and n.stage.is_pipeline_op
-                for n, _ in iter_nodes(task.schedule.body)
-            ):
-                continue
-            lane = interleave_lane(task, name, stride)
-            if lane is None:
-                errors.append(
-                    Diagnostic(
-                        "TS-V214",
-                        f"`{name}` is interleaved with stride {stride}, but task `{task.name}` "
-                        f"does not run its steps on it in one lane: they must sit in a "
-                        f"domain_loop(lane, end, {stride}) with a constant lane",
-                        task=task.name,
-                        resource=name,
-                        location=task.location,
-                        fix=f"run the task's loop as domain_loop(l, end, {stride}) for its lane "
-                        f"l in 0..{stride - 1}, or build the ring without interleave_stride",
-                    )
-                )
-                continue
-            names[name] = lane_name(name, lane)
-        if names:
-            task = dataclasses.replace(
-                task,
-                schedule=dataclasses.replace(
-                    task.schedule,
-                    body=_rename(task.schedule.body, names),
-                    resources=tuple(names.get(r, r) for r in task.schedule.resources),
-                ),
-                sources=tuple(names.get(s, s) for s in task.sources),
-                destinations=tuple(names.get(d, d) for d in task.destinations),
+        per_warp, problems = _lanes_of(plan, task, rings)
+        errors.extend(problems)
+        if all(m == per_warp[0] for m in per_warp):
+            tasks.append(_renamed(task, per_warp[0]) if per_warp[0] else task)
+            continue
+        # Warp lanes: each warp is a program of its own, on its own lane.
+        tasks.extend(
+            dataclasses.replace(
+                _renamed(task, names),
+                name=warp_task_name(task.name, w),
+                warp_start=task.warp_start + w,
+                num_warps=1,
             )
-        tasks.append(task)
+            for w, names in enumerate(per_warp)
+        )
     if errors:
         return plan, errors
     resources: list[ResourceSpec] = []
