@@ -284,6 +284,14 @@ def test_sample_plan_round_trip(sample_plan: KernelPlan) -> None:
     assert step["constants"] == [["scale", 1.5]]
 
 
+def test_smem_extra_round_trips_and_is_absent_when_empty(sample_plan: KernelPlan) -> None:
+    assert "smem_extra" not in json.loads(to_json(sample_plan))["data"]
+    scratch = SmemAllocationSpec("scratch", 4096, 1024, "Float32", 1024)
+    plan = dataclasses.replace(sample_plan, smem_extra=(scratch,))
+    assert json.loads(to_json(plan))["data"]["smem_extra"][0]["size_bytes"] == 4096
+    assert from_json(to_json(plan)) == plan
+
+
 def test_schedule_kind(producer_schedule: Schedule) -> None:
     assert json.loads(to_json(producer_schedule))["kind"] == "schedule"
     assert from_json(to_json(producer_schedule, indent=None)) == producer_schedule

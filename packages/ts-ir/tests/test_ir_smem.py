@@ -169,3 +169,11 @@ def test_plan_smem_layout_uses_alias_groups_and_capacity(sample_plan: KernelPlan
     assert layout.placement("ab.b").offset == 16384
     assert layout.total == 32768 + 64
     assert not layout.fits
+
+
+def test_plan_layout_counts_the_kernels_own_allocations() -> None:
+    own = A("scratch", 1000, 16)
+    plan = KernelPlan("k", (), (), smem_extra=(own,), smem_capacity=512)
+    layout = plan_smem_layout(plan)
+    assert _offsets(layout) == {"scratch": 0}
+    assert layout.total == 1000 and not layout.fits

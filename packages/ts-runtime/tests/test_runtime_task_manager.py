@@ -277,3 +277,76 @@ def test_run_before_setup() -> None:
     tm = build()
     with pytest.raises(RuntimeError, match="setup_resources_and_tasks"):
         tm.run()
+
+
+# -- one set of checks: ts-verify's, for both front doors ------------------------------------------
+
+
+def test_the_allocators_own_allocations_are_in_the_plan_and_the_budget() -> None:
+    from ts_runtime import SmemAllocation, SmemAllocator
+
+    smem = StageBuffer(name="smem", pipeline_config=tma_config())
+    dst = GlobalOut(name="dst")
+    alloc = SmemAllocator()
+    alloc.add_resource(smem)
+    alloc.add(SmemAllocation("scratch", 200 * 1024))  # no resource declares it
+    tasks = [
+        Task([], [smem], 0, 1, schedule=load_schedule(smem), name="load"),
+        Task([smem], [dst], 4, 8, schedule=store_schedule(smem, dst), name="store"),
+    ]
+    with pytest.raises(SmemBudgetError) as info:
+        TaskManager(tasks, {dst: [smem]}, smem_allocator=alloc)
+    err = info.value
+    # 200 KiB of scratch + 4 stages of 16 KiB + 4 x 16 B of mbarriers, over 232448.
+    total = 200 * 1024 + 4 * 16384 + 64
+    assert err.resource == "scratch" and f"needs {total} bytes" in str(err)
+    assert "test_runtime_task_manager.py" in str(err)  # the user's line
+    with pytest.warns(UserWarning, match="scratch"):
+        tm = TaskManager(tasks, {dst: [smem]}, smem_allocator=alloc, skip_validation=True)
+    assert [a.name for a in tm.plan.smem_extra] == ["scratch"]
+    assert tm.report.codes() == ["TS-V209"]
+
+
+def test_task_manager_and_kernel_verify_through_the_same_stage(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ts_runtime.stages
+    from ts_ir import Target
+    from ts_runtime.staged import Kernel, KernelContext, Tasks
+
+    calls: list[tuple[str, Target | None]] = []
+    from ts_verify import verify as real
+
+    def spy(plan: KernelPlan, *, target: Target | None = None) -> Any:
+        calls.append((plan.name, target))
+        return real(plan, target=target)
+
+    monkeypatch.setattr(ts_runtime.stages, "verify", spy)
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    build()
+
+    def declare(k: KernelContext) -> Tasks:
+        smem = StageBuffer(name="smem", pipeline_config=tma_config())
+        dst = GlobalOut(name="dst")
+        return Tasks(
+            [
+                Task([], [smem], 0, 1, schedule=load_schedule(smem), name="load"),
+                Task([smem], [dst], 4, 8, schedule=store_schedule(smem, dst), name="store"),
+            ],
+            {dst: [smem]},
+        )
+
+    assert Kernel(declare, name="staged_copy").verify().ok
+    assert calls == [("tma_copy", Target.of("sm_90a")), ("staged_copy", Target.of("sm_90a"))]
+
+
+def test_the_group_size_error_is_the_verifiers_finding() -> None:
+    with pytest.raises(GroupSizeError) as info:
+        build(consumer_threads=128)
+    # The code of the typed error is the runtime's; the finding (and its words) ts-verify's.
+    with pytest.warns(UserWarning) as warned:
+        tm = build(consumer_threads=128, skip_validation=True)
+    assert str(warned[0].message).startswith("TS-R003") and "TS-V203" in tm.report.codes()
+    text = str(info.value)
+    assert text.startswith("TS-R003: resource `smem`: the consumer group has 128 thread(s)")
+    assert "runtime_host_kernels.py" in text  # the release in the user's schedule

@@ -437,7 +437,9 @@ def test_race_from_a_too_small_consumer_group(src: Src, dst: Dst) -> None:
     )
     static, race = check(plan, "TS-V203", "TS-V303").diagnostics
     at(static, "V303-static", task="fast", resource="buf", step="buf.release")
-    assert "make 256 (fast (4 warps) 128, slow (4 warps) 128)" in static.message
+    assert "arrive 256 times per phase (task `fast` (4 warps) 128, task `slow` (4 warps) 128)" in (
+        static.message
+    )
     at(race, "V303", task="p", resource="buf", step="buf.acquire")
     assert "stage 0 is refilled while slow still reads it" in race.message
     assert race.trace is not None
@@ -507,10 +509,12 @@ def test_deadlock_text_names_file_and_line(src: Src, dst: Dst) -> None:
 
 
 def test_every_code_is_in_this_corpus() -> None:
-    # Asynchronous-read cases (TS-V113) and aliasing (TS-V210) live in their own modules.
+    # Asynchronous-read cases (TS-V113), aliasing (TS-V210) and the target's checks (TS-V216)
+    # live in their own modules.
     here = Path(__file__).parent
     names = (
         "test_verify_broken_declarations.py",
+        "test_verify_budgets.py",
         "test_verify_broken_kernel.py",
         "test_verify_async.py",
         "test_verify_aliasing.py",

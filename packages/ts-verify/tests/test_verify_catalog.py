@@ -57,7 +57,8 @@ def verify_example(code: str, snippet: str) -> Report:
         _run(namespace, EXAMPLES_PLAN, "plan")
     plan = namespace["plan"]
     assert isinstance(plan, KernelPlan)
-    return verify(plan)
+    # An example about the target names it (``target = Target.of(...)``).
+    return verify(plan, target=namespace.get("target"))
 
 
 def test_every_code_reported_has_an_entry() -> None:

@@ -91,6 +91,7 @@ from ts_ir.smem import (
     compute_smem_layout,
     plan_smem_layout,
 )
+from ts_ir.target import TMEM_COLUMNS, Target
 
 __all__ = [
     "FIRST_ITER",
@@ -98,6 +99,7 @@ __all__ = [
     "LAST_ITER",
     "RESERVED_OP_NAMES",
     "SKIPPABLE",
+    "TMEM_COLUMNS",
     "UNKNOWN_LOCATION",
     "WARPGROUP_WARPS",
     "WARP_SIZE",
@@ -136,6 +138,7 @@ __all__ = [
     "SmemPlacement",
     "SourceLocation",
     "Step",
+    "Target",
     "TaskSpec",
     "TileSchedulerType",
     "WorkAttr",

@@ -325,6 +325,8 @@ class KernelPlan:
             a tuple of phases, each phase a tuple of allocation names.
         smem_capacity: SMEM bytes available per CTA.
         block_warps: Warps launched per CTA (None: the smallest block that holds every task).
+        smem_extra: SMEM allocations that no resource declares (the kernel's own scratch, added
+            to the SMEM allocator directly): they count against the capacity too.
     """
 
     name: str
@@ -334,6 +336,7 @@ class KernelPlan:
     smem_alias_groups: tuple[tuple[tuple[str, ...], ...], ...] = ()
     smem_capacity: int = 232448
     block_warps: int | None = None
+    smem_extra: tuple[SmemAllocationSpec, ...] = ()
 
     def resource(self, name: str) -> ResourceSpec:
         """The resource with the given name."""
@@ -376,9 +379,10 @@ class KernelPlan:
         return render_plan_table(self)
 
     def iter_smem(self) -> Iterator[SmemAllocationSpec]:
-        """Every SMEM allocation of every resource."""
+        """Every SMEM allocation: each resource's, then the kernel's own (``smem_extra``)."""
         for r in self.resources:
             yield from r.smem
+        yield from self.smem_extra
 
 
 def interleave_lane(task: TaskSpec, resource: str, stride: int) -> int | None:

@@ -225,21 +225,22 @@ def _pipeline_to_dict(p: PipelineSpec) -> dict[str, Any]:
     }
 
 
+def _smem_to_dict(s: SmemAllocationSpec) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "size_bytes": s.size_bytes,
+        "alignment": s.alignment,
+        "dtype_name": s.dtype_name,
+        "count": s.count,
+    }
+
+
 def _resource_to_dict(r: ResourceSpec, with_locations: bool) -> dict[str, Any]:
     d: dict[str, Any] = {
         "name": r.name,
         "kind": r.kind,
         "pipeline": None if r.pipeline is None else _pipeline_to_dict(r.pipeline),
-        "smem": [
-            {
-                "name": s.name,
-                "size_bytes": s.size_bytes,
-                "alignment": s.alignment,
-                "dtype_name": s.dtype_name,
-                "count": s.count,
-            }
-            for s in r.smem
-        ],
+        "smem": [_smem_to_dict(s) for s in r.smem],
         "work": [
             {
                 "label": w.label,
@@ -278,7 +279,7 @@ def plan_to_dict(plan: KernelPlan, *, with_locations: bool = True) -> dict[str, 
             "schedule": schedule,
         }
         tasks.append(_with_location(task, t.location, with_locations))
-    return {
+    out: dict[str, Any] = {
         "name": plan.name,
         "resources": [_resource_to_dict(r, with_locations) for r in plan.resources],
         "tasks": tasks,
@@ -287,6 +288,10 @@ def plan_to_dict(plan: KernelPlan, *, with_locations: bool = True) -> dict[str, 
         "smem_capacity": plan.smem_capacity,
         "block_warps": plan.block_warps,
     }
+    if plan.smem_extra:
+        # Only when present, so that plans without them keep their JSON (and fingerprints).
+        out["smem_extra"] = [_smem_to_dict(s) for s in plan.smem_extra]
+    return out
 
 
 def to_json(obj: Schedule | KernelPlan, *, indent: int | None = 2) -> str:
@@ -684,6 +689,10 @@ def _plan_from(value: object, path: str) -> KernelPlan:
         smem_alias_groups=_alias_groups(d, path),
         smem_capacity=_field(d, "smem_capacity", int, path),
         block_warps=_opt_field(d, "block_warps", int, path),
+        smem_extra=tuple(
+            _smem_from_dict(s, f"{path}.smem_extra[{i}]")
+            for i, s in enumerate(_check(d.get("smem_extra", []), list, f"{path}.smem_extra"))
+        ),
     )
 
 

@@ -42,7 +42,8 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         UMMA pipelines (TmaUmma, UmmaAsync, AsyncUmma, UmmaUmma) signal through tcgen05
         commits and CLC pipelines fetch work from the cluster launch controller: Blackwell
         (sm_100a) hardware that Hopper does not have. Compiling such a pipeline for sm_90a
-        cannot work, so the factory refuses it and names what to use on Hopper instead.
+        cannot work, so the factory refuses it (and the verifier, TS-V216, a plan that has one)
+        and names what to use on Hopper instead.
         """,
         """
         cfg = PipelineConfig.create_tma_umma_pipeline_cfg(4, 32768, producers, consumers)
@@ -60,7 +61,8 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         phase. They must equal what the tasks that commit or release actually signal: all
         threads of a task, one warp, or one elected thread for a TMA producer. Too few arrivals
         hang the kernel, too many let a stage be reused while it is still being read. The
-        runtime checks this before compiling and names the task and the resource.
+        verifier finds it (TS-V203) before compiling, and the runtime raises it as this error,
+        naming the task, the resource and the signal's line.
         """,
         """
         # the store task has 8 warps (256 threads) but the group says 128
@@ -78,8 +80,9 @@ RUNTIME_ENTRIES: tuple[CatalogEntry, ...] = (
         "use fewer stages or smaller tiles, or alias regions that are never live together",
         """
         Every resource's SMEM regions plus the mbarriers of every pipeline (16 bytes per stage)
-        must fit the per-CTA shared memory, 227 KB on the H200. A kernel over budget fails to
-        launch; the runtime reports it before compiling, with the layout by region.
+        must fit the per-CTA shared memory, 227 KB on the H200, and so must allocations made on
+        the SMEM allocator directly. A kernel over budget fails to launch; the verifier finds it
+        (TS-V209) before compiling, and the runtime raises it as this error with the layout.
         """,
         """
         ring = SmemAllocation("ring", size_bytes=8 * 32768)   # 256 KB

@@ -21,10 +21,11 @@ On the host, :meth:`Kernel.trace`, :meth:`~Kernel.plan` and :meth:`~Kernel.verif
 declaration with :class:`Symbol` s in place of the parameters (and of ``blockIdx`` & co.): no
 GPU and no CuTe DSL needed. :meth:`~Kernel.lower` and :meth:`~Kernel.compile` compile the
 launcher; inside it the generated ``@cute.kernel`` calls the same declaration with the real
-values, which the :class:`TaskManager` plans, verifies again (what is lowered is what was
-proven) and lowers. Every stage has ``as_text()``. Host stages are computed once per kernel
-and target; compiled kernels are cached by :func:`compile_kernel` (plan fingerprint, target,
-argument types).
+values, which are planned, verified again (what is lowered is what was proven) and lowered.
+Planning, verifying and lowering are the functions of :mod:`ts_runtime.stages`, which the
+reference-compatible ``TaskManager`` runs too. Every stage has ``as_text()``. Host stages are
+computed once per kernel and target; compiled kernels are cached by :func:`compile_kernel`
+(plan fingerprint, target, argument types).
 """
 
 from __future__ import annotations
@@ -36,11 +37,18 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ts_ir import KernelPlan, Schedule, SmemLayoutError, plan_smem_layout, render_mermaid
+from ts_runtime._arguments import check_task_manager_arguments
 from ts_runtime.compile import CompiledKernel, compile_kernel, plan_fingerprint
 from ts_runtime.errors import RuntimeConfigError
-from ts_runtime.target import current_target
+from ts_runtime.stages import (
+    collect_resources,
+    lower_plan,
+    plan_tasks,
+    setup_context,
+    target_of,
+    verify_plan,
+)
 from ts_runtime.task import Task
-from ts_runtime.task_manager import TaskManager
 from ts_trace import MemoryResource
 from ts_verify import Report
 
@@ -238,13 +246,6 @@ class Tasks:
     graph: Mapping[MemoryResource, Sequence[MemoryResource]]
 
 
-class _HostManager(TaskManager):
-    """A manager whose checks raise and whose failed verification stays in its report."""
-
-    def _validated(self, check: Any) -> None:
-        check()
-
-
 # -- the stages -----------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class Traced:
@@ -376,65 +377,84 @@ class Kernel:
                 fix="its first parameter is the KernelContext: def declare(k, *params)",
             )
         self.parameters: tuple[str, ...] = tuple(params[1:])
-        self._host: dict[str, TaskManager] = {}
+        self._host: dict[str, tuple[KernelPlan, Report]] = {}
         self._device: Any = None
         self._launcher: Any = None
 
     # -- host stages (no GPU, no CuTe DSL) ----------------------------------------------------
-    def _manager(self, ctx: KernelContext, values: Sequence[Any]) -> TaskManager:
+    def _declared(self, ctx: KernelContext, values: Sequence[Any]) -> Tasks:
         decl = self._declare(ctx, *values)
         if not isinstance(decl, Tasks):
             raise RuntimeConfigError(
                 f"Kernel `{self.name}`: the declaration returned {type(decl).__name__}, not Tasks",
                 fix="end the declaration with `return Tasks(tasks, graph)`",
             )
-        # On the host a failed verification is the Verified stage's report; in the kernel it
-        # raises. The checks before verification raise in both.
-        manager = TaskManager if ctx.on_device else _HostManager
-        return manager(
+        check_task_manager_arguments(
             decl.tasks,
             decl.graph,
-            # The declaration's allocator, if it carved SMEM; else the lowering makes one.
-            smem_allocator=ctx._allocator,
+            smem_allocator=None,
+            flags={},
             smem_capacity_bytes=self.smem_capacity_bytes,
             name=self.name,
             block_warps=self.block_warps,
-            debug_bounded_waits=self.debug_bounded_waits,
-            skip_validation=not ctx.on_device,
+            target=None,
         )
+        return decl
 
-    def _host_manager(self) -> TaskManager:
-        target = current_target()
-        tm = self._host.get(target)
-        if tm is None:
-            import warnings
+    def _planned(self, ctx: KernelContext, decl: Tasks) -> tuple[KernelPlan, Report]:
+        """Plan and verify (the stages TaskManager runs too).
 
-            # skip_validation's warning of a failed verification: the report says it.
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                tm = self._manager(KernelContext(False), [Symbol(p) for p in self.parameters])
-            self._host[target] = tm
-        return tm
+        On the host a failed verification is the Verified stage's report; in the kernel it
+        raises. The typed errors of the declaration (group sizes, SMEM, target) raise in both.
+        """
+        target = target_of(None, self.smem_capacity_bytes)
+        plan = plan_tasks(
+            decl.tasks,
+            decl.graph,
+            target=target,
+            # The declaration's allocator, if it carved SMEM; else the lowering makes one.
+            smem_allocator=ctx._allocator,
+            name=self.name,
+            block_warps=self.block_warps,
+        )
+        return plan, verify_plan(plan, target, raise_verification=ctx.on_device)
+
+    def _host_stages(self) -> tuple[KernelPlan, Report]:
+        target = target_of().name
+        hit = self._host.get(target)
+        if hit is None:
+            ctx = KernelContext(False)
+            hit = self._planned(ctx, self._declared(ctx, [Symbol(p) for p in self.parameters]))
+            self._host[target] = hit
+        return hit
 
     def trace(self) -> Traced:
         """Every task's schedule, traced on the host."""
-        return Traced({t.name: t.schedule for t in self._host_manager().plan.tasks})
+        return Traced({t.name: t.schedule for t in self._host_stages()[0].tasks})
 
     def plan(self) -> Planned:
         """The kernel plan."""
-        plan = self._host_manager().plan
+        plan = self._host_stages()[0]
         return Planned(plan, plan_fingerprint(plan))
 
     def verify(self) -> Verified:
         """The verification report (its ``ok`` says whether the kernel compiles)."""
-        return Verified(self.plan(), self._host_manager().report)
+        return Verified(self.plan(), self._host_stages()[1])
 
     # -- in the kernel ------------------------------------------------------------------------
     def emit(self, *values: Any) -> dict[str, Any]:
         """Declare, plan, verify and lower the tasks here (inside a ``@cute.kernel``)."""
-        tm = self._manager(KernelContext(True), values)
-        tm.setup_resources_and_tasks()
-        return tm.run()
+        ctx = KernelContext(True)
+        decl = self._declared(ctx, values)
+        plan, _ = self._planned(ctx, decl)
+        return lower_plan(
+            plan,
+            decl.tasks,
+            collect_resources(decl.tasks, decl.graph),
+            smem_allocator=ctx._allocator,
+            context=setup_context(ctx._allocator),
+            debug_bounded_waits=self.debug_bounded_waits,
+        )
 
     def launch(
         self,

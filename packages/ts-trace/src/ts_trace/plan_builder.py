@@ -303,6 +303,7 @@ def build_plan(
     smem_alias_groups: Sequence[Sequence[Sequence[str]]] = (),
     smem_capacity: int = 232448,
     block_warps: int | None = None,
+    smem_extra: Sequence[SmemAllocationSpec] = (),
 ) -> KernelPlan:
     """Assemble the kernel plan.
 
@@ -314,6 +315,7 @@ def build_plan(
         smem_alias_groups: SMEM alias groups (phases of allocation names).
         smem_capacity: SMEM bytes per CTA.
         block_warps: Warps launched per CTA, when fixed by the caller.
+        smem_extra: SMEM allocations no resource declares (they count against the capacity).
 
     Raises:
         PlanError: Duplicate task or resource names, a schedule that uses a resource the task
@@ -373,4 +375,5 @@ def build_plan(
         smem_alias_groups=tuple(tuple(tuple(p) for p in g) for g in smem_alias_groups),
         smem_capacity=smem_capacity,
         block_warps=block_warps,
+        smem_extra=tuple(smem_extra),
     )

@@ -1,12 +1,13 @@
 """ts-verify: prove a TS kernel plan free of bracket errors, deadlocks and races (no GPU).
 
 :func:`verify` runs, in order: per-task bracket checks (:mod:`ts_verify.brackets`), cross-task
-declaration checks (:mod:`ts_verify.kernel_checks`), symbolic bracket counts for all valuations
-(:mod:`ts_verify.counting`) and deadlock/race runs against mbarrier semantics
-(:mod:`ts_verify.simulate`, :mod:`ts_verify.whole_kernel`).
+declaration checks (:mod:`ts_verify.kernel_checks`, and against the target
+:mod:`ts_verify.budgets`: pipeline types the architecture runs, SMEM within capacity), symbolic
+bracket counts for all valuations (:mod:`ts_verify.counting`) and deadlock/race runs against
+mbarrier semantics (:mod:`ts_verify.simulate`, :mod:`ts_verify.whole_kernel`).
 
-The layers above use only the names exported here (import-linter holds them to it): the
-arrival count of a task's signal, and one valuation's run for drawing timelines.
+The layers above use only the names exported here (import-linter holds them to it): every
+check is :func:`verify`'s; one valuation's run is exported for drawing timelines.
 """
 
 from ts_verify.__about__ import __version__ as __version__
@@ -20,7 +21,6 @@ from ts_verify.diagnostics import (
     TraceEvent,
     VerificationError,
 )
-from ts_verify.kernel_checks import arrivals_per_signal
 from ts_verify.lanes import split_lanes
 from ts_verify.unroll import Valuation, is_per_tile, loop_key
 from ts_verify.verify import verify
@@ -36,7 +36,6 @@ __all__ = [
     "TraceEvent",
     "Valuation",
     "VerificationError",
-    "arrivals_per_signal",
     "is_per_tile",
     "loop_key",
     "run_valuation",

@@ -424,6 +424,32 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         """,
     ),
     _entry(
+        "TS-V216",
+        "pipeline type the target cannot run",
+        "on Hopper (sm_90a) use TmaAsync or AsyncAsync; UMMA and CLC pipelines need sm_100a",
+        """
+        UMMA pipelines (TmaUmma, UmmaAsync, AsyncUmma, UmmaUmma) signal through tcgen05
+        commits and CLC pipelines fetch work from the cluster launch controller, Blackwell
+        (sm_100a) hardware that Hopper does not have. Verified against a target
+        (`verify(plan, target=Target.of("sm_90a"))`, which the runtime always passes), such a
+        pipeline is reported with the Hopper pipeline type to use instead.
+        """,
+        """
+        from ts_ir import Target
+
+        target = Target.of("sm_90a")
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.TmaUmma, 2, 4096, CooperativeGroupSpec("thread", 1), group))
+        """,
+        """
+        from ts_ir import Target
+
+        target = Target.of("sm_90a")
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.TmaAsync, 2, 4096, CooperativeGroupSpec("thread", 1), group))
+        """,
+    ),
+    _entry(
         "TS-V301",
         "bracket counts differ between tasks",
         "make every task that touches a pipeline "

@@ -17,12 +17,12 @@ from ts_ir import (
     ResourceSpec,
     Role,
     ScheduleStage,
-    SmemLayoutError,
     Step,
+    Target,
     TaskSpec,
     WorkTileLoop,
-    plan_smem_layout,
 )
+from ts_verify.budgets import check_budgets
 from ts_verify.diagnostics import Diagnostic, Severity
 
 __all__ = [
@@ -76,17 +76,9 @@ def _ops(task: TaskSpec, resource: str, stages: tuple[ScheduleStage, ...]) -> li
 
 
 _SIDE_OPS = {
-    Role.PRODUCER: (
-        ScheduleStage.ProducerTryAcquire,
-        ScheduleStage.ProducerAcquire,
-        ScheduleStage.ProducerCommit,
-    ),
-    Role.CONSUMER: (
-        ScheduleStage.ConsumerTryWait,
-        ScheduleStage.ConsumerWait,
-        ScheduleStage.ConsumerRelease,
-    ),
+    role: tuple(s for s in ScheduleStage if s.is_pipeline_op and s.role is role) for role in Role
 }
+"""The pipeline operations of each side (acquire / commit / try_acquire; wait / release ...)."""
 
 
 def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> int:
@@ -135,27 +127,46 @@ def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
             # per-task checks report that): the group size is judged against the tasks.
             total = sum(arrivals_per_signal(t, res.pipeline, role) for t in users)
             if total != expected:
-                parts = ", ".join(
-                    f"{t.name} ({t.num_warps} warps) {arrivals_per_signal(t, res.pipeline, role)}"
-                    for t in users
-                )
-                side = "producer" if role is Role.PRODUCER else "consumer"
-                effect = (
-                    "the barrier phase never completes (deadlock)"
-                    if total < expected
-                    else "the phase completes early and the stage is reused while in use (race)"
-                )
-                first = signals[0][1][0]
-                yield Diagnostic(
-                    "TS-V203",
-                    f"the {side} group of `{res.name}` expects {expected} arrivals per phase, "
-                    f"but the tasks that signal make {total} ({parts}); {effect}",
-                    task=signals[0][0].name,
-                    resource=res.name,
-                    step=f"#{first.id} {first.describe()}",
-                    location=first.location,
-                    fix=f"set the {side} group size to {total}, or change which threads signal",
-                )
+                yield _arrival_mismatch(res, role, expected, total, users, signals[0])
+
+
+def _arrival_mismatch(
+    res: ResourceSpec,
+    role: Role,
+    expected: int,
+    total: int,
+    users: list[TaskSpec],
+    first_signal: tuple[TaskSpec, list[Step]],
+) -> Diagnostic:
+    """TS-V203, in the words of the reference's API (the group a user builds)."""
+    assert res.pipeline is not None
+    side = "producer" if role is Role.PRODUCER else "consumer"
+    group = res.pipeline.producer_group if role is Role.PRODUCER else res.pipeline.consumer_group
+    unit = "thread" if group.agent == "thread" else "warp"
+    parts = ", ".join(
+        f"task `{t.name}` ({t.num_warps} warp{'s' if t.num_warps != 1 else ''}) "
+        f"{arrivals_per_signal(t, res.pipeline, role)}"
+        for t in users
+    )
+    effect = (
+        "the barrier phase never completes (deadlock)"
+        if total < expected
+        else "the phase completes early and the stage is reused while in use (race)"
+    )
+    task, ops = first_signal
+    first = ops[0]
+    return Diagnostic(
+        "TS-V203",
+        f"resource `{res.name}`: the {side} group has {group.size} {unit}(s) and expects "
+        f"{expected} arrivals per phase, but the tasks that signal on it arrive {total} times "
+        f"per phase ({parts}); {effect}",
+        task=task.name,
+        resource=res.name,
+        step=f"#{first.id} {first.describe()}",
+        location=first.location,
+        fix=f"build the {side} group as CooperativeGroup(Agent.{unit.title()}, {total}), or "
+        "change the signaling tasks' num_warps or which of their threads signal",
+    )
 
 
 def _warps(plan: KernelPlan) -> Iterator[Diagnostic]:
@@ -242,43 +253,6 @@ def _registers(plan: KernelPlan) -> Iterator[Diagnostic]:
             location=None if biggest is None else biggest.location,
             fix="lower num_registers of the tasks (the largest first) or use fewer warps",
         )
-
-
-def _largest_smem(plan: KernelPlan) -> ResourceSpec | None:
-    """The resource with the most SMEM (the one a fix most likely shrinks)."""
-    with_smem = [r for r in plan.resources if r.smem]
-    return max(
-        with_smem,
-        key=lambda r: sum(a.size_bytes for a in r.smem if isinstance(a.size_bytes, int)),
-        default=None,
-    )
-
-
-def _smem(plan: KernelPlan) -> Iterator[Diagnostic]:
-    try:
-        layout = plan_smem_layout(plan)
-    except SmemLayoutError as err:
-        bad = _largest_smem(plan)
-        yield Diagnostic(
-            "TS-V209",
-            str(err),
-            resource="" if bad is None else bad.name,
-            location=None if bad is None else bad.location,
-            fix="fix the SMEM declarations",
-        )
-        return
-    if not layout.fits:
-        big = _largest_smem(plan)
-        yield Diagnostic(
-            "TS-V209",
-            f"the kernel needs {layout.total} bytes of shared memory, more than the "
-            f"{layout.capacity} available\n" + layout.report(),
-            resource="" if big is None else big.name,
-            location=None if big is None else big.location,
-            fix="use fewer stages or smaller tiles (the largest resource is named)",
-        )
-    # Whether aliased regions are live together is decided with the schedules' happens-before
-    # relation, after the deadlock check (ts_verify.aliasing).
 
 
 def _dependencies(plan: KernelPlan) -> Iterator[Diagnostic]:
@@ -369,17 +343,12 @@ def _dependency_cycles(plan: KernelPlan) -> Iterator[Diagnostic]:
                     stack.append((up, [*path, up]))
 
 
-def check_kernel(plan: KernelPlan) -> list[Diagnostic]:
-    """Every cross-task check, in a stable order."""
+def check_kernel(plan: KernelPlan, target: Target | None = None) -> list[Diagnostic]:
+    """Every cross-task check, in a stable order (with the target's, when one is given)."""
     out: list[Diagnostic] = []
-    for check in (
-        _warps,
-        _registers,
-        _arrivals,
-        _smem,
-        _dependencies,
-        _dependency_cycles,
-        _work_queues,
-    ):
+    for check in (_warps, _registers, _arrivals):
+        out.extend(check(plan))
+    out.extend(check_budgets(plan, target))
+    for check in (_dependencies, _dependency_cycles, _work_queues):
         out.extend(check(plan))
     return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ts_ir import KernelPlan
+from ts_ir import KernelPlan, Target
 from ts_verify.aliasing import alias_pairs, check_aliasing
 from ts_verify.brackets import check_task_brackets
 from ts_verify.declarations import check_declarations
@@ -26,11 +26,14 @@ _RUN_ANYWAY = frozenset({"TS-V203"})
 """Codes after which the whole-kernel checks still run (the schedules themselves are sound)."""
 
 
-def verify(plan: KernelPlan) -> Report:
+def verify(plan: KernelPlan, *, target: Target | None = None) -> Report:
     """Check a kernel plan statically; see :mod:`ts_verify` for what is checked.
 
     Args:
         plan: The kernel plan (from ``ts_trace.build_plan`` or the runtime's ``TaskManager``).
+        target: What the kernel is compiled for: its pipeline types must run there (TS-V216)
+            and its SMEM fit the target's capacity as well as the plan's (TS-V209). Without
+            one, only the plan's own capacity is checked.
 
     Returns:
         The report; call :meth:`Report.raise_for_errors` to turn errors into an exception.
@@ -47,7 +50,7 @@ def verify(plan: KernelPlan) -> Report:
     found: list[Diagnostic] = []
     for task in plan.tasks:
         found.extend(check_task_brackets(plan, task))
-    found.extend(check_kernel(plan))
+    found.extend(check_kernel(plan, target))
     # Warnings (a dependency cycle) are reported and change nothing else.
     warned = [d for d in found if d.severity is not Severity.ERROR]
     found = [d for d in found if d.severity is Severity.ERROR]

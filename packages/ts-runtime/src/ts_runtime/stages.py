@@ -1,0 +1,330 @@
+"""The stages both front doors run: plan the tasks, verify the plan, lower it in the kernel.
+
+:class:`~ts_runtime.staged.Kernel` (TS's staged API) and :class:`~ts_runtime.TaskManager` (the
+reference's API) are two ways to call the same three functions:
+
+* :func:`plan_tasks` — the tasks, the dependency graph and the SMEM allocator become a
+  :class:`ts_ir.KernelPlan` (every allocation recorded, so the verifier sees the whole SMEM
+  budget);
+* :func:`verify_plan` — :func:`ts_verify.verify` against the :class:`ts_ir.Target`, with the
+  findings a user fixes in the declaration raised as the runtime's typed errors;
+* :func:`lower_plan` — ``ts_codegen.emit_tasks`` inside the ``@cute.kernel``.
+
+Every check of the plan is ts-verify's. What stays here is about Python objects that the plan
+does not carry: which CTA rank a task is gated to, and which scheduler a work queue has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ts_ir import (
+    WARP_SIZE,
+    CooperativeGroupSpec,
+    KernelPlan,
+    Role,
+    SourceLocation,
+    Target,
+    TaskSpec,
+)
+from ts_runtime._arguments import at_line
+from ts_runtime.errors import (
+    GroupSizeError,
+    RuntimeConfigError,
+    SmemBudgetError,
+    UnsupportedFeatureError,
+    UnsupportedOnTarget,
+)
+from ts_runtime.memory import ResourceContext, SmemAllocation, SmemAllocator
+from ts_runtime.target import current_target
+from ts_runtime.task import Task
+from ts_trace import MemoryResource, build_plan, resource_name
+from ts_verify import Diagnostic, Report, VerificationError, verify
+
+__all__ = [
+    "collect_resources",
+    "lower_plan",
+    "plan_tasks",
+    "setup_context",
+    "target_of",
+    "verify_plan",
+]
+
+
+def target_of(name: str | None = None, smem_capacity: int | None = None) -> Target:
+    """The :class:`ts_ir.Target` for ``name`` (default: ``CUTE_DSL_ARCH``, else ``sm_90a``).
+
+    ``smem_capacity`` replaces the hardware's SMEM per CTA (a kernel planned for less).
+    """
+    return Target.of(name or current_target(), smem_capacity=smem_capacity)
+
+
+# -- plan ------------------------------------------------------------------------------------------
+def collect_resources(
+    tasks: Sequence[Task], graph: Mapping[MemoryResource, Sequence[MemoryResource]]
+) -> list[MemoryResource]:
+    """Every resource of the tasks and the graph, once each, in first-use order."""
+    seen: dict[int, MemoryResource] = {}
+    for t in tasks:
+        for r in t.resources:
+            seen.setdefault(id(r), r)
+    for down, ups in graph.items():
+        for r in (down, *ups):
+            seen.setdefault(id(r), r)
+    return list(seen.values())
+
+
+def _uses_side(task: TaskSpec, resource: str, role: Role) -> bool:
+    return any(
+        s.resource == resource and s.stage.is_pipeline_op and s.stage.role is role
+        for s in task.schedule.steps()
+    )
+
+
+def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
+    """Read a TMA ring's consumer group counted per warp as the thread count it stands for.
+
+    ``PipelineTmaAsync`` arrives on the empty barrier once per consumer warp, so reference
+    programs size its consumer group either in threads (128 for 4 warps) or in warps (4). The
+    plan counts threads; a group whose size equals the consumer tasks' warps (and not their
+    threads) is the per-warp spelling of the same barrier and is rewritten to threads.
+    """
+    resources = []
+    for spec in plan.resources:
+        p = spec.pipeline
+        if p is not None and p.type.producer_is_tma and p.consumer_group.agent == "thread":
+            users = [t for t in plan.tasks if _uses_side(t, spec.name, Role.CONSUMER)]
+            warps = sum(t.num_warps for t in users)
+            if users and p.consumer_group.size == warps != warps * WARP_SIZE:
+                group = CooperativeGroupSpec("thread", warps * WARP_SIZE)
+                spec = dataclasses.replace(
+                    spec, pipeline=dataclasses.replace(p, consumer_group=group)
+                )
+        resources.append(spec)
+    return dataclasses.replace(plan, resources=tuple(resources))
+
+
+def _check_cta_gates(tasks: Sequence[Task]) -> None:
+    """Tasks that share a pipelined resource run on the same CTA ranks.
+
+    The plan is verified per CTA. Where every task on a ring runs on the same CTA rank, that
+    CTA runs the verified protocol and the others do not touch the ring; a ring between a
+    restricted and an unrestricted task would see only one side in the other CTAs (a hang),
+    unless the signals are routed to the leader CTA, which is not lowered.
+    """
+    for t in tasks:
+        if t.run_only_on_cta_id is None:
+            continue
+        rings = {id(r): r for r in t.resources if getattr(r, "pipeline_config", None)}
+        for u in tasks:
+            if u is t or u.run_only_on_cta_id == t.run_only_on_cta_id:
+                continue
+            shared = [r for r in u.resources if id(r) in rings]
+            if shared:
+                name = resource_name(shared[0])
+                raise UnsupportedFeatureError(
+                    f"task `{t.name}` runs only on CTA {t.run_only_on_cta_id} of its cluster, "
+                    f"but task `{u.name}` (run_only_on_cta_id={u.run_only_on_cta_id}) shares "
+                    f"the pipelined resource `{name}` with it: in the other CTAs one side of "
+                    "the ring would wait forever",
+                    task=t.name,
+                    resource=name,
+                    fix=f"give `{u.name}` run_only_on_cta_id={t.run_only_on_cta_id} too",
+                )
+
+
+def _check_queue_steps(tasks: Sequence[Task], plan: KernelPlan) -> None:
+    """``get_and_advance_work_tile`` is the static queue's step; a dynamic queue hands over.
+
+    A dynamic queue's tiles travel through its pipeline (``fetch_next_tile`` /
+    ``read_next_tile``). The reference-style static step there would read the current tile and
+    skip the hand-over: refused at the user's line rather than lowered into a wrong kernel.
+    """
+    queues: dict[str, Any] = {
+        resource_name(r): r
+        for t in tasks
+        for r in t.resources
+        if getattr(type(r), "is_work_queue", False)
+        and getattr(getattr(r, "tile_scheduler_config", None), "is_dynamic", False)
+    }
+    for spec in plan.tasks:
+        for step in spec.schedule.steps():
+            if step.resource in queues and step.label == "get_and_advance_work_tile":
+                cfg = queues[step.resource].tile_scheduler_config
+                raise RuntimeConfigError(
+                    f"{step.location}: task `{spec.name}` calls "
+                    f"`{step.resource}.get_and_advance_work_tile()`, but the queue's "
+                    f"{cfg.tile_scheduler_type.value} scheduler hands each tile over through "
+                    "its pipeline, which that step does not read",
+                    task=spec.name,
+                    resource=step.resource,
+                    fix="call fetch_next_tile() in the fetching task and read_next_tile() in "
+                    "the others (docs/persistent.rst), or use the static scheduler",
+                )
+
+
+def plan_tasks(
+    tasks: Sequence[Task],
+    graph: Mapping[MemoryResource, Sequence[MemoryResource]],
+    *,
+    target: Target,
+    smem_allocator: Any = None,
+    name: str = "kernel",
+    block_warps: int | None = None,
+) -> KernelPlan:
+    """The kernel plan of ``tasks``: schedules, resources, graph, SMEM (stage 1).
+
+    An :class:`~ts_runtime.SmemAllocator` is laid out now if needed; its alias groups and the
+    allocations no resource declares go into the plan, so that ts-verify judges the whole SMEM
+    budget.
+
+    Raises:
+        RuntimeConfigError: No tasks, a non-Task, an empty graph, a ring shared across CTA
+            gates, or a dynamic queue read with the static queue's step.
+        ts_trace.PlanError: Inconsistent tasks or graph (duplicate names, unlisted resources).
+    """
+    tasks = list(tasks)
+    if not tasks:
+        raise RuntimeConfigError("a kernel needs at least one task")
+    for t in tasks:
+        if not isinstance(t, Task):
+            raise RuntimeConfigError(f"{t!r:.60} is not a Task", fix="build it with Task(...)")
+    if not graph:
+        raise RuntimeConfigError(
+            "the resource dependency graph is empty",
+            fix="pass {downstream: [upstreams...]} listing every resource of the tasks",
+        )
+    _check_cta_gates(tasks)
+    alias_groups: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    allocations: tuple[SmemAllocation, ...] = ()
+    if isinstance(smem_allocator, SmemAllocator):
+        if not smem_allocator.is_laid_out:
+            smem_allocator.compute_layout(target.smem_capacity)
+        alias_groups = smem_allocator.alias_groups_by_name()
+        allocations = smem_allocator.allocations
+    plan = build_plan(
+        [t.declaration() for t in tasks],
+        graph,
+        name=name,
+        smem_alias_groups=alias_groups,
+        smem_capacity=target.smem_capacity,
+        block_warps=block_warps,
+    )
+    declared = {a.name for a in plan.iter_smem()}
+    extra = tuple(a.to_spec() for a in allocations if a.name not in declared)
+    plan = _per_warp_tma_groups(dataclasses.replace(plan, smem_extra=extra))
+    _check_queue_steps(tasks, plan)
+    return plan
+
+
+# -- verify ----------------------------------------------------------------------------------------
+def _typed_error(plan: KernelPlan, d: Diagnostic, target: Target) -> RuntimeConfigError:
+    """The runtime's typed error for a finding the user fixes in the declaration."""
+    at: SourceLocation | None = d.location
+    if d.code == "TS-V216":
+        pipeline = plan.resource(d.resource).pipeline
+        return UnsupportedOnTarget(
+            at_line(d.message, at) if at is not None else d.message,
+            pipeline_type="" if pipeline is None else pipeline.type.value,
+            target=target.name,
+            task=d.task,
+            resource=d.resource,
+            fix=d.fix,
+        )
+    if d.code == "TS-V203":
+        return GroupSizeError(
+            at_line(d.message, at) if at is not None else d.message,
+            task=d.task,
+            resource=d.resource,
+            fix=d.fix,
+        )
+    # TS-V209: the whole kernel is over budget; the user's line is where it is put together.
+    return SmemBudgetError(at_line(d.message), task=d.task, resource=d.resource, fix=d.fix)
+
+
+_TYPED = ("TS-V216", "TS-V203", "TS-V209")
+"""Codes raised as typed runtime errors, in this order (the target's first)."""
+
+
+def verify_plan(
+    plan: KernelPlan,
+    target: Target,
+    *,
+    skip_validation: bool = False,
+    raise_verification: bool = True,
+    stacklevel: int = 2,
+) -> Report:
+    """Verify ``plan`` for ``target`` (stage 2): ts-verify's report, typed where it can be.
+
+    A pipeline type the target cannot run (TS-V216) raises :class:`UnsupportedOnTarget`; a
+    group size that contradicts the tasks (TS-V203) :class:`GroupSizeError`; SMEM over budget
+    (TS-V209) :class:`SmemBudgetError`. With ``skip_validation`` the last two, and the
+    verification errors, are warnings (stacklevel counted from the caller). Any other error
+    raises :class:`ts_verify.VerificationError` when ``raise_verification``; otherwise it stays
+    in the returned report.
+    """
+    report = verify(plan, target=target)
+    for code in _TYPED:
+        for d in report.errors:
+            if d.code != code:
+                continue
+            err = _typed_error(plan, d, target)
+            if not skip_validation or code == "TS-V216":  # the target's cannot be compiled
+                raise err
+            warnings.warn(str(err), stacklevel=stacklevel + 1)
+            break
+    if not report.ok:
+        if skip_validation:
+            warnings.warn(report.as_text(errors_only=True), stacklevel=stacklevel + 1)
+        elif raise_verification:
+            raise VerificationError(report)
+    return report
+
+
+# -- lower (inside the kernel) ---------------------------------------------------------------------
+def setup_context(smem_allocator: Any) -> ResourceContext:
+    """Allocate the SMEM block (an :class:`SmemAllocator`'s) and build the work calls' context."""
+    base = None
+    if isinstance(smem_allocator, SmemAllocator):
+        smem_allocator.allocate()
+        base = smem_allocator.smem_base
+    return ResourceContext(smem_base=base, smem_allocator=smem_allocator)
+
+
+def lower_plan(
+    plan: KernelPlan,
+    tasks: Sequence[Task],
+    resources: Sequence[MemoryResource],
+    *,
+    smem_allocator: Any,
+    context: ResourceContext | None,
+    debug_bounded_waits: bool = False,
+) -> dict[str, Any]:
+    """Emit every task at this point of the ``@cute.kernel`` (stage 3).
+
+    Returns:
+        The ``cutlass.pipeline`` objects by resource name.
+    """
+    import ts_codegen
+
+    bounds: dict[str, list[tuple[Any, Any, Any] | None]] = {}
+    for t in tasks:
+        if t.debug_print:
+            print(f"task {t.name}:\n{t.schedule.as_text()}")
+        if t.has_runtime_bounds():
+            # Per-tile bounds come as the task's methods; the lowering calls them with each
+            # work tile's coordinate.
+            bounds[t.name] = t.loop_bounds()
+    return ts_codegen.emit_tasks(
+        plan,
+        {resource_name(r): r for r in resources},
+        bounds=bounds,
+        smem_allocator=smem_allocator,
+        context=context,
+        debug=[t.name for t in tasks if t.debug_print or debug_bounded_waits],
+        task_caches={t.name: t.make_task_cache for t in tasks},
+        cta_gates={t.name: t.run_only_on_cta_id for t in tasks if t.run_only_on_cta_id is not None},
+    )
