@@ -1,8 +1,8 @@
 """Interleaved rings in the lowering: the lane each warp of a task starts its cursors on.
 
 A ring with interleave stride ``s`` deals its stages out to ``s`` lanes; a cursor on lane ``l``
-starts at stage ``l`` and moves ``s`` stages at a time (:meth:`TaskLowering._advance`). The
-lane of a task follows the reference's rule (:func:`ts_ir.plan.interleave_warp_lanes`): one
+starts at stage ``l`` and moves ``s`` stages at a time (:mod:`ts_codegen.lower` advances it).
+The lane of a task follows the reference's rule (:func:`ts_ir.plan.interleave_warp_lanes`): one
 constant lane for the whole task (a *domain lane*: its loop is ``domain_loop(l, end, s)``), or
 one lane per warp (*warp lanes*: warp ``w`` of the task on lane ``w``, read at run time from
 the warp index). ts-verify checks each lane as a ring of its own (``ts_verify.lanes``).
