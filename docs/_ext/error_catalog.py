@@ -63,10 +63,14 @@ LAYERS: tuple[tuple[str, str, str, str], ...] = (
     (
         "ts-runtime",
         "ts_runtime",
-        "Runtime errors (TS-R)",
-        "Raised by :class:`~ts_runtime.task.Task`, :class:`~ts_runtime.task_manager.TaskManager` "
-        "and :class:`~ts_runtime.pipeline_config.PipelineConfig` before anything is compiled "
-        "(subclasses of :class:`~ts_runtime.errors.RuntimeConfigError`).",
+        "Runtime errors (TS-R) and translation validation (TS-X)",
+        "TS-R: raised by :class:`~ts_runtime.task.Task`, "
+        ":class:`~ts_runtime.task_manager.TaskManager` and "
+        ":class:`~ts_runtime.pipeline_config.PipelineConfig` before anything is compiled "
+        "(subclasses of :class:`~ts_runtime.errors.RuntimeConfigError`). TS-X: reported by "
+        ":func:`~ts_runtime.ptx_check.check_ptx` as "
+        ":class:`~ts_runtime.ptx_check.TranslationError` s where a compiled kernel's PTX does "
+        "not run the barrier protocol of its verified plan.",
     ),
 )
 

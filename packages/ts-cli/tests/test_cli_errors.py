@@ -309,7 +309,8 @@ def test_explain_accepts_loose_spellings(capsys: pytest.CaptureFixture[str]) -> 
     ("code", "message"),
     [
         ("TS-V999", "no diagnostic TS-V999 (the TS-V codes are TS-V101.."),
-        ("TS-X001", "no layer reports TS-X001"),
+        ("TS-Q001", "no layer reports TS-Q001"),
+        ("TS-X001", "no diagnostic TS-X001 (the TS-X codes are TS-X101.."),
         ("deadlock", "'deadlock' is not a diagnostic code"),
     ],
 )

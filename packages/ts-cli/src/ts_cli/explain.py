@@ -34,6 +34,7 @@ LAYERS: dict[str, tuple[str, str]] = {
     "T": ("ts_trace", "ts-trace"),
     "V": ("ts_verify", "ts-verify"),
     "R": ("ts_runtime", "ts-runtime"),
+    "X": ("ts_runtime", "ts-runtime"),
     "C": ("ts_codegen", "ts-codegen"),
 }
 

@@ -423,7 +423,11 @@ def compile_ptx(jit_fn: Any, *args: Any) -> tuple[Any, str]:
     if dump:
         os.makedirs(dump, exist_ok=True)
     compiled = cute.compile(jit_fn, *args, options="--keep-ptx")
-    return compiled, ptx_text(compiled)
+    text = ptx_text(compiled)
+    from ts_codegen.capture import note_compiled
+
+    note_compiled(text)  # translation validation pairs it with the plans just lowered
+    return compiled, text
 
 
 def ptx_text(compiled: Any) -> str:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ts_codegen import dsl
+from ts_codegen import capture, dsl
 from ts_codegen.lower import LoweringError, lower_task
 from ts_codegen.work_queues import TileSource
 from ts_ir import WARP_SIZE, WARPGROUP_WARPS, KernelPlan, PipelineType, TaskSpec
@@ -157,6 +157,7 @@ def emit_tasks(
         LoweringError: A resource missing, a pipeline type or construct not lowered yet, or
             register counts that differ within a warpgroup.
     """
+    capture.note_lowered(plan)
     live = resources_by_name(resources)
     specs = {r.name: r for r in plan.resources}
     for t in plan.tasks:

@@ -28,6 +28,7 @@ from ts_runtime.errors import (
 )
 from ts_runtime.memory import ResourceContext, SmemAllocation, SmemAllocator
 from ts_runtime.pipeline_config import PipelineConfig
+from ts_runtime.ptx_check import TranslationError, TranslationReport, check_ptx
 from ts_runtime.staged import (
     Compiled,
     Kernel,
@@ -66,11 +67,14 @@ __all__ = [
     "Tasks",
     "TileSchedulerConfig",
     "Traced",
+    "TranslationError",
+    "TranslationReport",
     "UnsupportedFeatureError",
     "UnsupportedOnTarget",
     "Verified",
     "WorkQueue",
     "__version__",
+    "check_ptx",
     "compile_kernel",
     "current_target",
     "default_cache",

@@ -1,0 +1,629 @@
+"""Translation validation: does the compiled kernel run the barrier protocol the plan proved?
+
+ts-verify proves a :class:`ts_ir.KernelPlan`; what runs is the PTX that ts-codegen and the
+CuTe DSL's ``cutlass.pipeline`` classes made of it. :func:`check_ptx` recovers the protocol
+from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
+
+* **barriers** (``TS-X101``): one array of ``2 x stages`` mbarriers per pipelined resource, in
+  the plan's resource order, full barriers then empty ones, one constant count per side;
+* **arrivals** (``TS-X102``): every arrive site of a task counts, per phase, what the plan's
+  signals make (the arrivals one signal makes against the group size) times the
+  threads of the task that run it;
+* **bytes** (``TS-X103``): ``expect_tx`` announces ``bytes_per_stage``; TMA / bulk copies
+  complete bytes only on full barriers of TMA rings;
+* **parity** (``TS-X104``): producers wait on empty barriers starting on parity 1, consumers
+  on full barriers starting on parity 0, both flipping exactly when the stage index wraps;
+* **roles** (``TS-X105``): each operation is run by tasks whose schedules use that ring and
+  side, on an address that is a barrier of the plan;
+* **registers** (``TS-X106``): ``setmaxnreg`` per warpgroup as the tasks declare;
+* **SMEM** (``TS-X107``): copies into SMEM stay clear of the barriers, which fit the capacity.
+
+Every difference is a :class:`TranslationError` naming the resource, the task and the PTX
+line. What it assumes is in ``docs/verification.rst`` (translation validation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from ts_ir import (
+    WARP_SIZE,
+    WARPGROUP_WARPS,
+    KernelPlan,
+    PipelineSpec,
+    Role,
+    ScheduleStage,
+    TaskSpec,
+    register,
+    see_also,
+)
+from ts_runtime.catalog_translation import TRANSLATION_ENTRIES
+from ts_runtime.ptx_cfg import parse_kernel
+from ts_runtime.ptx_protocol import BarrierOp, Protocol, index_term, recover, state_machine
+from ts_runtime.ptx_values import SMEM
+
+register(TRANSLATION_ENTRIES)
+
+__all__ = ["RingBarriers", "TranslationError", "TranslationReport", "check_ptx"]
+
+
+class TranslationError(ValueError):
+    """The compiled kernel disagrees with the verified plan (a ``TS-X1xx`` code).
+
+    Attributes:
+        code: The catalog code.
+        resource: The ring concerned ("" when none).
+        task: The task concerned ("" when none).
+        line: The PTX line (0 when none).
+        fix: How to fix it.
+    """
+
+    code: str
+    _codes: ClassVar[frozenset[str]] = frozenset(e.code for e in TRANSLATION_ENTRIES)
+
+    def __init__(
+        self, code: str, message: str, *, resource: str = "", task: str = "", line: int = 0
+    ) -> None:
+        if code not in self._codes:
+            raise ValueError(f"unknown translation-validation code {code}")
+        self.code, self.resource, self.task, self.line = code, resource, task, line
+        self.fix = next(e.fix for e in TRANSLATION_ENTRIES if e.code == code)
+        where = f" (PTX line {line})" if line else ""
+        super().__init__(f"{code}: {message}{where}\n  fix: {self.fix}\n  see: {see_also(code)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class RingBarriers:
+    """Where a ring's mbarriers are and what they count, as the PTX initialises them.
+
+    Attributes:
+        resource: The ring's resource name.
+        offset: SMEM offset of its first (full) barrier.
+        stages: Stages (the array holds ``2 * stages`` barriers).
+        full_count: The full barriers' arrival count (None when not one constant).
+        empty_count: The empty barriers' count.
+        init_line: The PTX line of its first ``mbarrier.init``.
+    """
+
+    resource: str
+    offset: int
+    stages: int
+    full_count: int | None
+    empty_count: int | None
+    init_line: int
+
+    def side(self, slot_offset: int) -> tuple[str, int] | None:
+        """``("full" | "empty", stage)`` of an offset inside the array, else None."""
+        rel = slot_offset - self.offset
+        if rel < 0 or rel >= 16 * self.stages or rel % 8:
+            return None
+        k = rel // 8
+        return ("full", k) if k < self.stages else ("empty", k - self.stages)
+
+
+@dataclasses.dataclass(frozen=True)
+class TranslationReport:
+    """What :func:`check_ptx` found.
+
+    Attributes:
+        kernel: The PTX entry checked.
+        rings: The rings' barriers as recovered.
+        errors: Every difference from the plan.
+        checked: What was compared, one line each (for ``as_text``).
+    """
+
+    kernel: str
+    rings: tuple[RingBarriers, ...]
+    errors: tuple[TranslationError, ...]
+    checked: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """True when the PTX runs the plan's protocol."""
+        return not self.errors
+
+    def codes(self) -> list[str]:
+        """The codes of the errors, in order."""
+        return [e.code for e in self.errors]
+
+    def raise_for_errors(self) -> None:
+        """Raise the first error (the others are in :attr:`errors`)."""
+        if self.errors:
+            raise self.errors[0]
+
+    def as_text(self) -> str:
+        """What was checked and every error."""
+        head = f"translation validation of {self.kernel}: " + (
+            "the PTX runs the plan's barrier protocol"
+            if self.ok
+            else f"{len(self.errors)} difference(s) from the plan"
+        )
+        lines = [head, *(f"  {c}" for c in self.checked)]
+        lines += [str(e) for e in self.errors]
+        return "\n".join(lines)
+
+
+def _roles(task: TaskSpec) -> dict[str, set[ScheduleStage]]:
+    out: dict[str, set[ScheduleStage]] = {}
+    for step in task.schedule.steps():
+        if step.stage.is_pipeline_op:
+            out.setdefault(step.resource, set()).add(step.stage)
+    return out
+
+
+_WAITS = {"full": ScheduleStage.ConsumerWait, "empty": ScheduleStage.ProducerAcquire}
+_SIGNALS = {"full": ScheduleStage.ProducerCommit, "empty": ScheduleStage.ConsumerRelease}
+
+
+class _Checker:
+    def __init__(self, plan: KernelPlan, protocol: Protocol) -> None:
+        self.plan = plan
+        self.p = protocol
+        self.errors: list[TranslationError] = []
+        self.checked: list[str] = []
+        self.rings: list[RingBarriers] = []
+        self.pipes: dict[str, PipelineSpec] = {
+            r.name: r.pipeline for r in plan.resources if r.pipeline is not None
+        }
+        self.roles = {t.name: _roles(t) for t in plan.tasks}
+
+    def error(
+        self, code: str, message: str, *, resource: str = "", task: str = "", line: int = 0
+    ) -> None:
+        self.errors.append(TranslationError(code, message, resource=resource, task=task, line=line))
+
+    def tasks_of(self, op_warps: frozenset[int]) -> list[TaskSpec]:
+        return [t for t in self.plan.tasks if any(w in op_warps for w in t.warps)]
+
+    # -- barriers ------------------------------------------------------------------------------
+    def barriers(self) -> None:
+        inits = [op for op in self.p.barriers if op.kind == "init"]
+        slots: list[tuple[int, BarrierOp]] = []
+        for op in inits:
+            a = op.address
+            if a is None or a.coef(SMEM) != 1 or a.others(SMEM):
+                self.error(
+                    "TS-X101",
+                    f"`{op.instr.text}` initialises a barrier at an address "
+                    "that is not a constant SMEM offset",
+                    line=op.instr.line,
+                )
+                continue
+            slots.append((a.const, op))
+        slots.sort(key=lambda s: s[0])
+        want = sum(2 * p.stages for p in self.pipes.values())
+        if len(slots) != want:
+            names = ", ".join(f"`{n}` ({2 * p.stages})" for n, p in self.pipes.items()) or "none"
+            self.error(
+                "TS-X101",
+                f"the PTX initialises {len(slots)} mbarrier(s), the plan's rings "
+                f"need {want}: {names}",
+                line=slots[0][1].instr.line if slots else 0,
+            )
+            return
+        k = 0
+        for name, pipe in self.pipes.items():
+            mine = slots[k : k + 2 * pipe.stages]
+            k += 2 * pipe.stages
+            start = mine[0][0]
+            if [o for o, _ in mine] != [start + 8 * i for i in range(2 * pipe.stages)]:
+                self.error(
+                    "TS-X101",
+                    f"ring `{name}`: its {2 * pipe.stages} mbarriers are not one "
+                    "array of consecutive 8-byte slots",
+                    resource=name,
+                    line=mine[0][1].instr.line,
+                )
+            full = {op.count for _, op in mine[: pipe.stages]}
+            empty = {op.count for _, op in mine[pipe.stages :]}
+            ring = RingBarriers(
+                name,
+                start,
+                pipe.stages,
+                full.pop() if len(full) == 1 else None,
+                empty.pop() if len(empty) == 1 else None,
+                mine[0][1].instr.line,
+            )
+            if ring.full_count is None or ring.empty_count is None:
+                self.error(
+                    "TS-X101",
+                    f"ring `{name}`: the stages' barriers are initialised with "
+                    "different or non-constant counts",
+                    resource=name,
+                    line=ring.init_line,
+                )
+            self.rings.append(ring)
+            self.checked.append(
+                f"ring `{name}`: {pipe.stages} stage(s), barriers at SMEM {start}.."
+                f"{start + 16 * pipe.stages}, full count {ring.full_count}, "
+                f"empty count {ring.empty_count}"
+            )
+
+    def locate(self, op: BarrierOp) -> tuple[RingBarriers, str, str | None, int | None] | None:
+        """(ring, side, index register, constant stage) of a barrier operation."""
+        a = op.address
+        if a is None or a.coef(SMEM) != 1:
+            return None
+        for ring in self.rings:
+            for side, base in (("full", ring.offset), ("empty", ring.offset + 8 * ring.stages)):
+                if base <= a.const < base + 8 * ring.stages:
+                    reg, const = index_term(a, base)
+                    if reg is None and const is None:
+                        return None
+                    if const is not None and const >= ring.stages:
+                        return None
+                    return ring, side, reg, const
+        return None
+
+    # -- every operation -----------------------------------------------------------------------
+    def operations(self) -> None:
+        signals: dict[tuple[str, str], int] = {}
+        for op in self.p.barriers:
+            if op.kind == "init" or not op.threads:
+                continue
+            where = self.locate(op)
+            tasks = self.tasks_of(op.warps)
+            if where is None:
+                self.error(
+                    "TS-X105",
+                    f"`{op.instr.text}` acts on an address that is no barrier of the plan's rings",
+                    line=op.instr.line,
+                    task=", ".join(t.name for t in tasks),
+                )
+                continue
+            ring, side, reg, _ = where
+            pipe = self.pipes[ring.resource]
+            if not tasks:
+                self.error(
+                    "TS-X105",
+                    f"the {side} barrier of ring `{ring.resource}` is used by "
+                    f"warps {sorted(op.warps)}, which run no task",
+                    resource=ring.resource,
+                    line=op.instr.line,
+                )
+                continue
+            for task in tasks:
+                roles = self.roles[task.name].get(ring.resource, set())
+                if op.kind == "wait":
+                    self.wait(op, ring, side, reg, task, roles, pipe)
+                elif op.kind in ("arrive", "commit", "expect_tx"):
+                    n = self.arrive(op, ring, side, task, roles, pipe)
+                    if n:
+                        signals[(ring.resource, side)] = signals.get((ring.resource, side), 0) + n
+                elif op.kind == "complete_tx" and (side != "full" or not pipe.type.producer_is_tma):
+                    self.error(
+                        "TS-X103",
+                        f"task `{task.name}`: a copy completes bytes on the {side} "
+                        f"barrier of ring `{ring.resource}` ({pipe.type.value}), which "
+                        "expects none",
+                        resource=ring.resource,
+                        task=task.name,
+                        line=op.instr.line,
+                    )
+        for ring in self.rings:
+            pipe = self.pipes[ring.resource]
+            for side in ("full", "empty"):
+                signalled = any(
+                    _SIGNALS[side] in self.roles[t.name].get(ring.resource, set())
+                    for t in self.plan.tasks
+                )
+                if signalled and not signals.get((ring.resource, side)):
+                    self.error(
+                        "TS-X102",
+                        f"ring `{ring.resource}`: the plan signals its {side} "
+                        "barriers, the PTX never arrives on them",
+                        resource=ring.resource,
+                        line=ring.init_line,
+                    )
+
+    def wait(
+        self,
+        op: BarrierOp,
+        ring: RingBarriers,
+        side: str,
+        reg: str | None,
+        task: TaskSpec,
+        roles: set[ScheduleStage],
+        pipe: PipelineSpec,
+    ) -> None:
+        line, name = op.instr.line, ring.resource
+        if _WAITS[side] not in roles:
+            who = "consumer" if side == "full" else "producer"
+            self.error(
+                "TS-X105",
+                f"task `{task.name}` waits on the {side} barrier of ring "
+                f"`{name}`, but its schedule is no {who} that waits there",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+            return
+        start = 0 if side == "full" else 1
+        who = "consumer" if side == "full" else "producer"
+        if not op.parity.startswith("%") and "@asm" not in op.parity:
+            return  # a constant parity: one point of the sequence, nothing to follow
+        step, stages = max(pipe.interleave, 1), ring.stages
+        states = [(i, p) for i in range(stages) for p in (0, 1)]
+        sm = state_machine(self.p, op.instr, reg, op.parity, states, task.warp_start * WARP_SIZE)
+        if sm.initial_parity and sm.initial_parity != {start}:
+            self.error(
+                "TS-X104",
+                f"task `{task.name}` ({who} of ring `{name}`) starts waiting "
+                f"on parity {sorted(sm.initial_parity)}, the plan's first {side} phase "
+                f"is parity {start}",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+        if reg is not None and sm.initial_index and not all(i < step for i in sm.initial_index):
+            self.error(
+                "TS-X104",
+                f"task `{task.name}` starts waiting on stage "
+                f"{sorted(sm.initial_index)} of ring `{name}`, not on stage 0 (or its "
+                "interleave lane)",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+        if not _advances(sm.next_states, stages, step, reg is not None):
+            self.error(
+                "TS-X104",
+                f"task `{task.name}`: from one wait on ring `{name}` to the "
+                f"next, the stage / parity registers do not advance by whole stages "
+                f"with the parity flipping exactly when the stage wraps around {stages} "
+                "stage(s)",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+            return
+        self.checked.append(
+            f"task `{task.name}` waits on ring `{name}` ({side}) from parity "
+            f"{start}, flipping on wrap (line {line})"
+        )
+
+    def arrive(
+        self,
+        op: BarrierOp,
+        ring: RingBarriers,
+        side: str,
+        task: TaskSpec,
+        roles: set[ScheduleStage],
+        pipe: PipelineSpec,
+    ) -> int:
+        line, name = op.instr.line, ring.resource
+        role = Role.PRODUCER if side == "full" else Role.CONSUMER
+        signal = (
+            ScheduleStage.ProducerAcquire
+            if (side == "full" and pipe.type.producer_is_tma)
+            else _SIGNALS[side]
+        )
+        if signal not in roles and _SIGNALS[side] not in roles:
+            self.error(
+                "TS-X105",
+                f"task `{task.name}` arrives on the {side} barrier of ring "
+                f"`{name}`, but its schedule does not {'commit' if side == 'full' else 'release'}"
+                " it",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+            return 0
+        if op.tx_bytes is not None or op.kind == "expect_tx":
+            if side != "full" or not pipe.type.producer_is_tma:
+                self.error(
+                    "TS-X103",
+                    f"task `{task.name}` announces transaction bytes on the {side}"
+                    f" barrier of ring `{name}` ({pipe.type.value})",
+                    resource=name,
+                    task=task.name,
+                    line=line,
+                )
+            elif op.tx_bytes != pipe.bytes_per_stage:
+                self.error(
+                    "TS-X103",
+                    f"task `{task.name}` arms the full barrier of ring `{name}` "
+                    f"with {op.tx_bytes} transaction bytes, the plan's stage is "
+                    f"{pipe.bytes_per_stage} bytes",
+                    resource=name,
+                    task=task.name,
+                    line=line,
+                )
+            if op.kind == "expect_tx":
+                return 0
+        mine = [
+            t for t in op.threads if task.warp_start * WARP_SIZE <= t < task.warp_end * WARP_SIZE
+        ]
+        per_signal = len(mine) * (op.count or 0)
+        group = pipe.producer_group if role is Role.PRODUCER else pipe.consumer_group
+        plan_per_signal = _plan_arrivals(task, pipe, role)
+        count = ring.full_count if side == "full" else ring.empty_count
+        if op.count is None:
+            self.error(
+                "TS-X102",
+                f"task `{task.name}` arrives on ring `{name}` ({side}) with a "
+                "count that is not a constant",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+            return 0
+        if count is None or plan_per_signal <= 0 or group.size % plan_per_signal:
+            return per_signal  # TS-X101 or the verifier reports these
+        signals = group.size // plan_per_signal
+        if count != signals * per_signal:
+            self.error(
+                "TS-X102",
+                f"ring `{name}`: its {side} barriers count {count} arrival(s) per phase (PTX line "
+                f"{ring.init_line}); the plan completes a phase with {signals} signal(s) of task "
+                f"`{task.name}` ({group.size} {group.agent} arrival(s), {plan_per_signal} per "
+                f"signal), and one signal here is {per_signal} arrival(s) ({len(mine)} thread(s)"
+                f" x {op.count}), so the barrier should count {signals * per_signal}",
+                resource=name,
+                task=task.name,
+                line=line,
+            )
+        else:
+            self.checked.append(
+                f"task `{task.name}` arrives {per_signal}x on ring `{name}` "
+                f"({side}), {signals} signal(s) per phase (line {line})"
+            )
+        return per_signal
+
+    # -- registers and SMEM --------------------------------------------------------------------
+    def registers(self) -> None:
+        threads = self.p.threads
+        baseline = min(256, (65536 // max(threads, 1)) // 8 * 8)
+        groups = (threads // WARP_SIZE + WARPGROUP_WARPS - 1) // WARPGROUP_WARPS
+        for g in range(groups):
+            warps = set(range(g * WARPGROUP_WARPS, (g + 1) * WARPGROUP_WARPS))
+            tasks = [t for t in self.plan.tasks if warps & set(t.warps)]
+            want = {t.num_registers for t in tasks if t.num_registers is not None}
+            ops = [r for r in self.p.registers if {t // WARP_SIZE for t in r.threads} & warps]
+            names = ", ".join(f"`{t.name}`" for t in tasks) or "no task"
+            if not want:
+                for r in ops:
+                    self.error(
+                        "TS-X106",
+                        f"warpgroup {g} ({names}) runs `{r.instr.text}`, but "
+                        "its tasks declare no register budget",
+                        task=names,
+                        line=r.instr.line,
+                    )
+                continue
+            n = want.pop()
+            good = [r for r in ops if r.count == n and r.increase == (n > baseline)]
+            for r in ops:
+                if r not in good:
+                    self.error(
+                        "TS-X106",
+                        f"warpgroup {g} ({names}) runs `{r.instr.text}`; its "
+                        f"tasks declare {n} registers ({'.inc' if n > baseline else '.dec'}"
+                        f" from the launch budget of {baseline})",
+                        task=names,
+                        line=r.instr.line,
+                    )
+            full = [r for r in good if {t // WARP_SIZE for t in r.threads} >= warps]
+            if not full:
+                self.error(
+                    "TS-X106",
+                    f"warpgroup {g} ({names}): no setmaxnreg {n} is run by all four of its warps",
+                    task=names,
+                    line=ops[0].instr.line if ops else 0,
+                )
+            else:
+                self.checked.append(f"warpgroup {g}: setmaxnreg {n} (line {full[0].instr.line})")
+
+    def smem(self) -> None:
+        if not self.rings:
+            return
+        lo = min(r.offset for r in self.rings)
+        hi = max(r.offset + 16 * r.stages for r in self.rings)
+        if hi > self.plan.smem_capacity:
+            self.error(
+                "TS-X107",
+                f"the mbarriers end at SMEM byte {hi}, past the plan's capacity "
+                f"of {self.plan.smem_capacity}",
+                line=self.rings[0].init_line,
+            )
+        for w in self.p.smem_writes:
+            d = w.destination
+            if d is None or d.coef(SMEM) != 1:
+                continue
+            rest = d.others(SMEM)
+            ring = None
+            if w.barrier is not None:
+                op = BarrierOp("complete_tx", w.instr, w.barrier, None, None, "", frozenset())
+                found = self.locate(op)
+                ring = found[0] if found else None
+            stride = rest[0][1] if len(rest) == 1 and rest[0][1] > 0 else 0
+            end = d.const + (stride * ring.stages if ring and stride else max(stride, 1))
+            if d.const < hi and end > lo:
+                self.error(
+                    "TS-X107",
+                    f"`{w.instr.text.split()[0]}` writes SMEM {d.const}..{end}, "
+                    f"over the mbarriers at {lo}..{hi}",
+                    resource=ring.resource if ring else "",
+                    line=w.instr.line,
+                )
+
+
+def _plan_arrivals(task: TaskSpec, pipe: PipelineSpec, role: Role) -> int:
+    """Arrivals one commit (producer) or release (consumer) of ``task`` makes, in the plan.
+
+    The plan's own reading of its declarations (the rule ts-verify checks group sizes by): a
+    TMA producer arms the full barrier from one elected thread; a side signalled by the
+    task's first warp only counts that warp; otherwise every warp (or thread) of the task.
+    """
+    if role is Role.PRODUCER:
+        group, signaling = pipe.producer_group, pipe.producer_signaling
+        if pipe.type.producer_is_tma:
+            return 1
+    else:
+        group, signaling = pipe.consumer_group, pipe.consumer_signaling
+    return group.arrivals_for(1 if signaling.has_task_warp_leader() else task.num_warps)
+
+
+def _advance(i: int, p: int, k: int, stages: int) -> tuple[int, int]:
+    return (i + k) % stages, p ^ (((i + k) // stages) & 1)
+
+
+def _advances(
+    next_states: dict[tuple[int, int], frozenset[tuple[int | None, int | None]] | None],
+    stages: int,
+    step: int,
+    indexed: bool,
+) -> bool:
+    """Whether every path back to the wait advances by the same k stages from every state.
+
+    Some k >= 1 must be common to every state tried, a multiple of the interleave ``step``;
+    k = 0 is a bounded wait polling again.
+    """
+    common: set[int] | None = None
+    for (i, p), seen in next_states.items():
+        if seen is None:
+            return False
+        if not seen:
+            continue  # no path comes back: a wait that runs once
+        ks: set[int] = set()
+        for i2, p2 in seen:
+            fits = {
+                k
+                for k in range(2 * stages + 1)
+                if _advance(i, p, k, stages)[1] == p2
+                and (not indexed or _advance(i, p, k, stages)[0] == i2)
+            }
+            if not fits:
+                return False
+            ks |= fits
+        common = ks if common is None else common & ks
+    if common is None:
+        return True
+    return any(k >= 1 and k % step == 0 for k in common)
+
+
+def check_ptx(plan: KernelPlan, ptx: str, entry: str | None = None) -> TranslationReport:
+    """Compare the barrier protocol of a compiled kernel's PTX with its verified plan.
+
+    Args:
+        plan: The plan that ts-verify proved (the kernel's ``KernelPlan``).
+        ptx: The PTX the kernel compiled to.
+        entry: The ``.entry`` to check (default: the first).
+
+    Returns:
+        The report; its ``errors`` are :class:`TranslationError` s (``TS-X1xx``).
+
+    Raises:
+        ts_runtime.ptx_cfg.PtxFormatError: The text holds no such kernel entry.
+    """
+    kernel = parse_kernel(ptx, entry)
+    checker = _Checker(plan, recover(kernel))
+    checker.barriers()
+    if not checker.errors:
+        checker.operations()
+    checker.registers()
+    checker.smem()
+    return TranslationReport(
+        kernel.name, tuple(checker.rings), tuple(checker.errors), tuple(checker.checked)
+    )

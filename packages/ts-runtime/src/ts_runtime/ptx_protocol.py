@@ -1,0 +1,317 @@
+"""The barrier protocol a compiled kernel executes, recovered from its PTX.
+
+:func:`recover` lists every operation on an mbarrier (``mbarrier.init`` and its count, each
+arrive with the arrivals and transaction bytes it adds, each wait with its parity operand,
+each TMA / bulk copy that completes transaction bytes on a barrier, ``tcgen05.commit``), every
+``setmaxnreg`` and every TMA copy into SMEM, each with the set of threads of the CTA that may
+run it (:meth:`ts_runtime.ptx_values.Values.reach`) and its address as an affine form over the
+dynamic SMEM base. :func:`state_machine` recovers how a wait's stage index and parity
+registers start and advance by running the blocks that update them on concrete values.
+
+Nothing here knows the plan: :mod:`ts_runtime.ptx_check` compares the two.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+from ts_runtime.ptx_cfg import Instr, Kernel
+from ts_runtime.ptx_values import SMEM, Affine, Values, defined_registers, parse_int
+
+__all__ = ["BarrierOp", "Protocol", "RegisterOp", "StateMachine", "recover", "state_machine"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BarrierOp:
+    """One instruction that acts on an mbarrier.
+
+    Attributes:
+        kind: ``init``, ``arrive`` (arrivals, maybe with tx bytes), ``expect_tx`` (tx bytes
+            only), ``wait``, ``complete_tx`` (a TMA / bulk copy's bytes) or ``commit``
+            (``tcgen05.commit``: one arrival when the MMAs before it finish).
+        instr: The instruction.
+        address: The barrier's address (None when it is not a ``[reg+offset]`` operand).
+        count: ``init``: the arrival count; ``arrive``: arrivals per executing thread;
+            ``complete_tx``: bytes when the instruction states them; else None.
+        tx_bytes: Transaction bytes an ``arrive`` / ``expect_tx`` announces (None: none or
+            not a constant).
+        parity: A wait's parity operand.
+        threads: The threads of the CTA that may run it.
+    """
+
+    kind: str
+    instr: Instr
+    address: Affine | None
+    count: int | None
+    tx_bytes: int | None
+    parity: str
+    threads: frozenset[int]
+
+    @property
+    def warps(self) -> frozenset[int]:
+        """The warps that may run it."""
+        return frozenset(t // 32 for t in self.threads)
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisterOp:
+    """A ``setmaxnreg`` (``increase``: ``.inc``) and the threads that may run it."""
+
+    instr: Instr
+    count: int | None
+    increase: bool
+    threads: frozenset[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class TmaStore:
+    """A TMA / bulk copy that writes SMEM: its destination and the barrier it completes."""
+
+    instr: Instr
+    destination: Affine | None
+    barrier: Affine | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """Everything :func:`recover` found (module docstring)."""
+
+    kernel: Kernel
+    values: Values
+    barriers: tuple[BarrierOp, ...]
+    registers: tuple[RegisterOp, ...]
+    smem_writes: tuple[TmaStore, ...]
+    threads: int
+
+
+def _threads_running(
+    values: Values, reach: list[set[int]], block: int, ins: Instr
+) -> frozenset[int]:
+    return frozenset(t for t, blocks in enumerate(reach) if block in blocks and values.runs(ins, t))
+
+
+def _const(values: Values, operand: str) -> int | None:
+    v = parse_int(operand)
+    if v is not None:
+        return v
+    # Constant registers (``mov.b32 %r18, 32768``) are the same in every thread.
+    return values.concrete(operand, 0)
+
+
+def _barrier_op(values: Values, ins: Instr, threads: frozenset[int]) -> BarrierOp | None:
+    a = ins.args
+    addr = next((values.address(x) for x in a if x.startswith("[")), None)
+    if ins.has("mbarrier.init") and len(a) == 2:
+        return BarrierOp("init", ins, values.address(a[0]), _const(values, a[1]), None, "", threads)
+    if ins.has("mbarrier.try_wait") or ins.has("mbarrier.test_wait") or ins.has("mbarrier.wait"):
+        parity = a[2] if "parity" in ins.parts and len(a) > 2 else ""
+        return BarrierOp("wait", ins, values.address(a[1]), None, None, parity, threads)
+    if ins.has("mbarrier.arrive") or ins.has("mbarrier.arrive_drop"):
+        extra = [x for x in a if not x.startswith("[")][1:]  # after the state destination
+        if "expect_tx" in ins.parts:
+            tx = _const(values, extra[0]) if extra else None
+            return BarrierOp("arrive", ins, addr, 1, tx, "", threads)
+        count = _const(values, extra[0]) if extra else 1
+        return BarrierOp("arrive", ins, addr, count, None, "", threads)
+    if ins.has("mbarrier.expect_tx"):
+        return BarrierOp("expect_tx", ins, addr, None, _const(values, a[-1]), "", threads)
+    if ins.has("cp.async.mbarrier.arrive"):
+        return BarrierOp("arrive", ins, addr, 1, None, "", threads)
+    if ins.has("tcgen05.commit") and any("arrive" in p for p in ins.parts):
+        return BarrierOp("commit", ins, addr, 1, None, "", threads)
+    if ins.has("cp") and any("complete_tx" in p for p in ins.parts):
+        mbar = [x for x in a if x.startswith("[")]
+        size = None
+        if not ins.has("cp.async.bulk.tensor") and len(a) >= 4:
+            size = _const(values, a[2])
+        barrier = values.address(mbar[-1]) if len(mbar) >= 2 else None
+        return BarrierOp("complete_tx", ins, barrier, size, None, "", threads)
+    return None
+
+
+def recover(kernel: Kernel) -> Protocol:
+    """The barrier operations, ``setmaxnreg`` s and SMEM-writing copies of ``kernel``."""
+    values = Values(kernel)
+    threads = kernel.threads or 32
+    reach = [values.reach(t) for t in range(threads)]
+    block_of = kernel.block_of()
+    barriers: list[BarrierOp] = []
+    registers: list[RegisterOp] = []
+    writes: list[TmaStore] = []
+    for ins in kernel.instrs:
+        head = ins.parts[0]
+        if head not in ("mbarrier", "cp", "tcgen05", "setmaxnreg"):
+            continue
+        running = _threads_running(values, reach, block_of[ins.index], ins)
+        if head == "setmaxnreg":
+            n = _const(values, ins.args[0]) if ins.args else None
+            registers.append(RegisterOp(ins, n, "inc" in ins.parts, running))
+            continue
+        op = _barrier_op(values, ins, running)
+        if op is not None:
+            barriers.append(op)
+        if ins.has("cp") and "bulk" in ins.parts and ins.args:
+            # cp.async.bulk{.tensor.Nd}.<dst space>.<src space>...: the first state space
+            # named is the destination's; the first operand is its address.
+            spaces = [p for p in ins.parts if p.split("::")[0] in ("shared", "global")]
+            if spaces and spaces[0].startswith("shared"):
+                barrier = op.address if op is not None else None
+                writes.append(TmaStore(ins, values.address(ins.args[0]), barrier))
+    return Protocol(kernel, values, tuple(barriers), tuple(registers), tuple(writes), threads)
+
+
+# -- how a wait's stage index and phase advance -------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class StateMachine:
+    """How a wait's (stage index, parity) registers start and change.
+
+    Attributes:
+        initial_index: Constants the index register starts from (empty: none found).
+        initial_parity: Constants the parity register starts from.
+        next_states: Per state tried at the wait, the states the same wait sees when control
+            comes back to it (every path through the loop); None when a path could not be
+            followed (a value that does not follow from the state alone, or too many paths).
+    """
+
+    initial_index: frozenset[int]
+    initial_parity: frozenset[int]
+    next_states: dict[tuple[int, int], frozenset[tuple[int | None, int | None]] | None]
+
+
+def _initial(values: Values, reg: str, seen: set[str]) -> set[int]:
+    """The constants ``reg`` may be given by moves, through register copies."""
+    out: set[int] = set()
+    for ins in values.defs.get(reg, ()):
+        if ins.parts[0] != "mov" or len(ins.args) != 2:
+            continue
+        v = parse_int(ins.args[1])
+        if v is not None:
+            out.add(v)
+        elif ins.args[1] not in seen:
+            seen.add(ins.args[1])
+            out |= _initial(values, ins.args[1], seen)
+    return out
+
+
+def _slice(values: Values, regs: Iterable[str]) -> set[str]:
+    """The loop-carried registers the values of ``regs`` are computed from (with themselves)."""
+    seen: set[str] = set()
+    todo = list(regs)
+    out: set[str] = set()
+    while todo:
+        r = todo.pop()
+        if r in seen:
+            continue
+        seen.add(r)
+        defs = values.defs.get(r, [])
+        if len(defs) > 1:
+            out.add(r)
+        for ins in defs:
+            todo.extend(a for a in ins.args[1:] if a.startswith("%") and not a.startswith("%tid"))
+    return out
+
+
+_MAX_VISITS = 4000
+
+
+def _follow(
+    protocol: Protocol,
+    wait: Instr,
+    tracked: list[str],
+    start: dict[str, int | None],
+    thread: int,
+    index_reg: str | None,
+    parity_reg: str,
+) -> frozenset[tuple[int | None, int | None]] | None:
+    """Run from just after ``wait`` along every path back to it; the states it sees there."""
+    values = protocol.values
+    blocks = protocol.kernel.blocks
+    home = protocol.kernel.block_of()[wait.index]
+    results: set[tuple[int | None, int | None]] = set()
+    seen: set[tuple[int, int, tuple[int | None, ...]]] = set()
+    todo = [(home, wait.index + 1, tuple(start.get(r) for r in tracked))]
+    visits = 0
+    while todo:
+        b, pos, state = todo.pop()
+        if (b, pos, state) in seen:
+            continue
+        seen.add((b, pos, state))
+        visits += 1
+        if visits > _MAX_VISITS:
+            return None
+        env: dict[str, int | None] = dict(zip(tracked, state, strict=True))
+        local: dict[str, int | None] = {}
+        block = blocks[b]
+        back = False
+        for ins in block.instrs:
+            if ins.index < pos:
+                continue
+            if ins.index == wait.index:
+                i = env.get(index_reg) if index_reg else 0
+                results.add((i, env.get(parity_reg)))
+                back = True
+                break
+            for dest in defined_registers(ins):
+                v = values.evaluate(ins, dest, thread, env, local)
+                if dest in env:
+                    env[dest] = v
+                else:
+                    local[dest] = v
+        if back:
+            continue
+        succs = block.succs
+        term = block.terminator
+        if term is not None and term.pred and len(succs) == 2:
+            c = local[term.pred] if term.pred in local else values.concrete(term.pred, thread, env)
+            if c is not None:
+                succs = [succs[0]] if bool(c) != term.negated else [succs[1]]
+        nxt = tuple(env[r] for r in tracked)
+        todo.extend((s, blocks[s].instrs[0].index if blocks[s].instrs else 0, nxt) for s in succs)
+    return frozenset(results)
+
+
+def state_machine(
+    protocol: Protocol,
+    wait: Instr,
+    index_reg: str | None,
+    parity_reg: str,
+    states: Iterable[tuple[int, int]],
+    thread: int,
+) -> StateMachine:
+    """Recover how a wait's index / parity registers start and advance (:class:`StateMachine`).
+
+    The loop-carried registers they are computed from are tracked as concrete values; from
+    the wait, with the index and parity set to each of ``states``, every path is followed
+    (branches known in ``thread``, e.g. the task's warp tests, take one edge) until it comes
+    back to the same wait, where the index and parity are read.
+    """
+    values = protocol.values
+    regs = [parity_reg] + ([index_reg] if index_reg else [])
+    tracked = sorted(_slice(values, regs) | set(regs))
+    init_i = _initial(values, index_reg, {index_reg}) if index_reg else set()
+    init_p = _initial(values, parity_reg, {parity_reg})
+    nxt: dict[tuple[int, int], frozenset[tuple[int | None, int | None]] | None] = {}
+    for i, p in states:
+        start: dict[str, int | None] = {parity_reg: p}
+        if index_reg:
+            start[index_reg] = i
+        nxt[(i, p)] = _follow(protocol, wait, tracked, start, thread, index_reg, parity_reg)
+    return StateMachine(frozenset(init_i), frozenset(init_p), nxt)
+
+
+def index_term(address: Affine, base: int) -> tuple[str | None, int | None]:
+    """A barrier address ``smem + base + 8 * index`` -> (index register, constant index).
+
+    ``(None, k)``: the constant slot ``k``; ``(reg, None)``: slot ``reg``; ``(None, None)``:
+    not of that form.
+    """
+    rest = address.others(SMEM)
+    if address.coef(SMEM) != 1:
+        return None, None
+    offset = address.const - base
+    if not rest:
+        return (None, offset // 8) if offset % 8 == 0 else (None, None)
+    if len(rest) == 1 and rest[0][1] == 8 and offset == 0:
+        return rest[0][0], None
+    return None, None
