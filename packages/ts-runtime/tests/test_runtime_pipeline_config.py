@@ -118,6 +118,22 @@ def test_signaling_threads_are_accepted(signaling: SignalingThreads) -> None:
     assert spec.producer_signaling == signaling and spec.consumer_signaling == signaling
 
 
+@pytest.mark.parametrize("strides", [(2, 2, 1, 1), (1, 1, 2, 2), (2, 1, 2, 1)])
+def test_different_strides_per_role_say_what_to_write_instead(
+    strides: tuple[int, int, int, int],
+) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="strides per role") as info:
+        PipelineConfig.create_async_async_pipeline_cfg(
+            4, G("thread", 32), G("thread", 32), interleave_stride=strides
+        )
+    assert "domain_loop(lane, end, s)" in str(info.value)
+    # Four equal strides are one stride.
+    same = PipelineConfig.create_async_async_pipeline_cfg(
+        4, G("thread", 32), G("thread", 32), interleave_stride=(2, 2, 2, 2)
+    )
+    assert same.to_spec().interleave == 2
+
+
 @pytest.mark.parametrize("layout", [(1, 2, 1, 1), (1, 2, 2, 1)])
 def test_cta_leader_signaling_over_a_cluster_is_accepted(layout: tuple[int, ...]) -> None:
     # Every CTA of a (1, CM, CN, 1) cluster leads its own CTA group (the V mode is 1), so each

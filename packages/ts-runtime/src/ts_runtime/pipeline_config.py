@@ -60,11 +60,9 @@ _HOPPER_ALTERNATIVE = {
 
 def default_pipeline_op() -> Any:
     """``cutlass.pipeline.PipelineOp.AsyncThread`` (``"AsyncThread"`` without the DSL)."""
-    try:
-        from cutlass.pipeline import PipelineOp
-    except ImportError:  # planning on a machine without the CuTe DSL
-        return "AsyncThread"
-    return PipelineOp.AsyncThread
+    from ts_runtime._dsl import async_thread_op
+
+    return async_thread_op()
 
 
 def _op_name(op: object) -> str:
@@ -142,10 +140,11 @@ class PipelineConfig:
         num_bytes_per_warp_per_cta: Per-warp transaction bytes (not supported yet: None).
         mcast_mode_mn: Multicast mode (not supported yet: ``(1, 1)``).
         interleave_stride: Interleaved lanes: with stride ``s`` the ring's stages are dealt
-            out to ``s`` lanes (lane ``l`` owns stages ``l, l + s, ...``); each task runs its
-            iterations of ``domain_loop(l, end, s)`` on lane ``l``, its cursor moving ``s``
-            stages at a time. One stride for every role (a 4-tuple of different strides is
-            not lowered).
+            out to ``s`` lanes (lane ``l`` owns stages ``l, l + s, ...``) and every cursor
+            moves ``s`` stages at a time. A task whose loop is ``domain_loop(l, end, s)``
+            works on lane ``l``; any other task (of at most ``s`` warps) works one lane per
+            warp, warp ``w`` on lane ``w`` (the reference's rule). One stride for every role
+            (a 4-tuple of different strides is not lowered yet).
         async_producer_op: Producer op of async producers (``AsyncThread``).
     """
 
@@ -263,8 +262,19 @@ class PipelineConfig:
             unsupported.append(("mcast_mode_mn", self.mcast_mode_mn, (1, 1)))
         strides = set(self.interleave_strides)
         if len(strides) > 1:
-            unsupported.append(("interleave_stride", self.interleave_stride, "one stride"))
-        elif self.num_stages % self.max_interleave_stride:
+            # Each lane is checked and lowered as a ring of its own, which needs every role's
+            # cursor to stay on its lane: one stride for all four roles.
+            raise argument_error(
+                f"PipelineConfig.interleave_stride={self.interleave_stride!r}: different "
+                "strides per role (acquire, commit, wait, release) are not supported by this "
+                "TS version; TS checks and lowers an interleaved ring one lane at a time, and "
+                "a cursor with another stride than its peers' would cross lanes",
+                fix="use one stride for every role (interleave_stride=s) and give the side "
+                "that reads every stage one task (or warp) per lane, each in a "
+                "domain_loop(lane, end, s)",
+                cls=UnsupportedFeatureError,
+            )
+        if self.num_stages % self.max_interleave_stride:
             raise argument_error(
                 f"PipelineConfig.interleave_stride={self.interleave_stride!r} must divide "
                 f"num_stages={self.num_stages}: each lane owns every stride-th stage",
