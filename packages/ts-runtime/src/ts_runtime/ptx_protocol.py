@@ -19,7 +19,15 @@ from collections.abc import Iterable
 from ts_runtime.ptx_cfg import Instr, Kernel
 from ts_runtime.ptx_values import SMEM, Affine, Values, defined_registers, parse_int
 
-__all__ = ["BarrierOp", "Protocol", "RegisterOp", "StateMachine", "recover", "state_machine"]
+__all__ = [
+    "BarrierOp",
+    "Protocol",
+    "RegisterOp",
+    "StateMachine",
+    "WaitSite",
+    "recover",
+    "state_machine",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -163,35 +171,35 @@ def recover(kernel: Kernel) -> Protocol:
 
 # -- how a wait's stage index and phase advance -------------------------------------------------
 @dataclasses.dataclass(frozen=True)
-class StateMachine:
-    """How a wait's (stage index, parity) registers start and change.
+class WaitSite:
+    """A wait of one task on one side of one ring: where its stage index and parity come from.
 
     Attributes:
-        initial_index: Constants the index register starts from (empty: none found).
-        initial_parity: Constants the parity register starts from.
-        next_states: Per state tried at the wait, the states the same wait sees when control
-            comes back to it (every path through the loop); None when a path could not be
-            followed (a value that does not follow from the state alone, or too many paths).
+        instr: The wait instruction.
+        index_reg: The register holding the stage index (None: a constant stage).
+        index_const: The constant stage (when ``index_reg`` is None).
+        parity: The parity operand (a register or an immediate).
     """
 
-    initial_index: frozenset[int]
-    initial_parity: frozenset[int]
-    next_states: dict[tuple[int, int], frozenset[tuple[int | None, int | None]] | None]
+    instr: Instr
+    index_reg: str | None
+    index_const: int
+    parity: str
 
 
-def _initial(values: Values, reg: str, seen: set[str]) -> set[int]:
-    """The constants ``reg`` may be given by moves, through register copies."""
-    out: set[int] = set()
-    for ins in values.defs.get(reg, ()):
-        if ins.parts[0] != "mov" or len(ins.args) != 2:
-            continue
-        v = parse_int(ins.args[1])
-        if v is not None:
-            out.add(v)
-        elif ins.args[1] not in seen:
-            seen.add(ins.args[1])
-            out |= _initial(values, ins.args[1], seen)
-    return out
+@dataclasses.dataclass(frozen=True)
+class StateMachine:
+    """The (stage, parity) states a task's waits on one ring side see, as the PTX runs.
+
+    Attributes:
+        first: The states of the first wait reached from the kernel's entry (None: unknown).
+        next_states: Per wait (instruction index) and state tried there, the states the next
+            wait on the same ring side sees, along every path; None when a path could not be
+            followed (a value that does not follow from the state, or too many paths).
+    """
+
+    first: frozenset[tuple[int | None, int | None]] | None
+    next_states: dict[tuple[int, tuple[int, int]], frozenset[tuple[int | None, int | None]] | None]
 
 
 def _slice(values: Values, regs: Iterable[str]) -> set[str]:
@@ -215,22 +223,37 @@ def _slice(values: Values, regs: Iterable[str]) -> set[str]:
 _MAX_VISITS = 4000
 
 
+def _read(
+    values: Values,
+    op: str | None,
+    thread: int,
+    env: dict[str, int | None],
+    local: dict[str, int | None],
+) -> int | None:
+    if op is None:
+        return None
+    if op in local:
+        return local[op]
+    return values.concrete(op, thread, env)
+
+
 def _follow(
     protocol: Protocol,
-    wait: Instr,
+    sites: dict[int, WaitSite],
     tracked: list[str],
-    start: dict[str, int | None],
+    start: tuple[int, int, dict[str, int | None]],
     thread: int,
-    index_reg: str | None,
-    parity_reg: str,
 ) -> frozenset[tuple[int | None, int | None]] | None:
-    """Run from just after ``wait`` along every path back to it; the states it sees there."""
+    """The states of the first wait of ``sites`` that each path from ``start`` reaches.
+
+    ``start`` is (block, instruction index, tracked values).
+    """
     values = protocol.values
     blocks = protocol.kernel.blocks
-    home = protocol.kernel.block_of()[wait.index]
     results: set[tuple[int | None, int | None]] = set()
     seen: set[tuple[int, int, tuple[int | None, ...]]] = set()
-    todo = [(home, wait.index + 1, tuple(start.get(r) for r in tracked))]
+    b0, pos0, env0 = start
+    todo = [(b0, pos0, tuple(env0.get(r) for r in tracked))]
     visits = 0
     while todo:
         b, pos, state = todo.pop()
@@ -242,15 +265,22 @@ def _follow(
             return None
         env: dict[str, int | None] = dict(zip(tracked, state, strict=True))
         local: dict[str, int | None] = {}
+
         block = blocks[b]
-        back = False
+        reached = False
         for ins in block.instrs:
             if ins.index < pos:
                 continue
-            if ins.index == wait.index:
-                i = env.get(index_reg) if index_reg else 0
-                results.add((i, env.get(parity_reg)))
-                back = True
+            site = sites.get(ins.index)
+            if site is not None:
+                i = _read(values, site.index_reg, thread, env, local)
+                results.add(
+                    (
+                        site.index_const if i is None and not site.index_reg else i,
+                        _read(values, site.parity, thread, env, local),
+                    )
+                )
+                reached = True
                 break
             for dest in defined_registers(ins):
                 v = values.evaluate(ins, dest, thread, env, local)
@@ -258,12 +288,12 @@ def _follow(
                     env[dest] = v
                 else:
                     local[dest] = v
-        if back:
+        if reached:
             continue
         succs = block.succs
         term = block.terminator
         if term is not None and term.pred and len(succs) == 2:
-            c = local[term.pred] if term.pred in local else values.concrete(term.pred, thread, env)
+            c = _read(values, term.pred, thread, env, local)
             if c is not None:
                 succs = [succs[0]] if bool(c) != term.negated else [succs[1]]
         nxt = tuple(env[r] for r in tracked)
@@ -272,32 +302,38 @@ def _follow(
 
 
 def state_machine(
-    protocol: Protocol,
-    wait: Instr,
-    index_reg: str | None,
-    parity_reg: str,
-    states: Iterable[tuple[int, int]],
-    thread: int,
+    protocol: Protocol, sites: Iterable[WaitSite], stages: int, thread: int
 ) -> StateMachine:
-    """Recover how a wait's index / parity registers start and advance (:class:`StateMachine`).
+    """Follow a task's waits on one ring side (:class:`StateMachine`).
 
-    The loop-carried registers they are computed from are tracked as concrete values; from
-    the wait, with the index and parity set to each of ``states``, every path is followed
-    (branches known in ``thread``, e.g. the task's warp tests, take one edge) until it comes
-    back to the same wait, where the index and parity are read.
+    The loop-carried registers the stage and parity are computed from are tracked as
+    concrete values (unknown at the kernel's entry); branches known in ``thread`` (the
+    task's warp tests) take one edge, others both. From the entry, the first wait reached
+    gives the starting state; from each wait, with each state a (stage, parity) the wait's
+    registers can hold, the next wait reached gives the state it advanced to.
     """
     values = protocol.values
-    regs = [parity_reg] + ([index_reg] if index_reg else [])
-    tracked = sorted(_slice(values, regs) | set(regs))
-    init_i = _initial(values, index_reg, {index_reg}) if index_reg else set()
-    init_p = _initial(values, parity_reg, {parity_reg})
-    nxt: dict[tuple[int, int], frozenset[tuple[int | None, int | None]] | None] = {}
-    for i, p in states:
-        start: dict[str, int | None] = {parity_reg: p}
-        if index_reg:
-            start[index_reg] = i
-        nxt[(i, p)] = _follow(protocol, wait, tracked, start, thread, index_reg, parity_reg)
-    return StateMachine(frozenset(init_i), frozenset(init_p), nxt)
+    by_index = {s.instr.index: s for s in sites}
+    regs = [r for s in by_index.values() for r in (s.index_reg, s.parity) if r and r[0] == "%"]
+    tracked = sorted(_slice(values, regs) | {r for r in regs if len(values.defs.get(r, [])) != 1})
+    first = _follow(protocol, by_index, tracked, (0, 0, {}), thread)
+    block_of = protocol.kernel.block_of()
+    nxt: dict[tuple[int, tuple[int, int]], frozenset[tuple[int | None, int | None]] | None] = {}
+    for site in by_index.values():
+        fixed_p = values.concrete(site.parity, thread)
+        fixed_i = site.index_const if site.index_reg is None else None
+        for i in range(stages) if fixed_i is None else [fixed_i]:
+            for p in (0, 1) if fixed_p is None else [fixed_p]:
+                env: dict[str, int | None] = {}
+                if site.index_reg:
+                    env[site.index_reg] = i
+                if site.parity in tracked:
+                    env[site.parity] = p
+                start = (block_of[site.instr.index], site.instr.index + 1, env)
+                nxt[(site.instr.index, (i, p))] = _follow(
+                    protocol, by_index, tracked, start, thread
+                )
+    return StateMachine(first, nxt)
 
 
 def index_term(address: Affine, base: int) -> tuple[str | None, int | None]:
