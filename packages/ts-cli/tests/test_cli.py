@@ -184,6 +184,19 @@ def test_compile_a_hopper_example(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert data["ptx_dir"]  # where the DSL keeps the PTX (fixed when it is first imported)
 
 
+def test_compile_check_validates_the_translation(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``ts compile --check``: the TMA copy's PTX runs its verified plan's barrier protocol."""
+    pytest.importorskip("cutlass")
+    example = EXAMPLES.parent / "hopper" / "tma_copy.py"
+    code, out, err = run(capsys, "compile", str(example), "--check", "--ptx-dir", str(tmp_path))
+    assert code == 0, out + err
+    data = json.loads(out)
+    assert data["ok"] is True and len(data["translation"]) == 1
+    assert data["translation"][0]["ok"] is True and data["translation"][0]["errors"] == []
+
+
 def test_kernel_file_imports_its_sibling(
     capsys: pytest.CaptureFixture[str], kernel_file: Path, tmp_path: Path
 ) -> None:

@@ -258,7 +258,10 @@ def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
     _progress(f"compiling {plan.name} for {os.environ['CUTE_DSL_ARCH']}")
     try:
         with _quiet(args.json):
-            result = compile_only()
+            from ts_codegen.capture import capture_compiles
+
+            with capture_compiles() as capture:
+                result = compile_only()
     except Exception as err:
         if not has_ts_code(err):
             what = f"{args.kernel.partition(':')[0]}: compile_only()"
@@ -267,8 +270,20 @@ def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
     same = bool(result.get("same_counts", True))
     result["ptx_dir"] = str(dump)
     result["ok"] = same
+    if getattr(args, "check", False):
+        # Translation validation: each compiled TS kernel against the plan it lowered.
+        from ts_runtime import check_ptx
+
+        reports = [check_ptx(p, c.ptx) for c in capture.compiles for p in c.plans]
+        result["translation"] = [
+            {"kernel": r.kernel, "ok": r.ok, "errors": [str(e) for e in r.errors]} for r in reports
+        ]
+        for r in reports:
+            if not r.ok:
+                print(r.as_text(), file=sys.stderr)
+        result["ok"] = same and bool(reports) and all(r.ok for r in reports)
     print(json.dumps(result, sort_keys=True, default=str))
-    return EXIT_OK if same else EXIT_KERNEL_ERRORS
+    return EXIT_OK if result["ok"] else EXIT_KERNEL_ERRORS
 
 
 def _prepare_ptx_dump(args: argparse.Namespace) -> None:
@@ -429,6 +444,12 @@ def _parser() -> argparse.ArgumentParser:
     timeline.add_argument("--tiles", type=int, default=2, help="work tiles in a verified run")
     compile_ = kernel_command("compile", "compile for sm_90a and print PTX statistics")
     compile_.add_argument("--ptx-dir", help="where the PTX is written (default: ts_ptx/<kernel>)")
+    compile_.add_argument(
+        "--check",
+        action="store_true",
+        help="translation validation: check that each compiled TS kernel's PTX runs the barrier "
+        "protocol of its verified plan (TS-X codes)",
+    )
     json_flag(compile_, "errors (the statistics are JSON anyway)")
     explain = sub.add_parser(
         "explain",
