@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 __all__ = [
     "Block",
     "Instr",
-    "Kernel",
     "PtxFormatError",
+    "PtxKernel",
     "entry_names",
     "parse_kernel",
     "split_args",
@@ -78,7 +78,7 @@ class Block:
     """A basic block: a label (or none) and the instructions up to the next branch or label.
 
     Attributes:
-        index: Position in :attr:`Kernel.blocks`.
+        index: Position in :attr:`PtxKernel.blocks`.
         label: The block's label ("" for a block that starts after a branch).
         instrs: Its instructions (inline asm included).
         succs: Indices of the blocks control may reach next.
@@ -100,7 +100,7 @@ class Block:
 
 
 @dataclasses.dataclass
-class Kernel:
+class PtxKernel:
     """One ``.entry`` of a PTX module.
 
     Attributes:
@@ -208,7 +208,7 @@ def _statements(body: Sequence[tuple[int, str]]) -> Iterator[tuple[int, str, boo
                 yield line, piece, in_asm, asm_id
 
 
-def parse_kernel(ptx: str, name: str | None = None) -> Kernel:
+def parse_kernel(ptx: str, name: str | None = None) -> PtxKernel:
     """Parse one ``.entry`` (the first, or the one named) into instructions and blocks.
 
     Raises:
@@ -244,7 +244,7 @@ def parse_kernel(ptx: str, name: str | None = None) -> Kernel:
         if in_asm and head.split(".")[0] in _TERMINATORS:
             continue  # the asm statement's own spin loop
         instrs.append(Instr(len(instrs), line, head, args, pred, negated, in_asm, stmt))
-    return Kernel(entry, instrs, _blocks(instrs, labels), threads, shared)
+    return PtxKernel(entry, instrs, _blocks(instrs, labels), threads, shared)
 
 
 def _rename(arg: str, renames: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable
 
-from ts_runtime.ptx_cfg import Instr, Kernel
+from ts_runtime.ptx_cfg import Instr, PtxKernel
 from ts_runtime.ptx_values import SMEM, Affine, Values, defined_registers, parse_int
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Protocol",
     "RegisterOp",
     "StateMachine",
+    "TmaStore",
     "WaitSite",
     "recover",
     "state_machine",
@@ -85,7 +86,7 @@ class TmaStore:
 class Protocol:
     """Everything :func:`recover` found (module docstring)."""
 
-    kernel: Kernel
+    kernel: PtxKernel
     values: Values
     barriers: tuple[BarrierOp, ...]
     registers: tuple[RegisterOp, ...]
@@ -138,7 +139,7 @@ def _barrier_op(values: Values, ins: Instr, threads: frozenset[int]) -> BarrierO
     return None
 
 
-def recover(kernel: Kernel) -> Protocol:
+def recover(kernel: PtxKernel) -> Protocol:
     """The barrier operations, ``setmaxnreg`` s and SMEM-writing copies of ``kernel``."""
     values = Values(kernel)
     threads = kernel.threads or 32

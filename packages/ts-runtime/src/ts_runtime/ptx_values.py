@@ -1,6 +1,6 @@
 """What the registers of a kernel's PTX hold, as far as the barrier protocol needs to know.
 
-Two evaluations over the register definitions of a :class:`ts_runtime.ptx_cfg.Kernel`:
+Two evaluations over the register definitions of a :class:`ts_runtime.ptx_cfg.PtxKernel`:
 
 * **per thread** (:meth:`Values.concrete`): the value a register has in thread ``t`` of the
   CTA when it depends only on ``%tid`` and constants (the warp index the task dispatch
@@ -25,7 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 
-from ts_runtime.ptx_cfg import Instr, Kernel
+from ts_runtime.ptx_cfg import Instr, PtxKernel
 
 __all__ = ["Affine", "Values", "defined_registers", "parse_address", "parse_int"]
 
@@ -163,7 +163,7 @@ class Values:
         kernel: The parsed kernel.
     """
 
-    def __init__(self, kernel: Kernel) -> None:
+    def __init__(self, kernel: PtxKernel) -> None:
         self.kernel = kernel
         self.defs: dict[str, list[Instr]] = {}
         for ins in kernel.instrs:
