@@ -1,6 +1,6 @@
 """The reusable blocks of ``ts_runtime.blocks`` on the host: pipelines, plans, verification.
 
-Their CuTe DSL side (``ts_codegen.wgmma``) is compiled by the Hopper GEMM example's test
+Their CuTe DSL side (``ts_codegen.dsl.wgmma``) is compiled by the Hopper GEMM example's test
 (``test_runtime_gemm_example.py``), which builds its TS kernel from these blocks and checks its
 PTX against the hand-written twin in every configuration it tests.
 """

@@ -209,7 +209,7 @@ def test_checks_before_verification_raise_on_the_host() -> None:
 def test_context_in_the_kernel_carves_smem_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """A function is a layout factory, a DSL layout (callable too) is not; a swizzled composed
     layout is allocated as its outer layout with the swizzle on the pointer."""
-    launch = pytest.importorskip("ts_codegen.launch")
+    launch = pytest.importorskip("ts_codegen.dsl.launch")
     calls: list[tuple[Any, int, Any]] = []
 
     def smem_tensor(alloc: Any, dtype: Any, layout: Any, align: int, swizzle: Any) -> int:

@@ -6,7 +6,7 @@ counts PTX instructions for the "same code as by hand" checks.
 """
 
 from ts_codegen.__about__ import __version__
-from ts_codegen.dsl_tiles import PersistentTiles, TileRaster, WorkTile
+from ts_codegen.dsl.tiles import PersistentTiles, TileRaster, WorkTile
 from ts_codegen.kernel import emit_tasks, resources_by_name
 from ts_codegen.lower import LoweringError, TaskLowering, lower_task
 from ts_codegen.ptx import count_instructions, diff_counts, opcode_counts

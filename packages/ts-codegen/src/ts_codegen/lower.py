@@ -32,8 +32,9 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ts_codegen import debug_wait, dsl, dsl_tiles
+from ts_codegen import debug_wait, dsl
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
+from ts_codegen.dsl import tiles as dsl_tiles
 from ts_codegen.lanes import fresh_state, task_lanes, warp_lane_rings
 from ts_codegen.work_queues import TileSource
 from ts_ir import (

@@ -4,7 +4,7 @@ A persistent kernel numbers its work linearly: CTA (cluster) ``c`` of ``G`` runs
 indices ``c, c + G, c + 2G, ...``, or the indices an atomic counter hands out. This module maps a
 linear work index to the ``(m, n, l)`` coordinate of a cluster tile. It is plain arithmetic, the
 same code for Python integers (host side, tests) and for CuTe DSL values (kernel side, through
-:mod:`ts_codegen.dsl_tiles`, which passes its own ``divmod``).
+:mod:`ts_codegen.dsl.tiles`, which passes its own ``divmod``).
 
 The order, the usual one of persistent Hopper GEMMs:
 

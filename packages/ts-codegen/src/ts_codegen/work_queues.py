@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
-from ts_codegen import dsl_tiles
+from ts_codegen.dsl import tiles as dsl_tiles
 
 __all__ = ["AtomicTiles", "StaticTiles", "TileSource"]
 

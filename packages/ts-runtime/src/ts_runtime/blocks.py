@@ -3,9 +3,9 @@
 :class:`TmaRing` is a ring of SMEM tiles that a TMA load fills and that its consumers read as
 an SMEM tile, or write out with a TMA store (tracked as an asynchronous read, so the verifier
 proves no stage is refilled while the store still reads it). Its work methods take the tile
-from the loop offset through ``coord``. The CuTe DSL calls are in ``ts_codegen.tma``.
+from the loop offset through ``coord``. The CuTe DSL calls are in ``ts_codegen.dsl.tma``.
 
-The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.wgmma``):
+The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.dsl.wgmma``):
 
 * :class:`WgmmaRing`: the TMA-loaded SMEM ring of ``A`` and ``B`` blocks (multicast within a
   cluster) that WGMMA warpgroups read asynchronously; the verifier proves that no stage goes
@@ -96,7 +96,7 @@ class TmaRing(MemoryResource):
     @producer_work
     def load(self, stage_info: Any) -> None:
         """TMA-load the offset's tile into the acquired stage."""
-        from ts_codegen.tma import load_tile
+        from ts_codegen.dsl.tma import load_tile
 
         coord = self.coord(stage_info.loop_offset)
         load_tile(
@@ -118,7 +118,7 @@ class TmaRing(MemoryResource):
     @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
     def store(self, stage_info: Any) -> None:
         """Start the TMA store of the waited stage (it reads the stage until ``store_wait``)."""
-        from ts_codegen.tma import store_tile
+        from ts_codegen.dsl.tma import store_tile
 
         coord = self.coord(stage_info.loop_offset)
         store_tile(
@@ -134,7 +134,7 @@ class TmaRing(MemoryResource):
     @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
     def store_wait(self, stage_info: Any) -> None:
         """``cp.async.bulk.wait_group.read 0``: no store reads the ring any more."""
-        from ts_codegen.tma import store_wait
+        from ts_codegen.dsl.tma import store_wait
 
         store_wait(self.store_warp)
 
@@ -182,7 +182,7 @@ class WgmmaAccumulator(MemoryResource):
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
         """Once per thread: the WGMMA descriptors and the register tile."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         self.frag_a, self.frag_b, self.regs, self.tidx = wgmma.accumulator_setup(
             self.tiled_mma, self.tile_mn, self.smem_a, self.smem_b, self.warpgroup
@@ -191,7 +191,7 @@ class WgmmaAccumulator(MemoryResource):
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def zero(self, stage_info: Any) -> None:
         """Start a tile: zero the registers, fence them for the first WGMMA."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         wgmma.begin_tile(self.tiled_mma, self.regs)
 
@@ -250,7 +250,7 @@ class WgmmaRing(MemoryResource):
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
         """Once per producer: the TMA views of this CTA's slices and the multicast masks."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         tile = (*self.acc.tile_mn, self.tile_k)
         self.views = wgmma.operand_views(self.a, self.b, tile, self.cluster_mn)
@@ -258,7 +258,7 @@ class WgmmaRing(MemoryResource):
     @producer_work
     def load(self, stage_info: Any) -> None:
         """TMA-load K block ``loop_offset`` of the work tile into the acquired stage."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         m, n, _ = stage_info.work_tile.tile_idx
         atoms = (self.a.atom, self.b.atom)
@@ -268,7 +268,7 @@ class WgmmaRing(MemoryResource):
     @consumer_work
     def mma(self, stage_info: Any) -> None:
         """Issue the WGMMAs of the waited stage into the accumulator (asynchronous)."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         acc = self.acc
         wgmma.mma_k_block(acc.tiled_mma, acc.regs, acc.frag_a, acc.frag_b, stage_info.stage_idx)
@@ -276,14 +276,14 @@ class WgmmaRing(MemoryResource):
     @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
     def mma_wait_prior(self, stage_info: Any) -> None:
         """``wgmma.wait_group 1``: every MMA group but the newest is done."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         wgmma.mma_wait(1)
 
     @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
     def mma_wait_all(self, stage_info: Any) -> None:
         """``wgmma.wait_group 0``: every MMA group is done."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         wgmma.mma_wait(0)
 
@@ -330,7 +330,7 @@ class TmaEpilogue(MemoryResource):
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
         """Once per thread: the stmatrix views, the task's named barrier, the store warp."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         acc, fused = self.acc, self.fuse is not None
         self.views, self.barrier, self.is_store_warp = wgmma.epilogue_setup(
@@ -340,7 +340,7 @@ class TmaEpilogue(MemoryResource):
     @producer_work
     def store(self, stage_info: Any) -> None:
         """Write the work tile (``fence.proxy.async`` before each TMA store)."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         m, n, _ = stage_info.work_tile.tile_idx
         wgmma.epilogue_store(
@@ -360,7 +360,7 @@ class TmaEpilogue(MemoryResource):
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def drain(self, stage_info: Any) -> None:
         """Before exit: the TMA stores have finished reading SMEM."""
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         wgmma.epilogue_drain(self.is_store_warp)
 
@@ -393,7 +393,7 @@ class TileTurns(MemoryResource):
     @consumer_work(returns=count, work_attrs=WorkAttr.AUXILIARY)
     def start(self, stage_info: Any) -> Any:
         """No tile yet."""
-        from ts_codegen.wgmma import Int32
+        from ts_codegen.dsl.wgmma import Int32
 
         return Int32(0)
 
@@ -440,6 +440,6 @@ def prefetch_tma(k: Any, *atoms: Any, warp: int = 0) -> None:
     ``k`` is the declaration's ``KernelContext``; nothing happens on the host.
     """
     if k.on_device:
-        from ts_codegen import wgmma
+        from ts_codegen.dsl import wgmma
 
         wgmma.prefetch_descriptors(warp, atoms)

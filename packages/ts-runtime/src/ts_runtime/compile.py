@@ -204,9 +204,9 @@ class CompileCache:
             self.misses += 1
         compiler = self._compiler
         if compiler is None:
-            import cutlass.cute as cute
+            from ts_runtime._dsl import compile_jit
 
-            compiler = cute.compile
+            compiler = compile_jit
         compiled = (
             compiler(jit_fn, *args) if options is None else compiler(jit_fn, *args, options=options)
         )
@@ -255,6 +255,6 @@ def from_torch(tensor: Any, assumed_align: int = 16) -> Any:
     mod = type(tensor).__module__
     if not mod.startswith("torch"):
         raise TypeError(f"from_torch expects a torch.Tensor, got {type(tensor).__name__}")
-    from cutlass.cute.runtime import from_dlpack
+    from ts_runtime._dsl import from_dlpack
 
     return from_dlpack(tensor, assumed_align=assumed_align)

@@ -116,7 +116,7 @@ def fake_tensor(
         row_major: The last mode is contiguous (the first one is, by default).
         align: The byte alignment the kernel may assume (the DSL's default when None).
     """
-    from cutlass.cute.runtime import make_fake_compact_tensor
+    from ts_runtime._dsl import fake_tensor as make_fake
 
     extents = (shape,) if isinstance(shape, int) else tuple(shape)
     options: dict[str, Any] = {}
@@ -124,7 +124,7 @@ def fake_tensor(
         options["stride_order"] = tuple(reversed(range(len(extents))))
     if align is not None:
         options["assumed_align"] = align
-    return make_fake_compact_tensor(dtype, extents, **options)
+    return make_fake(dtype, extents, **options)
 
 
 def verified(plan: Any) -> bool:
@@ -233,9 +233,9 @@ def to_cute(tensor: Any, align: int | None = 16) -> Any:
     """
     if tensor is None:
         return None
-    from cutlass.cute.runtime import from_dlpack
+    from ts_runtime._dsl import from_dlpack
 
-    return from_dlpack(tensor) if align is None else from_dlpack(tensor, assumed_align=align)
+    return from_dlpack(tensor, assumed_align=align)
 
 
 def time_ms(fn: Callable[[], Any], iters: int, warmup: int = 3) -> float:
@@ -321,14 +321,15 @@ def run_on_gpu(
         ``{name: {"ok", "ms", ["GBps"], ...}}`` for every kernel and baseline (no ``ok`` for
         a baseline), and ``ts_over_twin`` (twin time / TS time) when both are there.
     """
-    import cutlass.cute as cute
     import torch
+
+    from ts_runtime._dsl import compile_jit
 
     result: dict[str, Any] = {}
     calls: dict[str, Callable[[], Any]] = {}
     for name, fn in kernel_items(kernels):
         c = case(name)
-        compiled = cute.compile(fn, *c.args)
+        compiled = compile_jit(fn, *c.args)
         entry: dict[str, Any] = {}
         ok = True
         for _ in range(max(c.launches, 1)):

@@ -300,19 +300,18 @@ class SmemAllocator:
         """
         if self._base is not None:
             return self._base
-        import cutlass
-        from cutlass.memory import SmemAllocator as _DslAllocator
+        from ts_runtime import _dsl
 
         layout = self.layout
-        self._inner = _DslAllocator() if inner is None else inner
+        self._inner = _dsl.smem_allocator() if inner is None else inner
         alignment = max((a.alignment for a in self._allocs), default=8)
         size = max(layout.data_bytes, 8)
         self._base = self._inner.allocate_array(
-            cutlass.Uint8, num_elems=size, byte_alignment=max(alignment, 8)
+            _dsl.uint8(), num_elems=size, byte_alignment=max(alignment, 8)
         )
         # What work methods see as ``stage_info.context.smem_base``: an SMEM array of bytes, so
         # ``smem_base.data_ptr() + alloc.offset`` addresses an allocation (the reference's type).
-        self._base_array = cutlass.Array(self._base, dtype=cutlass.Uint8, shape=(size,))
+        self._base_array = _dsl.byte_array(self._base, size)
         return self._base
 
     @property
@@ -358,23 +357,21 @@ class SmemAllocator:
             KeyError: ``alloc`` was not added to this allocator.
             ValueError: The view needs more bytes than the allocation has.
         """
-        import cutlass.cute as cute
+        from ts_runtime import _dsl
 
         a = _as_allocation(alloc)
         if a.name not in self._names:
             raise KeyError(f"SMEM allocation {a.name!r} was not added to this allocator")
         width = int(dtype.width)
         if layout is not None:
-            count = int(cute.cosize(layout))
+            count = _dsl.cosize(layout)
         if count * width // 8 > a.size_bytes:
             raise ValueError(
                 f"SMEM allocation {a.name!r} has {a.size_bytes} bytes, too few for {count} x "
                 f"{_dtype_name(dtype)}"
             )
         placement = self.layout.placement(a.name)
-        ptr = self.smem_base_ptr + placement.offset
-        typed = cute.recast_ptr(ptr, dtype=dtype)
-        return cute.make_tensor(typed, cute.make_layout(count) if layout is None else layout)
+        return _dsl.typed_view(self.smem_base_ptr + placement.offset, dtype, count, layout)
 
     def get(self, alloc: SmemAllocation, *, layout: Any = None) -> Any:
         """A typed tensor over ``alloc`` (kernel trace time).
@@ -382,9 +379,9 @@ class SmemAllocator:
         The element type is ``alloc.dtype`` (bytes without one); the tensor is 1-D of
         ``alloc.count`` elements, or shaped by ``layout`` (e.g. a multi-stage tile ring).
         """
-        import cutlass
+        from ts_runtime import _dsl
 
         a = _as_allocation(alloc)
         if a.dtype is None:
-            return self.get_as_type(a, cutlass.Uint8, a.size_bytes, layout=layout)
+            return self.get_as_type(a, _dsl.uint8(), a.size_bytes, layout=layout)
         return self.get_as_type(a, a.dtype, a.count, layout=layout)

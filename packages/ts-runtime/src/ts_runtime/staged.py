@@ -166,9 +166,9 @@ class KernelContext:
     def _xyz(self, name: str) -> tuple[Any, Any, Any]:
         if not self.on_device:
             return (Symbol(f"{name}.x"), Symbol(f"{name}.y"), Symbol(f"{name}.z"))
-        import ts_codegen.launch
+        import ts_codegen.dsl.launch
 
-        return getattr(ts_codegen.launch, name)()  # type: ignore[no-any-return]
+        return getattr(ts_codegen.dsl.launch, name)()  # type: ignore[no-any-return]
 
     @property
     def block_idx(self) -> tuple[Any, Any, Any]:
@@ -223,14 +223,16 @@ class KernelContext:
         """
         if not self.on_device:
             return Symbol(f"smem{next(self._smem_ids)}")
-        import ts_codegen.launch
+        import ts_codegen.dsl.launch
 
         # DSL layouts are callable too (coordinate -> offset): only a Python function is a
         # factory.
         shape = layout() if inspect.isfunction(layout) or inspect.ismethod(layout) else layout
         if swizzle is None and hasattr(shape, "outer") and hasattr(shape, "inner"):
             shape, swizzle = shape.outer, shape.inner
-        return ts_codegen.launch.smem_tensor(self.smem_allocator, dtype, shape, alignment, swizzle)
+        return ts_codegen.dsl.launch.smem_tensor(
+            self.smem_allocator, dtype, shape, alignment, swizzle
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -476,13 +478,13 @@ class Kernel:
                 f"{len(self.parameters)} parameter(s) ({', '.join(self.parameters)})",
                 fix="pass one value per parameter after the KernelContext, in order",
             )
-        import ts_codegen.launch
+        import ts_codegen.dsl.launch
 
         if self._device is None:
-            self._device = ts_codegen.launch.device_kernel(lambda params: self.emit(*params))
+            self._device = ts_codegen.dsl.launch.device_kernel(lambda params: self.emit(*params))
         if block is None:
             block = (self.plan().plan.num_warps * 32, 1, 1)
-        ts_codegen.launch.launch(
+        ts_codegen.dsl.launch.launch(
             self._device, values, grid=grid, block=block, cluster=cluster, stream=stream
         )
 

@@ -92,20 +92,18 @@ class TorchOp:
         A DLPack tensor costs ~6 us to make and a tuple argument ~6 us to pass; a pointer
         passed on its own costs ~1 us, so a call costs little more than the launch.
         """
-        from cutlass.cute import AddressSpace
-        from cutlass.cute.runtime import make_ptr
+        from ts_runtime._dsl import compile_jit, gmem_pointer_maker
 
+        make_ptr, gmem = gmem_pointer_maker()
         dtypes = tuple(_dsl_dtype(t.dtype) for t in tensors)
         layouts = [(tuple(t.shape), tuple(t.stride())) for t in tensors]
         jit = _pointer_entry(self._launcher, layouts)
         ptrs = [
-            make_ptr(d, t.data_ptr(), AddressSpace.gmem, self._align)
+            make_ptr(d, t.data_ptr(), gmem, self._align)
             for d, t in zip(dtypes, tensors, strict=True)
         ]
         self.compiles += 1
-        import cutlass.cute as cute
-
-        return _Entry(cute.compile(jit, *ptrs, stream), dtypes, make_ptr, AddressSpace.gmem)
+        return _Entry(compile_jit(jit, *ptrs, stream), dtypes, make_ptr, gmem)
 
     def _stream(self, device: Any) -> Any:
         import torch
@@ -114,9 +112,9 @@ class TorchOp:
         raw = torch._C._cuda_getCurrentRawStream(device.index)
         stream = self._streams.get(raw)
         if stream is None:
-            from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
+            from ts_runtime._dsl import cu_stream
 
-            stream = self._streams[raw] = cuda.CUstream(raw)
+            stream = self._streams[raw] = cu_stream(raw)
         return stream
 
     def _run(self, *inputs: Any) -> Any:
@@ -160,76 +158,25 @@ class _Entry:
     gmem: Any
 
 
-_MAX_TENSORS = 6
-
-
 def _pointer_entry(launcher: Any, layouts: Sequence[tuple[Any, Any]]) -> Any:
-    """A ``@cute.jit`` ``(p0, ..., pN-1, stream)`` viewing each pointer with its layout.
+    """A ``@cute.jit`` ``(p0, ..., pN-1, stream)`` viewing each pointer with its layout."""
+    from ts_runtime._dsl import MAX_POINTERS, pointer_entry
 
-    One explicit parameter per pointer: the DSL passes a tuple argument much more slowly.
-    """
-    import cutlass.cute as cute
-
-    def call(ptrs: tuple[Any, ...], stream: Any) -> None:
-        views = [
-            cute.make_tensor(p, cute.make_layout(shape, stride=stride))
-            for p, (shape, stride) in zip(ptrs, layouts, strict=True)
-        ]
-        launcher(*views, stream)
-
-    n = len(layouts)
-    if n == 1:
-
-        @cute.jit
-        def e1(p0, stream):  # type: ignore[no-untyped-def]
-            call((p0,), stream)
-
-        return e1
-    if n == 2:
-
-        @cute.jit
-        def e2(p0, p1, stream):  # type: ignore[no-untyped-def]
-            call((p0, p1), stream)
-
-        return e2
-    if n == 3:
-
-        @cute.jit
-        def e3(p0, p1, p2, stream):  # type: ignore[no-untyped-def]
-            call((p0, p1, p2), stream)
-
-        return e3
-    if n == 4:
-
-        @cute.jit
-        def e4(p0, p1, p2, p3, stream):  # type: ignore[no-untyped-def]
-            call((p0, p1, p2, p3), stream)
-
-        return e4
-    if n == 5:
-
-        @cute.jit
-        def e5(p0, p1, p2, p3, p4, stream):  # type: ignore[no-untyped-def]
-            call((p0, p1, p2, p3, p4), stream)
-
-        return e5
-    if n == 6:
-
-        @cute.jit
-        def e6(p0, p1, p2, p3, p4, p5, stream):  # type: ignore[no-untyped-def]
-            call((p0, p1, p2, p3, p4, p5), stream)
-
-        return e6
-    raise RuntimeConfigError(
-        f"torch_op: {n} tensors; an operator takes at most {_MAX_TENSORS} (inputs and outputs)",
-        fix="pack tensors together, or ask for more",
-    )
+    entry = pointer_entry(launcher, layouts)
+    if entry is None:
+        raise RuntimeConfigError(
+            f"torch_op: {len(layouts)} tensors; an operator takes at most {MAX_POINTERS} "
+            "(inputs and outputs)",
+            fix="pack tensors together, or ask for more",
+        )
+    return entry
 
 
 def _dsl_dtype(torch_dtype: Any) -> Any:
     """The CuTe DSL element type of a torch dtype."""
-    import cutlass
     import torch
+
+    from ts_runtime._dsl import dtype
 
     names = {
         torch.float16: "Float16",
@@ -250,7 +197,7 @@ def _dsl_dtype(torch_dtype: Any) -> Any:
             f"torch_op: no CuTe DSL element type for {torch_dtype}",
             fix=f"use one of {', '.join(str(d) for d in names)}",
         )
-    return getattr(cutlass, name)
+    return dtype(name)
 
 
 def torch_op(

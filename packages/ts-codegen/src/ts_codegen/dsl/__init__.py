@@ -1,6 +1,10 @@
-"""Thin adapters over the public CuTe DSL (with ``dsl_tiles``: the cutlass importers).
+"""ts-codegen's adapter to the CuTe DSL: the one package of ts-codegen that imports cutlass.
 
-Only this module and :mod:`ts_codegen.dsl_tiles` of ts-codegen import cutlass.
+This module holds the builders the lowering calls (pipelines, loops, branches, warp dispatch,
+``setmaxnreg``); its submodules hold the rest of the DSL side: :mod:`ts_codegen.dsl.tiles`
+(persistent loops and tile schedulers), ``launch`` (the generated kernel and its launch, SMEM
+tensors), ``tma`` and ``wgmma`` (the work of the reusable blocks). import-linter holds every
+other module of ts-codegen (and of the layers above) to it (the ``dsl-adapters`` contract).
 
 Everything here runs at *kernel trace time*, inside a ``@cute.kernel`` (or a ``@cute.jit``
 function it calls), and emits MLIR through the DSL's public builders. Control flow is built with

@@ -1,7 +1,7 @@
 """Thin adapters for persistent kernels: while loops, the tile raster, tile counters.
 
-Like :mod:`ts_codegen.dsl` (whose flattening helpers it shares) this module runs at kernel trace
-time and is one of the two ts-codegen modules that import ``cutlass``. It provides:
+Part of the DSL adapter :mod:`ts_codegen.dsl` (whose flattening helpers it shares), this module
+runs at kernel trace time. It provides:
 
 * ``scf.while`` with explicit carried values (the persistent loop runs while the current work
   tile is valid);

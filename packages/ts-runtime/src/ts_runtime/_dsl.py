@@ -1,0 +1,173 @@
+"""The runtime's adapter to the CuTe DSL: the one ts_runtime module that imports ``cutlass``.
+
+Every import is inside a function, so importing ts_runtime needs no DSL (planning and verifying
+run on any laptop); the DSL loads when a kernel is compiled, allocated in SMEM or launched.
+Lowering is ts_codegen's (its adapter is ``ts_codegen.dsl``); what is here is the host side:
+compiling, tensors over memory, the SMEM block, dtypes, streams. import-linter holds every
+other module to it (the ``dsl-adapters`` contract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "async_thread_op",
+    "byte_array",
+    "compile_jit",
+    "cosize",
+    "cu_stream",
+    "dtype",
+    "fake_tensor",
+    "from_dlpack",
+    "gmem_pointer_maker",
+    "pointer_entry",
+    "smem_allocator",
+    "typed_view",
+    "uint8",
+]
+
+
+# -- compiling and tensors on the host -------------------------------------------------------------
+def compile_jit(fn: Any, *args: Any, options: str | None = None) -> Any:
+    """``cute.compile(fn, *args)`` (with ``options`` when given)."""
+    import cutlass.cute as cute
+
+    return cute.compile(fn, *args) if options is None else cute.compile(fn, *args, options=options)
+
+
+def from_dlpack(tensor: Any, assumed_align: int | None = None) -> Any:
+    """A CuTe tensor over a DLPack tensor's memory (no copy)."""
+    from cutlass.cute.runtime import from_dlpack as _from_dlpack
+
+    if assumed_align is None:
+        return _from_dlpack(tensor)
+    return _from_dlpack(tensor, assumed_align=assumed_align)
+
+
+def fake_tensor(dtype: Any, extents: tuple[Any, ...], **options: Any) -> Any:
+    """A compact fake tensor (no memory) for compiling on the CPU."""
+    from cutlass.cute.runtime import make_fake_compact_tensor
+
+    return make_fake_compact_tensor(dtype, extents, **options)
+
+
+def dtype(name: str) -> Any:
+    """The DSL element type called ``name`` (``"Float16"`` -> ``cutlass.Float16``)."""
+    import cutlass
+
+    return getattr(cutlass, name)
+
+
+def cu_stream(raw: int) -> Any:
+    """A ``cuda.CUstream`` over a raw stream handle."""
+    from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
+
+    return cuda.CUstream(raw)
+
+
+# -- raw pointers (the torch operator's fast path) -------------------------------------------------
+def gmem_pointer_maker() -> tuple[Callable[..., Any], Any]:
+    """``(make_ptr, gmem)``: ``make_ptr(dtype, address, gmem, align)`` is a global pointer.
+
+    Returned as a pair so that a hot loop calls the DSL's function without a lookup.
+    """
+    from cutlass.cute import AddressSpace
+    from cutlass.cute.runtime import make_ptr
+
+    return make_ptr, AddressSpace.gmem
+
+
+MAX_POINTERS = 6
+"""Pointers :func:`pointer_entry` takes at most."""
+
+
+def pointer_entry(launcher: Any, layouts: Sequence[tuple[Any, Any]]) -> Any:
+    """A ``@cute.jit`` ``(p0, ..., pN-1, stream)`` viewing each pointer with its layout.
+
+    One explicit parameter per pointer: the DSL passes a tuple argument much more slowly.
+    Returns None for more than :data:`MAX_POINTERS` pointers.
+    """
+    import cutlass.cute as cute
+
+    def call(ptrs: tuple[Any, ...], stream: Any) -> None:
+        views = [
+            cute.make_tensor(p, cute.make_layout(shape, stride=stride))
+            for p, (shape, stride) in zip(ptrs, layouts, strict=True)
+        ]
+        launcher(*views, stream)
+
+    @cute.jit
+    def e1(p0, stream):  # type: ignore[no-untyped-def]
+        call((p0,), stream)
+
+    @cute.jit
+    def e2(p0, p1, stream):  # type: ignore[no-untyped-def]
+        call((p0, p1), stream)
+
+    @cute.jit
+    def e3(p0, p1, p2, stream):  # type: ignore[no-untyped-def]
+        call((p0, p1, p2), stream)
+
+    @cute.jit
+    def e4(p0, p1, p2, p3, stream):  # type: ignore[no-untyped-def]
+        call((p0, p1, p2, p3), stream)
+
+    @cute.jit
+    def e5(p0, p1, p2, p3, p4, stream):  # type: ignore[no-untyped-def]
+        call((p0, p1, p2, p3, p4), stream)
+
+    @cute.jit
+    def e6(p0, p1, p2, p3, p4, p5, stream):  # type: ignore[no-untyped-def]
+        call((p0, p1, p2, p3, p4, p5), stream)
+
+    entries = (e1, e2, e3, e4, e5, e6)
+    n = len(layouts)
+    return entries[n - 1] if 1 <= n <= MAX_POINTERS else None
+
+
+# -- shared memory and pipelines inside the kernel -------------------------------------------------
+def smem_allocator() -> Any:
+    """A new ``cutlass.memory.SmemAllocator`` (kernel trace time)."""
+    from cutlass.memory import SmemAllocator
+
+    return SmemAllocator()
+
+
+def uint8() -> Any:
+    """``cutlass.Uint8``."""
+    import cutlass
+
+    return cutlass.Uint8
+
+
+def byte_array(ptr: Any, size: int) -> Any:
+    """``size`` bytes at ``ptr`` as a ``cutlass.Array`` of ``Uint8``."""
+    import cutlass
+
+    return cutlass.Array(ptr, dtype=cutlass.Uint8, shape=(size,))
+
+
+def cosize(layout: Any) -> int:
+    """Elements a layout spans (``cute.cosize``)."""
+    import cutlass.cute as cute
+
+    return int(cute.cosize(layout))
+
+
+def typed_view(ptr: Any, element: Any, count: int, layout: Any = None) -> Any:
+    """A tensor of ``element`` at byte pointer ``ptr``: 1-D of ``count``, or ``layout``."""
+    import cutlass.cute as cute
+
+    typed = cute.recast_ptr(ptr, dtype=element)
+    return cute.make_tensor(typed, cute.make_layout(count) if layout is None else layout)
+
+
+def async_thread_op() -> Any:
+    """``cutlass.pipeline.PipelineOp.AsyncThread``; ``"AsyncThread"`` without the DSL."""
+    try:
+        from cutlass.pipeline import PipelineOp
+    except ImportError:  # planning on a machine without the CuTe DSL
+        return "AsyncThread"
+    return PipelineOp.AsyncThread
