@@ -1,7 +1,8 @@
 """The staged front door: ``Kernel`` and its stages, and reusable resources (re-exports).
 
 The resources (``TmaRing``, ``WgmmaRing``, ``WgmmaAccumulator``, ``TmaEpilogue``, ...) are
-:mod:`ts_runtime.blocks`.
+:mod:`ts_runtime.blocks`; the typed errors of a declaration are :mod:`ts_runtime.errors`;
+``torch_op`` (a compiled kernel as a PyTorch operator) is :mod:`ts_runtime.torch_op`.
 
 A kernel is declared once by a function of its parameters; the kernel object traces, plans
 and verifies it on the host (no GPU, no CuTe DSL) and lowers and compiles it with the DSL::
@@ -25,6 +26,14 @@ from ts_runtime.blocks import (
     prefetch_tma,
     tile_queue,
 )
+from ts_runtime.errors import (
+    GroupSizeError,
+    RuntimeConfigError,
+    SmemBudgetError,
+    TaskDeclarationError,
+    UnsupportedFeatureError,
+    UnsupportedOnTarget,
+)
 from ts_runtime.staged import (
     Compiled,
     Kernel,
@@ -36,23 +45,32 @@ from ts_runtime.staged import (
     Traced,
     Verified,
 )
+from ts_runtime.torch_op import TorchOp, torch_op
 
 __all__ = [
     "Compiled",
+    "GroupSizeError",
     "Kernel",
     "KernelContext",
     "Lowered",
     "Planned",
+    "RuntimeConfigError",
+    "SmemBudgetError",
     "Symbol",
+    "TaskDeclarationError",
     "Tasks",
     "TileTurns",
     "TmaEpilogue",
     "TmaRing",
     "TmaSource",
+    "TorchOp",
     "Traced",
+    "UnsupportedFeatureError",
+    "UnsupportedOnTarget",
     "Verified",
     "WgmmaAccumulator",
     "WgmmaRing",
     "prefetch_tma",
     "tile_queue",
+    "torch_op",
 ]

@@ -240,3 +240,15 @@ def test_context_in_the_kernel_carves_smem_in_order(monkeypatch: pytest.MonkeyPa
         ("outer", 1024, "swizzle"),
         (Composed("o", "s"), 1024, "given"),
     ]
+
+
+def test_keyword_only_parameters_are_the_declarations_own_options() -> None:
+    seen: list[int] = []
+
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any, *, stages: int = 2) -> Tasks:
+        seen.append(stages)
+        return copy_tasks(k, src, dst, n)
+
+    kern = Kernel(declare)
+    assert kern.parameters == ("src", "dst", "n")
+    assert kern.verify().ok and seen == [2]

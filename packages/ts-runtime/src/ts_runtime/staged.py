@@ -346,6 +346,7 @@ class Kernel:
         declare: ``declare(k, *params) -> Tasks``: builds the resources and tasks from the
             kernel's parameters (what the launcher passes to :meth:`launch`) and ``k``, the
             :class:`KernelContext`. It must not branch on the parameters' values in Python.
+            Keyword-only parameters are the declaration's own options and keep their defaults.
         name: Kernel name (default: the function's name).
         block_warps: Warps per CTA (default: the end of the last task's warp range).
         smem_capacity_bytes: SMEM per CTA to plan for (default: the target's).
@@ -372,7 +373,12 @@ class Kernel:
         self.block_warps = block_warps
         self.smem_capacity_bytes = smem_capacity_bytes
         self.debug_bounded_waits = debug_bounded_waits
-        params = list(inspect.signature(declare).parameters)
+        # Keyword-only parameters (with defaults) are the declaration's own options, not the
+        # kernel's: only the positional ones are passed by the launcher.
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        params = [
+            p.name for p in inspect.signature(declare).parameters.values() if p.kind in positional
+        ]
         if not params:
             raise RuntimeConfigError(
                 f"Kernel `{self.name}`: the declaration takes no parameters",
