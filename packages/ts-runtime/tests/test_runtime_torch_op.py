@@ -112,3 +112,14 @@ def test_gemm_in_a_compiled_module(gemm_op: Any) -> None:
         got = model(x)
         want = torch.relu(x.float() @ weight.float().T).to(torch.bfloat16)
     torch.testing.assert_close(got, want, atol=2e-2, rtol=2e-2)
+
+
+@pytest.mark.parametrize("mnk", [(0, 512, 1024), (384, 0, 1024), (384, 512, 0)])
+def test_gemm_op_on_empty_problems(gemm_op: Any, mnk: tuple[int, int, int]) -> None:
+    m, n, k = mnk
+    a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    got = gemm_op(a, b)
+    torch.cuda.synchronize()
+    assert got.shape == (m, n)
+    torch.testing.assert_close(got, torch.zeros(m, n, device="cuda", dtype=torch.bfloat16))

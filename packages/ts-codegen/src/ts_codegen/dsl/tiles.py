@@ -117,7 +117,9 @@ def _divisor(count: Any, swizzle: int) -> Any:
     """
     if _is_static(count) or swizzle > 1:
         return count
-    return cute.fast_divmod_create_divisor_v2(count)
+    # An empty problem (M or N = 0) has a count of 0, and building a divisor of 0 divides by
+    # zero on the host (SIGFPE); the raster then has no tiles, so the divisor is never used.
+    return cute.fast_divmod_create_divisor_v2(_D.max(Int32(count), Int32(1)))
 
 
 def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
@@ -231,15 +233,17 @@ class TileRaster:
     def get_grid_shape(self, max_active_clusters: Any) -> tuple[Any, Any, Any]:
         """The persistent launch grid ``(cm, cn, clusters)`` (host side).
 
-        One cluster per cluster tile, at most ``max_active_clusters`` of them.
+        One cluster per cluster tile, at most ``max_active_clusters`` of them and at least one.
         """
         cm, cn = self.cluster_shape_mn
         per_wave = max_active_clusters * (cm * cn)
         total = self.num_tiles * (cm * cn)
+        # At least one cluster: CUDA refuses a grid of 0, and an empty problem (no tiles) is
+        # then one cluster that finds no work.
         if _is_static(total) and _is_static(per_wave):
-            ctas = min(total, per_wave)
+            ctas = max(min(total, per_wave), cm * cn)
         else:
-            ctas = _D.min(Int32(total), Int32(per_wave))
+            ctas = _D.max(_D.min(Int32(total), Int32(per_wave)), Int32(cm * cn))
         return (cm, cn, ctas // (cm * cn))
 
     def _parts(self) -> list[Any]:
