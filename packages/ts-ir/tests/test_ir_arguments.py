@@ -67,6 +67,11 @@ CASES: list[tuple[str, Callable[[Any], object], Callable[[Any], bool]]] = [
         lambda v: PipelineSpec(PipelineType.AsyncAsync, 4, 0, G, G, interleave=v),
         lambda v: v in (1, 2, 4) and not isinstance(v, bool),
     ),
+    (
+        "PipelineSpec.strides",
+        lambda v: PipelineSpec(PipelineType.AsyncAsync, 4, 0, G, G, interleave=2, strides=v),
+        lambda v: v is None or v in ((2, 2, 1, 1), (1, 1, 2, 2)),
+    ),
     ("SmemAllocationSpec.size_bytes", lambda v: SmemAllocationSpec("a", v), lambda v: _int(v, 0)),
     (
         "SmemAllocationSpec.count",
@@ -102,6 +107,9 @@ VALUES = st.one_of(
     st.text(max_size=3),
     st.lists(st.integers(), max_size=2),
     st.builds(object),
+    # Per-role strides of a four-stage ring with interleave 2: right, wrong, or wrong shape.
+    st.sampled_from([(2, 2, 1, 1), (1, 1, 2, 2), (2, 1, 2, 1), (2, 2, 2, 2), (4, 4, 1, 1)]),
+    st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3)),
 )
 
 

@@ -292,6 +292,29 @@ def test_smem_extra_round_trips_and_is_absent_when_empty(sample_plan: KernelPlan
     assert from_json(to_json(plan)) == plan
 
 
+def test_side_strides_round_trip_and_are_absent_for_one_stride(sample_plan: KernelPlan) -> None:
+    ring = next(r for r in sample_plan.resources if r.pipeline is not None)
+    assert ring.pipeline is not None
+    assert "strides" not in json.dumps(json.loads(to_json(sample_plan))["data"]["resources"])
+    sided = dataclasses.replace(
+        ring.pipeline, stages=4, interleave=2, strides=(2, 2, 1, 1), bytes_per_stage=0
+    )
+    plan = dataclasses.replace(
+        sample_plan,
+        resources=tuple(
+            dataclasses.replace(r, pipeline=sided) if r is ring else r
+            for r in sample_plan.resources
+        ),
+    )
+    doc = json.loads(to_json(plan))
+    pipes = [r["pipeline"] for r in doc["data"]["resources"] if r["pipeline"]]
+    assert [p.get("strides") for p in pipes] == [[2, 2, 1, 1]]
+    assert from_json(to_json(plan)) == plan
+    pipes[0]["strides"] = [2, 2, 1]
+    with pytest.raises(IRFormatError, match="four strides"):
+        from_json(json.dumps(doc))
+
+
 def test_schedule_kind(producer_schedule: Schedule) -> None:
     assert json.loads(to_json(producer_schedule))["kind"] == "schedule"
     assert from_json(to_json(producer_schedule, indent=None)) == producer_schedule

@@ -90,7 +90,7 @@ def test_spec_round_trip_with_cutlass_groups() -> None:
         ("umma_consumer_producer_op", "TCGen05Mma"),
         ("num_bytes_per_warp_per_cta", 128),
         ("mcast_mode_mn", (2, 1)),
-        ("interleave_stride", (2, 2, 1, 1)),
+        ("interleave_stride", (2, 1, 1, 1)),
         ("producer_op", "AsyncLoad"),
     ],
 )
@@ -118,20 +118,36 @@ def test_signaling_threads_are_accepted(signaling: SignalingThreads) -> None:
     assert spec.producer_signaling == signaling and spec.consumer_signaling == signaling
 
 
-@pytest.mark.parametrize("strides", [(2, 2, 1, 1), (1, 1, 2, 2), (2, 1, 2, 1)])
-def test_different_strides_per_role_say_what_to_write_instead(
-    strides: tuple[int, int, int, int],
-) -> None:
-    with pytest.raises(UnsupportedFeatureError, match="strides per role") as info:
-        PipelineConfig.create_async_async_pipeline_cfg(
-            4, G("thread", 32), G("thread", 32), interleave_stride=strides
-        )
-    assert "domain_loop(lane, end, s)" in str(info.value)
+@pytest.mark.parametrize("strides", [(2, 2, 1, 1), (1, 1, 2, 2), (2, 2, 4, 4)])
+def test_one_stride_per_side_is_accepted(strides: tuple[int, int, int, int]) -> None:
+    spec = PipelineConfig.create_async_async_pipeline_cfg(
+        4, G("thread", 32), G("thread", 32), interleave_stride=strides
+    ).to_spec()
+    assert spec.strides == strides and spec.interleave == max(strides)
+    assert (spec.side_stride(True), spec.side_stride(False)) == (strides[0], strides[2])
     # Four equal strides are one stride.
     same = PipelineConfig.create_async_async_pipeline_cfg(
         4, G("thread", 32), G("thread", 32), interleave_stride=(2, 2, 2, 2)
-    )
-    assert same.to_spec().interleave == 2
+    ).to_spec()
+    assert (same.interleave, same.strides) == (2, None)
+
+
+@pytest.mark.parametrize("strides", [(2, 1, 1, 1), (1, 1, 2, 1), (2, 1, 2, 1)])
+def test_different_strides_within_a_side_are_refused(
+    strides: tuple[int, int, int, int],
+) -> None:
+    with pytest.raises(UnsupportedFeatureError, match="one stride per side") as info:
+        PipelineConfig.create_async_async_pipeline_cfg(
+            4, G("thread", 32), G("thread", 32), interleave_stride=strides
+        )
+    assert "(p, p, c, c)" in str(info.value)
+
+
+def test_a_side_stride_must_divide_the_stages() -> None:
+    with pytest.raises(RuntimeConfigError, match="consumer stride 3 must divide"):
+        PipelineConfig.create_async_async_pipeline_cfg(
+            4, G("thread", 32), G("thread", 32), interleave_stride=(2, 2, 3, 3)
+        )
 
 
 @pytest.mark.parametrize("layout", [(1, 2, 1, 1), (1, 2, 2, 1)])

@@ -5,7 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from verify_testkit import Dst, Ring, Src, async_pipe, plan_of, task, tma_pipe
+from verify_testkit import (
+    Dst,
+    Ring,
+    RuntimeInt,
+    Src,
+    async_pipe,
+    consume,
+    plan_of,
+    task,
+    tma_pipe,
+)
 
 from ts_ir import Schedule
 from ts_trace import domain_loop, schedule
@@ -196,3 +206,77 @@ def test_a_broken_lane_is_still_caught() -> None:
     report = verify(_plan(_ring(), releases=2))
     assert not report.ok
     assert any("ring@0" in d.message or d.resource == "ring@0" for d in report.errors)
+
+
+# -- a stride per side: interleave_stride=(p, p, c, c) --------------------------------------------
+def _sided(strides: tuple[int, int, int, int], stages: int = STAGES) -> Ring:
+    spec = dataclasses.replace(async_pipe(stages, 32, 32), interleave=max(strides), strides=strides)
+    return Ring(name="ring", pipeline_config=spec)
+
+
+def _two_loaders_one_reader(r: Ring, *, reader_trips: int = TRIPS) -> Any:
+    # Two one-warp loaders on lanes 0 and 1 (stride 2), one one-warp reader of every stage.
+    src, dst = Src(name="src"), Dst(name="dst")
+    return plan_of(
+        task("load0", _fill(src, r, 0), [src], [r], warp=0, warps=1),
+        task("load1", _fill(src, r, 1), [src], [r], warp=1, warps=1),
+        task("store", _warp_drain(r, dst, reader_trips), [r], [dst], warp=2, warps=1),
+    )
+
+
+def test_producer_lanes_and_one_reader_of_every_stage_verify() -> None:
+    plan, errors = split_lanes(_two_loaders_one_reader(_sided((2, 2, 1, 1))))
+    assert not errors
+    lanes = {r.name: r.pipeline for r in plan.resources if r.name.startswith("ring")}
+    assert set(lanes) == {"ring@0", "ring@1"}
+    assert all(p is not None and p.stages == 2 and p.strides is None for p in lanes.values())
+    store = plan.task("store")
+    waits = [s.resource for s in store.schedule.steps() if s.stage.value == "ConsumerWait"]
+    # The reader's k-th wait is on stage k % 4, i.e. fine lane k % 2: the loop is unrolled.
+    assert waits == [f"ring@{k % 2}" for k in range(TRIPS)]
+    reads = [s.resource for s in store.schedule.steps() if s.label == "read"]
+    assert reads == waits  # each read is of the stage its wait opened
+    report = verify(_two_loaders_one_reader(_sided((2, 2, 1, 1))))
+    assert report.ok, report.as_text()
+
+
+def test_one_writer_and_reader_lanes_verify() -> None:
+    src, dst = Src(name="src"), Dst(name="dst")
+    r = _sided((1, 1, 2, 2))
+    plan = plan_of(
+        task("load", _warp_fill(src, r), [src], [r], warp=0, warps=1),
+        task("store0", _drain(r, dst, 0), [r], [dst], warp=2, warps=1),
+        task("store1", _drain(r, dst, 1), [r], [dst], warp=3, warps=1),
+    )
+    report = verify(plan)
+    assert report.ok, report.as_text()
+
+
+def test_a_reader_that_reads_fewer_stages_than_the_lanes_fill_is_caught() -> None:
+    report = verify(_two_loaders_one_reader(_sided((2, 2, 1, 1)), reader_trips=TRIPS - 1))
+    assert not report.ok
+    assert any(d.resource.startswith("ring@") for d in report.errors), report.as_text()
+
+
+def test_a_reader_stride_that_skips_a_lane_is_caught() -> None:
+    # The reader moves by 4 from stage 0: it only ever reads lane 0's stages; lane 1's loader
+    # fills its two stages and waits forever for their release.
+    report = verify(_two_loaders_one_reader(_sided((2, 2, 4, 4)), reader_trips=TRIPS // 2))
+    assert not report.ok
+    assert any(d.resource in ("ring@1", "ring@3") for d in report.errors), report.as_text()
+
+
+def test_runtime_bounds_around_a_stepping_cursor_are_reported() -> None:
+    src, dst = Src(name="src"), Dst(name="dst")
+    r = _sided((2, 2, 1, 1))
+    n = RuntimeInt()
+    plan = plan_of(
+        task("load0", _fill(src, r, 0), [src], [r], warp=0, warps=1),
+        task("load1", _fill(src, r, 1), [src], [r], warp=1, warps=1),
+        task("store", consume(r, dst, n), [r], [dst], warp=2, warps=1),
+    )
+    report = verify(plan)
+    assert any(
+        d.code == "TS-V214" and d.task == "store" and "run-time bounds" in d.message
+        for d in report.errors
+    ), report.as_text()

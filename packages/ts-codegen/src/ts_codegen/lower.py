@@ -35,7 +35,7 @@ from typing import Any
 from ts_codegen import debug_wait, dsl
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
 from ts_codegen.dsl import tiles as dsl_tiles
-from ts_codegen.lanes import fresh_state, task_lanes, warp_lane_rings
+from ts_codegen.lanes import fresh_state, side_stride, task_lanes, warp_lane_rings
 from ts_codegen.work_queues import TileSource
 from ts_ir import (
     ConditionalBlock,
@@ -179,7 +179,7 @@ class TaskLowering:
         out: set[StateKey] = set()
         for step in self._steps.values():
             spec = self.specs[step.resource].pipeline
-            if spec is None or step.resource in self._warp_lanes:
+            if spec is None or (step.resource, step.stage.role) in self._warp_lanes:
                 continue
             role = step.stage.role
             signaling = (
@@ -230,7 +230,7 @@ class TaskLowering:
             if spec is None:
                 continue
             key = (step.resource, step.stage.role)
-            lane = self._lane(step.resource)
+            lane = self._lane(step.resource, step.stage.role)
             if key not in states:
                 states[key] = fresh_state(step.stage.role is Role.PRODUCER, spec.stages, lane)
             if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
@@ -239,14 +239,14 @@ class TaskLowering:
                 states[_commit_key(step.resource)] = fresh_state(True, spec.stages, lane)
         return states
 
-    def _lane(self, resource: str) -> Any:
-        """This task's first stage of an interleaved ring (its lane), 0 otherwise.
+    def _lane(self, resource: str, role: Role) -> Any:
+        """This task's first stage of one side of an interleaved ring (its lane), else 0.
 
         An int, or for warp lanes the warp's index in the task (a warp-uniform DSL value).
         """
-        if resource in self._warp_lanes:
+        if (resource, role) in self._warp_lanes:
             return self._warp_lane
-        lanes = task_lanes(self.task, self.specs[resource])
+        lanes = task_lanes(self.task, self.specs[resource], role)
         if lanes is None:
             raise LoweringError(
                 f"task `{self.task.name}` has {self.task.num_warps} warps, more than the lanes "
@@ -255,10 +255,9 @@ class TaskLowering:
             )
         return lanes[0]
 
-    def _advance(self, resource: str, state: Any) -> Any:
-        """The state one step further: ``interleave`` stages on an interleaved ring."""
-        spec = self.specs[resource].pipeline
-        return dsl.state_advance(state, 1 if spec is None else spec.interleave)
+    def _advance(self, step: Step, state: Any) -> Any:
+        """The state one step further: the side's stride of stages on an interleaved ring."""
+        return dsl.state_advance(state, side_stride(self.specs[step.resource], step.stage.role))
 
     # -- tree walk -------------------------------------------------------------------------
 
@@ -303,14 +302,14 @@ class TaskLowering:
                 # As for lagged consumers: the work after this acquire fills the acquired
                 # stage, the next acquire takes the following one, commits follow behind.
                 env.current[key] = env.states[key]
-                env.states[key] = self._advance(step.resource, env.states[key])
+                env.states[key] = self._advance(step, env.states[key])
         elif st is ScheduleStage.ProducerCommit:
             side = key
             if step.resource in self._lagged_producers:
                 key = _commit_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.producer_commit(pipe, state))
-            env.states[key] = self._advance(step.resource, env.states[key])
+            env.states[key] = self._advance(step, env.states[key])
         elif st is ScheduleStage.ConsumerTryWait:
             env.tokens[key] = dsl.consumer_try_wait(self._pipe(step), env.states[key])
         elif st is ScheduleStage.ConsumerWait:
@@ -320,14 +319,14 @@ class TaskLowering:
                 # Waits and releases run on separate states: the work after this wait sees
                 # the waited stage, the next wait the following one.
                 env.current[key] = env.states[key]
-                env.states[key] = self._advance(step.resource, env.states[key])
+                env.states[key] = self._advance(step, env.states[key])
         elif st is ScheduleStage.ConsumerRelease:
             side = key
             if step.resource in self._lagged:
                 key = _release_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.consumer_release(pipe, state))
-            env.states[key] = self._advance(step.resource, env.states[key])
+            env.states[key] = self._advance(step, env.states[key])
         else:
             self._work(step, env)
 

@@ -102,7 +102,14 @@ class PipelineSpec:
         interleave: The interleave stride ``s``: the ring's stages are dealt out to ``s``
             lanes (lane ``l`` owns stages ``l, l + s, ...``), and each task works on one lane
             (see :func:`interleave_lane`), its cursor moving ``s`` stages at a time. Each lane
-            is a ring of ``stages / s`` stages of its own.
+            is a ring of ``stages / s`` stages of its own. With ``strides``, the largest.
+        strides: Per-role strides ``(acquire, commit, wait, release)`` when the producer side
+            and the consumer side move by different strides (the producers' ``p`` and the
+            consumers' ``c``, each dividing ``stages``); None when every role moves by
+            ``interleave``. A cursor of stride ``p`` on lane ``l`` visits the stages
+            ``l, l + p, ...``, so with ``L = lcm(p, c)`` the ring is ``L`` rings of
+            ``stages / L`` stages (stage ``i`` in ring ``i % L``) that a cursor of a smaller
+            stride visits in turn.
     """
 
     type: PipelineType
@@ -114,6 +121,7 @@ class PipelineSpec:
     consumer_signaling: SignalingThreads = SignalingThreads.All
     cluster_mn: tuple[int, int] = (1, 1)
     interleave: int = 1
+    strides: tuple[int, int, int, int] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.type, PipelineType):
@@ -142,6 +150,8 @@ class PipelineSpec:
                 f"{self.stages} stages",
                 fix="use a stride that divides the number of stages",
             )
+        if self.strides is not None:
+            self._check_strides(self.strides)
         cluster = self.cluster_mn
         if (
             not isinstance(cluster, (tuple, list))
@@ -157,6 +167,46 @@ class PipelineSpec:
         object.__setattr__(self, "cluster_mn", (cluster[0], cluster[1]))
         SignalingThreads.validate(self.producer_signaling, "producer_signaling")
         SignalingThreads.validate(self.consumer_signaling, "consumer_signaling")
+
+    def _check_strides(self, strides: object) -> None:
+        ok = (
+            isinstance(strides, tuple)
+            and len(strides) == 4
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in strides)
+        )
+        if not ok:
+            raise ArgumentError(
+                "PipelineSpec.strides",
+                f"strides must be None or four ints >= 1, got {describe_value(strides)}",
+                fix="pass strides=(acquire, commit, wait, release), e.g. (2, 2, 1, 1)",
+            )
+        assert isinstance(strides, tuple)
+        acquire, commit, wait, release = strides
+        if acquire != commit or wait != release or acquire == wait:
+            raise ArgumentError(
+                "PipelineSpec.strides",
+                f"strides {strides} must be (p, p, c, c) with p != c: one stride per side "
+                "(equal strides are `interleave`)",
+                fix="pass strides=(p, p, c, c), or interleave=s for one stride",
+            )
+        if self.stages % acquire or self.stages % wait or self.interleave != max(strides):
+            raise ArgumentError(
+                "PipelineSpec.strides",
+                f"strides {strides} must divide the {self.stages} stages, and interleave "
+                f"({self.interleave}) must be the largest of them",
+                fix="use strides that divide the number of stages and interleave=max(strides)",
+            )
+
+    @property
+    def role_strides(self) -> tuple[int, int, int, int]:
+        """The strides of ``(acquire, commit, wait, release)`` (``interleave`` for each)."""
+        if self.strides is not None:
+            return self.strides
+        return (self.interleave,) * 4
+
+    def side_stride(self, producer: bool) -> int:
+        """The stride of the producer side's cursors (or the consumer side's)."""
+        return self.role_strides[0 if producer else 2]
 
     @property
     def barrier_bytes(self) -> int:

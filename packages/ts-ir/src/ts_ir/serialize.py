@@ -222,6 +222,7 @@ def _pipeline_to_dict(p: PipelineSpec) -> dict[str, Any]:
         "consumer_signaling": int(p.consumer_signaling),
         "cluster_mn": list(p.cluster_mn),
         "interleave": p.interleave,
+        **({} if p.strides is None else {"strides": list(p.strides)}),
     }
 
 
@@ -572,7 +573,18 @@ def _pipeline_from_dict(value: object, path: str) -> PipelineSpec:
         consumer_signaling=_signaling(d.get("consumer_signaling", 1), f"{path}.consumer_signaling"),
         cluster_mn=_cluster(d.get("cluster_mn", [1, 1]), f"{path}.cluster_mn"),
         interleave=_field(d, "interleave", int, path) if "interleave" in d else 1,
+        strides=_strides(d.get("strides"), f"{path}.strides"),
     )
+
+
+def _strides(value: object, path: str) -> tuple[int, int, int, int] | None:
+    """Per-role strides: absent (None) or a list of four ints."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) != 4:
+        raise IRFormatError(f"{path}: expected a list of four strides")
+    a, b, c, d = (_check(v, int, f"{path}[{i}]") for i, v in enumerate(value))
+    return (a, b, c, d)
 
 
 def _cluster(value: object, path: str) -> tuple[int, int]:

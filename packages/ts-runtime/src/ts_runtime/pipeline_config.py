@@ -143,8 +143,10 @@ class PipelineConfig:
             out to ``s`` lanes (lane ``l`` owns stages ``l, l + s, ...``) and every cursor
             moves ``s`` stages at a time. A task whose loop is ``domain_loop(l, end, s)``
             works on lane ``l``; any other task (of at most ``s`` warps) works one lane per
-            warp, warp ``w`` on lane ``w`` (the reference's rule). One stride for every role
-            (a 4-tuple of different strides is not lowered yet).
+            warp, warp ``w`` on lane ``w`` (the reference's rule). A 4-tuple
+            ``(acquire, commit, wait, release)`` gives each side its own stride: ``(p, p, c,
+            c)``, e.g. ``(2, 2, 1, 1)`` for two producer lanes and a consumer that reads every
+            stage in order (different strides within one side are not lowered yet).
         async_producer_op: Producer op of async producers (``AsyncThread``).
     """
 
@@ -260,26 +262,26 @@ class PipelineConfig:
             )
         if tuple(self.mcast_mode_mn) != (1, 1):
             unsupported.append(("mcast_mode_mn", self.mcast_mode_mn, (1, 1)))
-        strides = set(self.interleave_strides)
-        if len(strides) > 1:
-            # Each lane is checked and lowered as a ring of its own, which needs every role's
-            # cursor to stay on its lane: one stride for all four roles.
+        acquire, commit, wait_stride, release = self.interleave_strides
+        if acquire != commit or wait_stride != release:
+            # Within a side the cursors would part (the reference then needs advance_on_*):
+            # a commit would land on another stage than its acquire. Not lowered.
             raise argument_error(
                 f"PipelineConfig.interleave_stride={self.interleave_stride!r}: different "
-                "strides per role (acquire, commit, wait, release) are not supported by this "
-                "TS version; TS checks and lowers an interleaved ring one lane at a time, and "
-                "a cursor with another stride than its peers' would cross lanes",
-                fix="use one stride for every role (interleave_stride=s) and give the side "
-                "that reads every stage one task (or warp) per lane, each in a "
-                "domain_loop(lane, end, s)",
+                "strides for acquire and commit (or for wait and release) are not supported by "
+                "this TS version; TS supports one stride per side, (p, p, c, c)",
+                fix="use one stride per side: interleave_stride=(p, p, c, c), or one stride "
+                "for every role",
                 cls=UnsupportedFeatureError,
             )
-        if self.num_stages % self.max_interleave_stride:
-            raise argument_error(
-                f"PipelineConfig.interleave_stride={self.interleave_stride!r} must divide "
-                f"num_stages={self.num_stages}: each lane owns every stride-th stage",
-                fix="use a stride that divides the number of stages",
-            )
+        for name, stride in (("producer", acquire), ("consumer", wait_stride)):
+            if self.num_stages % stride:
+                raise argument_error(
+                    f"PipelineConfig.interleave_stride={self.interleave_stride!r}: the "
+                    f"{name} stride {stride} must divide num_stages={self.num_stages}: each "
+                    "lane owns every stride-th stage",
+                    fix="use strides that divide the number of stages",
+                )
         if unsupported:
             name, value, default = unsupported[0]
             raise argument_error(
@@ -382,6 +384,7 @@ class PipelineConfig:
             consumer_signaling=self.consumer_signaling_threads,
             cluster_mn=self.cluster_mn,
             interleave=self.max_interleave_stride,
+            strides=(None if len(set(self.interleave_strides)) == 1 else self.interleave_strides),
         )
 
     # -- factories ---------------------------------------------------------------------------

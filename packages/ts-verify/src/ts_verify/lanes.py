@@ -20,6 +20,7 @@ what the warps are: independent programs), and every other check then applies un
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 
 from ts_ir import (
@@ -34,8 +35,9 @@ from ts_ir import (
 from ts_ir.plan import interleave_warp_lanes
 from ts_ir.schedule import Container, Node
 from ts_verify.diagnostics import Diagnostic
+from ts_verify.strides import Cursor, expand_fine_lanes
 
-__all__ = ["lane_name", "split_lanes", "warp_task_name"]
+__all__ = ["lane_count", "lane_name", "split_lanes", "warp_task_name"]
 
 
 def lane_name(resource: str, lane: int) -> str:
@@ -94,37 +96,64 @@ def _first_warp_signals(plan: KernelPlan, task: TaskSpec, split: set[str]) -> It
                 yield res.name
 
 
+def lane_count(res: ResourceSpec) -> int:
+    """How many rings an interleaved ring is checked as: its stride, or the lcm of its sides'."""
+    p = res.pipeline
+    assert p is not None
+    return math.lcm(p.side_stride(True), p.side_stride(False))
+
+
+def _side_lanes(task: TaskSpec, res: ResourceSpec, role: Role) -> tuple[int, ...] | None:
+    """Per warp of ``task``, the lane its cursors of one side of ``res`` start on."""
+    assert res.pipeline is not None
+    stride = res.pipeline.side_stride(role is Role.PRODUCER)
+    if stride == 1:
+        return (0,) * task.num_warps  # not interleaved on this side: every cursor from stage 0
+    return interleave_warp_lanes(task, res.name, stride)
+
+
+_Lanes = tuple[dict[str, str], dict[tuple[str, Role], Cursor]]
+"""One warp's lanes: renamed rings (one stride), cursors on rings with a stride per side."""
+
+
 def _lanes_of(
     plan: KernelPlan, task: TaskSpec, rings: dict[str, ResourceSpec]
-) -> tuple[list[dict[str, str]], list[Diagnostic]]:
-    """Per warp of ``task``: the lane ring each interleaved ring is renamed to; or errors."""
-    per_warp: list[dict[str, str]] = [{} for _ in range(task.num_warps)]
+) -> tuple[list[_Lanes], list[Diagnostic]]:
+    """Per warp of ``task``: its lane of each interleaved ring it runs; or errors."""
+    per_warp: list[_Lanes] = [({}, {}) for _ in range(task.num_warps)]
     errors: list[Diagnostic] = []
+    split: set[str] = set()
     for name, res in rings.items():
         assert res.pipeline is not None
-        stride = res.pipeline.interleave
-        if not _runs_pipeline(task, name):
-            continue
-        lanes = interleave_warp_lanes(task, name, stride)
-        if lanes is None:
-            errors.append(
-                Diagnostic(
-                    "TS-V214",
-                    f"`{name}` is interleaved with stride {stride}, but task `{task.name}` has "
-                    f"{task.num_warps} warps and does not run its steps on it in one lane: "
-                    f"with more warps than lanes, two warps would start on the same lane",
-                    task=task.name,
-                    resource=name,
-                    location=task.location,
-                    fix=f"run the task's steps on `{name}` in a domain_loop(l, end, {stride}) "
-                    f"(lane l in 0..{stride - 1}), or give it at most {stride} warps (one "
-                    "lane each)",
+        for role in sorted(_runs_pipeline(task, name), key=lambda r: r.value):
+            stride = res.pipeline.side_stride(role is Role.PRODUCER)
+            lanes = _side_lanes(task, res, role)
+            if lanes is None:
+                errors.append(
+                    Diagnostic(
+                        "TS-V214",
+                        f"`{name}` is interleaved with stride {stride}, but task `{task.name}` "
+                        f"has {task.num_warps} warps and does not run its steps on it in one "
+                        "lane: with more warps than lanes, two warps would start on the same "
+                        "lane",
+                        task=task.name,
+                        resource=name,
+                        location=task.location,
+                        fix=f"run the task's steps on `{name}` in a domain_loop(l, end, "
+                        f"{stride}) (lane l in 0..{stride - 1}), or give it at most {stride} "
+                        "warps (one lane each)",
+                    )
                 )
-            )
-            continue
-        for w, lane in enumerate(lanes):
-            per_warp[w][name] = lane_name(name, lane)
-    split = {n for n in per_warp[0] if any(m[n] != per_warp[0][n] for m in per_warp)}
+                continue
+            if len(set(lanes)) > 1:
+                split.add(name)
+            for w, lane in enumerate(lanes):
+                if res.pipeline.strides is None:
+                    per_warp[w][0][name] = lane_name(name, lane)
+                else:
+                    per_warp[w][1][(name, role)] = Cursor(
+                        name, res.pipeline.stages, lane_count(res), stride, lane
+                    )
     if split and not errors:
         for other in _first_warp_signals(plan, task, split):
             errors.append(
@@ -162,19 +191,29 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
     for task in plan.tasks:
         per_warp, problems = _lanes_of(plan, task, rings)
         errors.extend(problems)
-        if all(m == per_warp[0] for m in per_warp):
-            tasks.append(_renamed(task, per_warp[0]) if per_warp[0] else task)
+        if problems:
             continue
-        # Warp lanes: each warp is a program of its own, on its own lane.
-        tasks.extend(
-            dataclasses.replace(
-                _renamed(task, names),
-                name=warp_task_name(task.name, w),
-                warp_start=task.warp_start + w,
-                num_warps=1,
-            )
-            for w, names in enumerate(per_warp)
-        )
+        if all(lanes == per_warp[0] for lanes in per_warp):
+            parts = [(task, per_warp[0])]
+        else:
+            # Warp lanes: each warp is a program of its own, on its own lane.
+            parts = [
+                (
+                    dataclasses.replace(
+                        task,
+                        name=warp_task_name(task.name, w),
+                        warp_start=task.warp_start + w,
+                        num_warps=1,
+                    ),
+                    lanes,
+                )
+                for w, lanes in enumerate(per_warp)
+            ]
+        for part, (names, cursors) in parts:
+            renamed = _renamed(part, names) if names else part
+            expanded, problems = expand_fine_lanes(renamed, cursors)
+            errors.extend(problems)
+            tasks.append(expanded)
     if errors:
         return plan, errors
     resources: list[ResourceSpec] = []
@@ -182,8 +221,10 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
         if res.name not in rings or res.pipeline is None:
             resources.append(res)
             continue
-        stride = res.pipeline.interleave
-        pipe = dataclasses.replace(res.pipeline, stages=res.pipeline.stages // stride, interleave=1)
+        stride = lane_count(res)
+        pipe = dataclasses.replace(
+            res.pipeline, stages=res.pipeline.stages // stride, interleave=1, strides=None
+        )
         # The lanes share the ring's storage (each uses its own stages of it): lane 0 keeps
         # the SMEM allocations, so the layout and alias checks see them once.
         resources.extend(
@@ -221,6 +262,4 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
 
 
 def _stride(rings: dict[str, ResourceSpec], name: str) -> int:
-    pipe = rings[name].pipeline
-    assert pipe is not None
-    return pipe.interleave
+    return lane_count(rings[name])
