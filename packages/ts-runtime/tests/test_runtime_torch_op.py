@@ -97,7 +97,10 @@ def gemm_op(load_example: Callable[[str], Any]) -> Any:
     def out(a: Any, b: Any) -> Any:
         return torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
 
-    return torch_op("ts_tests::gemm", gemm_abt, outputs=out, num_inputs=2)
+    def k_is_zero(a: Any, b: Any, c: Any) -> None:
+        c.zero_()
+
+    return torch_op("ts_tests::gemm", gemm_abt, outputs=out, num_inputs=2, if_empty=k_is_zero)
 
 
 def test_gemm_in_a_compiled_module(gemm_op: Any) -> None:
@@ -123,3 +126,19 @@ def test_gemm_op_on_empty_problems(gemm_op: Any, mnk: tuple[int, int, int]) -> N
     torch.cuda.synchronize()
     assert got.shape == (m, n)
     torch.testing.assert_close(got, torch.zeros(m, n, device="cuda", dtype=torch.bfloat16))
+
+
+def test_empty_input_without_if_empty_is_a_typed_error() -> None:
+    from ts_runtime import RuntimeConfigError
+    from ts_runtime.torch_op import torch_op
+
+    def never(*args: Any) -> None:
+        raise AssertionError("no launch, no compile")
+
+    def out(a: Any, b: Any) -> Any:
+        return torch.empty(a.shape[0], b.shape[0], dtype=a.dtype, device=a.device)
+
+    op = torch_op("ts_tests::strict_gemm", never, outputs=out, num_inputs=2)
+    a = torch.empty(4, 0, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(RuntimeConfigError, match="input 0 has the shape \\(4, 0\\)"):
+        op(a, a)

@@ -14,7 +14,8 @@ an optional parameter and pass it on with ``kernel.launch(..., stream=stream)``)
 compiled kernel is kept per signature of the tensors: dtype, shape and strides
 (static shapes: a new shape compiles once more). The kernel receives each tensor as a raw
 pointer viewed with the tensor's layout, so a call costs little more than the launch. An
-operator whose outputs are empty returns them without a launch.
+operator whose outputs are empty returns them without a launch; one with an empty input but
+outputs to write (a GEMM with K = 0) calls ``if_empty`` instead of the kernel, or is refused.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class TorchOp:
         num_outputs: int,
         outputs: Callable[..., Any],
         align: int,
+        if_empty: Callable[..., None] | None = None,
     ) -> None:
         import torch
 
@@ -63,6 +65,7 @@ class TorchOp:
         self._launcher = launcher
         self._outputs = outputs
         self._align = align
+        self._if_empty = if_empty
         self._compiled: dict[Hashable, _Entry] = {}
         self._streams: dict[int, Any] = {}
         self._lock = threading.Lock()
@@ -132,6 +135,20 @@ class TorchOp:
                 )
         if any(t.numel() == 0 for t in out_tuple):
             return outs  # nothing to write: no launch (a grid of zero CTAs is an error)
+        empty = next((i for i, t in enumerate(inputs) if t.numel() == 0), None)
+        if empty is not None:
+            # A layout of extent 0 cannot be compiled, and what the kernel would write (zeros
+            # for a GEMM with K = 0, ...) is the operator's to say.
+            if self._if_empty is None:
+                raise RuntimeConfigError(
+                    f"{self.qualname}: input {empty} has the shape "
+                    f"{tuple(inputs[empty].shape)}, with a zero extent, but the outputs are "
+                    "not empty; the kernel cannot take a zero extent",
+                    fix="pass if_empty= to torch_op: a function of (*inputs, *outputs) that "
+                    "fills the outputs with torch ops (a GEMM with K = 0: c.zero_())",
+                )
+            self._if_empty(*inputs, *out_tuple)
+            return outs
         stream = self._stream(tensors[0].device)
         key = self._key(tensors)
         entry = self._compiled.get(key)
@@ -208,6 +225,7 @@ def torch_op(
     num_inputs: int = 1,
     num_outputs: int = 1,
     align: int = 16,
+    if_empty: Callable[..., None] | None = None,
 ) -> TorchOp:
     """Register ``launcher`` as the PyTorch operator ``qualname``.
 
@@ -220,6 +238,9 @@ def torch_op(
         num_inputs: How many tensors the operator takes.
         num_outputs: How many tensors ``outputs`` returns.
         align: Byte alignment the kernel assumes of every tensor (checked at each call).
+        if_empty: ``if_empty(*inputs, *outputs)`` fills the outputs, instead of a launch,
+            when an input is empty and no output is (without it such a call is a
+            :class:`~ts_runtime.RuntimeConfigError`).
     """
     jit = getattr(launcher, "jit_launcher", launcher)
     if jit is None:
@@ -234,4 +255,5 @@ def torch_op(
         num_outputs=num_outputs,
         outputs=outputs,
         align=align,
+        if_empty=if_empty,
     )
