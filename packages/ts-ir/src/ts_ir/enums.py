@@ -231,6 +231,30 @@ class PipelineType(enum.Enum):
         return self.value.startswith("Tma")
 
     @property
+    def producer_is_umma(self) -> bool:
+        """True when the producer signals with ``tcgen05.commit`` (Blackwell UMMA).
+
+        A commit arrives on the full barrier once, from one elected thread of each warp that
+        executes it, when the MMAs issued before it have completed.
+        """
+        return self.value.startswith("Umma")
+
+    @property
+    def consumer_is_umma(self) -> bool:
+        """True when the consumer releases with ``tcgen05.commit`` (one arrival per warp)."""
+        return self.value.endswith("Umma")
+
+    @property
+    def producer_expects_tx(self) -> bool:
+        """True when the producer arms the full barrier with transaction bytes.
+
+        TMA loads and CLC responses (``ClcFetchAsync``: the 16-byte answer of a
+        ``clusterlaunchcontrol.try_cancel``) complete the phase with those bytes; the
+        producer's own arrival is one elected thread's ``arrive.expect_tx``.
+        """
+        return self.producer_is_tma or self is PipelineType.ClcFetchAsync
+
+    @property
     def consumer_reads_async(self) -> bool:
         """True when the consumer's work reads a stage asynchronously (Hopper WGMMA).
 

@@ -450,6 +450,47 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         """,
     ),
     _entry(
+        "TS-V217",
+        "UMMA side counted in warps",
+        "count a UMMA side's group in threads, one per warp that commits",
+        """
+        A UMMA side (the producer of `UmmaAsync`, the consumer of `TmaUmma` and `AsyncUmma`,
+        both sides of `UmmaUmma`) signals with `tcgen05.commit`, which one elected thread of
+        each committing warp executes: one arrival per warp. A group counted in warps asks
+        the barrier for 32 arrivals per warp, so its phase never completes.
+        """,
+        """
+        # the storer's 4 warps release with tcgen05.commit: 4 arrivals, not 4 x 32
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.TmaUmma, 2, 4096, CooperativeGroupSpec("thread", 1),
+            CooperativeGroupSpec("warp", 4)))
+        """,
+        """
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.TmaUmma, 2, 4096, CooperativeGroupSpec("thread", 1),
+            CooperativeGroupSpec("thread", 4)))
+        """,
+    ),
+    _entry(
+        "TS-V218",
+        "CLC response bytes wrong",
+        "pass num_bytes=16 (one cluster-launch-control response) to the ClcFetchAsync pipeline",
+        """
+        A `ClcFetchAsync` producer arms the stage's full barrier with the bytes it expects, and
+        the cluster launch controller's answer (16 bytes) completes the phase. With more bytes
+        the phase never completes; with fewer it completes before the answer has landed, and
+        the consumer reads a stale work tile.
+        """,
+        """
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.ClcFetchAsync, 2, 32, CooperativeGroupSpec("thread", 1), group))
+        """,
+        """
+        ring = Ring(name="ring", pipeline_config=PipelineSpec(
+            PipelineType.ClcFetchAsync, 2, 16, CooperativeGroupSpec("thread", 1), group))
+        """,
+    ),
+    _entry(
         "TS-V301",
         "bracket counts differ between tasks",
         "make every task that touches a pipeline "

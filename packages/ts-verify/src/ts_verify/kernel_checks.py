@@ -22,6 +22,7 @@ from ts_ir import (
     TaskSpec,
     WorkTileLoop,
 )
+from ts_verify.blackwell import check_blackwell_rings, umma_arrivals
 from ts_verify.budgets import check_budgets
 from ts_verify.diagnostics import Diagnostic, Severity
 
@@ -83,10 +84,13 @@ _SIDE_OPS = {
 
 def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> int:
     """How many arrivals one commit (producer) or release (consumer) of ``task`` makes."""
+    umma = umma_arrivals(task, pipeline, role)
+    if umma is not None:
+        return umma  # tcgen05.commit: one elected thread per signaling warp
     if role is Role.PRODUCER:
         group, signaling = pipeline.producer_group, pipeline.producer_signaling
-        if pipeline.type.producer_is_tma:
-            return 1  # one elected thread arms the barrier with the transaction bytes
+        if pipeline.type.producer_expects_tx:
+            return 1  # one elected thread arms the barrier with the transaction bytes (TMA, CLC)
     else:
         group, signaling = pipeline.consumer_group, pipeline.consumer_signaling
     if signaling.has_task_warp_leader():
@@ -346,7 +350,7 @@ def _dependency_cycles(plan: KernelPlan) -> Iterator[Diagnostic]:
 def check_kernel(plan: KernelPlan, target: Target | None = None) -> list[Diagnostic]:
     """Every cross-task check, in a stable order (with the target's, when one is given)."""
     out: list[Diagnostic] = []
-    for check in (_warps, _registers, _arrivals):
+    for check in (_warps, _registers, _arrivals, check_blackwell_rings):
         out.extend(check(plan))
     out.extend(check_budgets(plan, target))
     for check in (_dependencies, _dependency_cycles, _work_queues):

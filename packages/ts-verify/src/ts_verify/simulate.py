@@ -156,7 +156,7 @@ class _Run:
                     p,
                     [Barrier(p.producer_group.size) for _ in range(p.stages)],
                     [Barrier(p.consumer_group.size) for _ in range(p.stages)],
-                    tma=p.type.producer_is_tma,
+                    tma=p.type.producer_expects_tx,  # TMA bytes or a CLC response
                 )
         # Keyed by the stage's value: an enum member hashes in Python code, a str in C.
         self.counts: dict[tuple[str, str, str], int] = {}

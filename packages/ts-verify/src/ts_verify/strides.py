@@ -26,6 +26,7 @@ import dataclasses
 
 from ts_ir import (
     ConditionalBlock,
+    ConstBound,
     DomainLoop,
     IterationPredicate,
     Node,
@@ -210,6 +211,7 @@ def expand_fine_lanes(
         )
     if run.errors:
         return task, run.errors
+    body = (*body, *_unvisited(task, cursors, body))
     touched: dict[str, list[str]] = {}
     for s in (step for node in body for step in _steps(node)):
         ring, sep, _ = s.resource.rpartition("@")
@@ -235,6 +237,43 @@ def expand_fine_lanes(
         ),
         [],
     )
+
+
+def _unvisited(
+    task: TaskSpec, cursors: dict[tuple[str, Role], Cursor], body: tuple[Node, ...]
+) -> tuple[Node, ...]:
+    """Loops that never run, holding a side's operations on each fine lane it did not reach.
+
+    A task takes part in every fine lane its cursors can visit, whatever its trip counts (as
+    a task whose loop runs zero times takes part in its ring): it is counted there, with zero
+    operations, and a fine lane visited by nobody on one side is not mistaken for one that
+    lacks that side.
+    """
+    reached = {s.resource for node in body for s in _steps(node)}
+    original = [s for node in task.schedule.body for s in _steps(node)]
+    out: list[Node] = []
+    for (ring, role), c in sorted(cursors.items(), key=lambda kv: (kv[0][0], kv[0][1].value)):
+        ops: list[Step] = []
+        for stage in _COUNTED:
+            first = next((s for s in original if s.resource == ring and s.stage is stage), None)
+            if first is not None and stage.role is role:
+                ops.append(first)
+        for lane in sorted({c.fine_lane(k) for k in range(c.fine)}):
+            name = fine_name(ring, lane)
+            if name in reached or not ops:
+                continue
+            zero = ConstBound(0)
+            out.append(
+                DomainLoop(
+                    zero,
+                    zero,
+                    ConstBound(1),
+                    None,
+                    tuple(dataclasses.replace(s, resource=name) for s in ops),
+                    ops[0].location,
+                )
+            )
+    return tuple(out)
 
 
 def _rings(cursors: dict[tuple[str, Role], Cursor]) -> set[str]:
