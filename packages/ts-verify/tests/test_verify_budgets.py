@@ -17,7 +17,8 @@ from ts_verify import verify
 
 
 def _umma_ring() -> PipelineSpec:
-    one, four_warps = CooperativeGroupSpec("thread", 1), CooperativeGroupSpec("thread", 128)
+    # The consumer releases with tcgen05.commit: one arrival per warp of the 4-warp task.
+    one, four_warps = CooperativeGroupSpec("thread", 1), CooperativeGroupSpec("thread", 4)
     return PipelineSpec(PipelineType.TmaUmma, 2, 4096, one, four_warps)
 
 
