@@ -20,6 +20,7 @@ import dataclasses
 import importlib.util
 import json
 import math
+import random
 import statistics
 import sys
 import time
@@ -41,6 +42,15 @@ from ts_trace import (
     work_tile_loop,
 )
 from ts_verify import verify
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/ts-verify/tests"))
+from ring_oracle_plans import generate, to_plan  # the soundness run's generator
+
+
+def oracle_plan(seed: int) -> KernelPlan:
+    """Plan ``seed`` of the soundness run's random generator (``bench/verify_soundness.py``)."""
+    return to_plan(generate(random.Random(seed)))
+
 
 ROOT = Path(__file__).resolve().parent.parent
 THREADS = CooperativeGroupSpec("thread", 128)
@@ -281,6 +291,10 @@ def main() -> int:
         ("chain_6_tasks_8_iterations", chain_plan(6, 8)),
         ("chain_6_tasks_dynamic", chain_plan(6, None)),
         ("chain_2_tasks_1000_iterations", chain_plan(2, 1000)),
+        # Persistent ring cycles with a per-tile bound and flags, from the random generator:
+        # 55 s and 6 s before independent work tiles were proven by one-tile runs.
+        ("persistent_3_ring_cycle_per_tile_bound_seed_777061", oracle_plan(777061)),
+        ("persistent_2_ring_cycle_flag_per_tile_bound_seed_777048", oracle_plan(777048)),
     ]
     for name, plan in named:
         rows.append((name, *timed(plan, rep)))
