@@ -37,12 +37,14 @@ CONFORMANCE = next(
 HARNESS = CONFORMANCE / "run_tutorials.py"
 BASELINE = CONFORMANCE / "nvidia-ts-4.8.1-baseline.json"
 
-# The cases this issue covers: the four Hopper-capable tutorials, on both architectures.
+# The four Hopper-capable tutorials on both architectures, and the two Blackwell GEMMs that the
+# reference compiles on this DSL (TmaUmma + UmmaAsync pipelines, TMEM accumulators).
+BLACKWELL_CASES = ["02_gemm_simple@sm_100a", "06_gemm_split_k@sm_100a"]
 CASES = [
     f"{name}@{arch}"
     for arch in ("sm_90a", "sm_100a")
     for name in ("01_copy_grid_stride", "01_copy_tma", "03_persistent_skip", "03_varlen_dynamic")
-]
+] + BLACKWELL_CASES
 # Known excess over the reference's instruction count, with the reason. 03_persistent_skip: LLVM
 # unswitches our zero-row test (`num_rows > 0`, loop-invariant) out of the tile loop and keeps
 # a second copy of the 13-instruction tile advance for the zero-row case; the path executed per
@@ -50,7 +52,21 @@ CASES = [
 EXCESS = {"03_persistent_skip@sm_90a": 13, "03_persistent_skip@sm_100a": 13}
 # Families whose presence must match the reference's kernel (a lowering that silently drops the
 # barriers or the TMA copies would otherwise look "smaller").
-FAMILIES = ("mbarrier", "cp.async.bulk.tensor", "setmaxnreg", "ld.global", "st.global")
+FAMILIES = ("mbarrier", "cp.async.bulk.tensor", "setmaxnreg", "ld.global", "st.global", "tcgen05")
+# Blackwell opcodes each GEMM's kernel must hold, as the reference's does: the MMA, its commit
+# arrivals on the pipelines' barriers, the TMEM allocation and the accumulator loads, the TMA
+# loads completing on an mbarrier, and the waits on it.
+BLACKWELL_OPCODES = (
+    "tcgen05.mma.cta_group::1.kind::f16",
+    "tcgen05.commit.cta_group::1.mbarrier::arrive::one",
+    "tcgen05.alloc",
+    "tcgen05.relinquish_alloc_permit",
+    "tcgen05.dealloc",
+    "tcgen05.ld.sync.aligned",
+    "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes",
+    "mbarrier.arrive.expect_tx",
+    "mbarrier.try_wait.parity",
+)
 
 pytestmark = pytest.mark.skipif(
     not HARNESS.is_file(), reason=f"the conformance suite is not at {CONFORMANCE}"
@@ -58,7 +74,12 @@ pytestmark = pytest.mark.skipif(
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def dump_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("conformance_ptx")
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory, dump_dir: Path) -> dict[str, Any]:
     out = tmp_path_factory.mktemp("conformance") / "results.json"
     env = dict(os.environ)
     env["TS_TUTORIALS_DIR"] = str(CONFORMANCE / "nvidia-ts-tutorials")
@@ -72,6 +93,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         ",".join(CASES),
         "--json",
         str(out),
+        "--dump",
+        str(dump_dir),
     ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     if not out.is_file():
@@ -102,3 +125,17 @@ def test_tutorial_compiles_through_task_scheduling(
     )
     for family in FAMILIES:
         assert (ours[family] > 0) == (theirs[family] > 0), (case, family, ours, theirs)
+
+
+@pytest.mark.parametrize("case", BLACKWELL_CASES)
+def test_blackwell_tutorial_holds_the_reference_opcodes(
+    case: str, results: dict[str, Any], dump_dir: Path
+) -> None:
+    assert results.get(case, {}).get("ok"), f"{case} did not compile"
+    name, arch = case.split("@")
+    ptx = (dump_dir / f"{name}__{arch}.ptx").read_text()
+    missing = [op for op in BLACKWELL_OPCODES if op not in ptx]
+    assert not missing, f"{case}: the PTX lacks {missing}"
+    # No Hopper MMA sneaks in, and the accumulator stays in TMEM (loaded, never spilled to SMEM
+    # by a fallback path).
+    assert "wgmma" not in ptx

@@ -236,7 +236,10 @@ def test_unsupported_manager_options() -> None:
     smem = _smem()
     dst = GlobalOut(name="dst")
     tasks = [Task([], [smem], 0, 1, schedule=load_schedule(smem), name="load")]
-    with pytest.raises(UnsupportedFeatureError, match="tmem_allocator"):
+    with pytest.raises(UnsupportedFeatureError, match="iket_enable_profiling"):
+        TaskManager(tasks, {dst: [smem]}, iket_enable_profiling=True)
+    # TMEM is supported (Blackwell); a wrong object for it is a typed error naming it.
+    with pytest.raises(RuntimeConfigError, match="tmem_allocator"):
         TaskManager(tasks, {dst: [smem]}, tmem_allocator=object())
 
 

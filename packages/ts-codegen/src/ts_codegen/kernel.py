@@ -27,7 +27,8 @@ from ts_trace import MemoryResource, resource_name
 
 __all__ = ["emit_tasks", "resources_by_name"]
 
-_LOWERED_PIPELINES = (PipelineType.AsyncAsync, PipelineType.TmaAsync, PipelineType.TmaWgmma)
+_LOWERED_PIPELINES = tuple(PipelineType)
+"""Every kind: the Blackwell ones compile for sm_100a (ts-verify refuses them for Hopper)."""
 
 
 def resources_by_name(
@@ -79,8 +80,12 @@ def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
             continue
         if p.type not in _LOWERED_PIPELINES:
             raise LoweringError(
-                f"resource `{spec.name}`: pipeline type {p.type.value} is not lowered for "
-                "Hopper (AsyncAsync, TmaAsync and TmaWgmma are)"
+                f"resource `{spec.name}`: pipeline type {p.type.value} is not lowered"
+            )
+        if p.type.needs_blackwell and p.cluster_mn != (1, 1):
+            raise LoweringError(
+                f"resource `{spec.name}`: a {p.type.value} pipeline over a {p.cluster_mn} cluster "
+                "(2-CTA UMMA, CLC multicast) is not lowered yet; use one CTA per cluster"
             )
         pipelines[spec.name] = dsl.make_pipeline(
             p.type.value,

@@ -149,6 +149,27 @@ def byte_array(ptr: Any, size: int) -> Any:
     return cutlass.Array(ptr, dtype=cutlass.Uint8, shape=(size,))
 
 
+def typed_array(ptr: Any, element: Any, count: int) -> Any:
+    """``count`` elements of ``element`` at byte pointer ``ptr`` as an SMEM ``cutlass.Array``."""
+    import cutlass
+    import cutlass.cute as cute
+
+    typed = cute.recast_ptr(ptr, dtype=element)
+    return cutlass.Array(typed, dtype=element, shape=(count,), addrspace=3)
+
+
+def warp_in_range(start: int, end: int, cta_rank: int | None = None) -> Any:
+    """``start <= warp < end`` (and this CTA's rank in its cluster is ``cta_rank``), a Boolean."""
+    import cutlass.cute as cute
+
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    selected = (warp >= start) & (warp < end)
+    if cta_rank is not None:
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        selected = selected & (rank == cta_rank)
+    return selected
+
+
 def cosize(layout: Any) -> int:
     """Elements a layout spans (``cute.cosize``)."""
     import cutlass.cute as cute

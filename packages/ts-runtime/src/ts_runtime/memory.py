@@ -132,6 +132,7 @@ class SmemAllocator:
         self._inner: Any = None
         self._base: Any = None
         self._base_array: Any = None
+        self._tmem_ptr: SmemAllocation | None = None
 
     # -- declaration ---------------------------------------------------------------------------
 
@@ -156,6 +157,22 @@ class SmemAllocator:
         """Add one allocation; returns it (its ``offset`` is set by ``compute_layout``)."""
         self._check_open("add")
         return self._register(alloc)
+
+    def add_tmem_ptr(self, alloc: SmemAllocation) -> SmemAllocation:
+        """Add the SMEM word that ``tcgen05.alloc`` writes the TMEM base address into.
+
+        Every work call then sees it as ``stage_info.context.tmem_ptr_i32`` (an ``Int32``
+        array of one element: ``.load()`` reads the address).
+        """
+        self._check_open("add_tmem_ptr")
+        a = self._register(alloc)
+        self._tmem_ptr = a
+        return a
+
+    @property
+    def tmem_ptr_alloc(self) -> SmemAllocation | None:
+        """The allocation added with :meth:`add_tmem_ptr` (None without one)."""
+        return self._tmem_ptr
 
     def add_resource(self, resource: Any) -> Any:
         """Add a resource's ``get_smem_requirements()`` and its pipeline's mbarrier bytes."""
@@ -374,14 +391,21 @@ class SmemAllocator:
         return _dsl.typed_view(self.smem_base_ptr + placement.offset, dtype, count, layout)
 
     def get(self, alloc: SmemAllocation, *, layout: Any = None) -> Any:
-        """A typed tensor over ``alloc`` (kernel trace time).
+        """A typed view of ``alloc`` (kernel trace time).
 
-        The element type is ``alloc.dtype`` (bytes without one); the tensor is 1-D of
-        ``alloc.count`` elements, or shaped by ``layout`` (e.g. a multi-stage tile ring).
+        With ``layout``, a tensor of ``alloc.dtype`` (bytes without one) shaped by it (e.g. a
+        multi-stage tile ring). Without, as the reference: a ``cutlass.Array`` of
+        ``alloc.count`` elements of ``alloc.dtype`` (``.load()`` / ``.store()``, and what
+        ``tcgen05_alloc`` or an mbarrier primitive takes), or a tensor of bytes without a dtype.
         """
         from ts_runtime import _dsl
 
         a = _as_allocation(alloc)
+        if layout is None and a.dtype is not None:
+            if a.name not in self._names:
+                raise KeyError(f"SMEM allocation {a.name!r} was not added to this allocator")
+            offset = self.layout.placement(a.name).offset
+            return _dsl.typed_array(self.smem_base_ptr + offset, a.dtype, a.count)
         if a.dtype is None:
             return self.get_as_type(a, _dsl.uint8(), a.size_bytes, layout=layout)
         return self.get_as_type(a, a.dtype, a.count, layout=layout)

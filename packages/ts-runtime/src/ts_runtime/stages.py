@@ -41,6 +41,7 @@ from ts_runtime.errors import (
 from ts_runtime.memory import ResourceContext, SmemAllocation, SmemAllocator
 from ts_runtime.target import current_target
 from ts_runtime.task import Task
+from ts_runtime.tmem import TmemDeclaration
 from ts_trace import MemoryResource, build_plan, resource_name
 from ts_verify import Diagnostic, Report, VerificationError, verify
 
@@ -95,7 +96,9 @@ def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
     resources = []
     for spec in plan.resources:
         p = spec.pipeline
-        if p is not None and p.type.producer_is_tma and p.consumer_group.agent == "thread":
+        # (A UMMA consumer's tcgen05.commit is one arrival per warp: its count is exact.)
+        tma_async = p is not None and p.type.producer_is_tma and not p.type.consumer_is_umma
+        if p is not None and tma_async and p.consumer_group.agent == "thread":
             users = [t for t in plan.tasks if _uses_side(t, spec.name, Role.CONSUMER)]
             warps = sum(t.num_warps for t in users)
             if users and p.consumer_group.size == warps != warps * WARP_SIZE:
@@ -174,8 +177,9 @@ def plan_tasks(
     smem_allocator: Any = None,
     name: str = "kernel",
     block_warps: int | None = None,
+    tmem: TmemDeclaration | None = None,
 ) -> KernelPlan:
-    """The kernel plan of ``tasks``: schedules, resources, graph, SMEM (stage 1).
+    """The kernel plan of ``tasks``: schedules, resources, graph, SMEM, TMEM (stage 1).
 
     An :class:`~ts_runtime.SmemAllocator` is laid out now if needed; its alias groups and the
     allocations no resource declares go into the plan, so that ts-verify judges the whole SMEM
@@ -285,13 +289,20 @@ def verify_plan(
 
 
 # -- lower (inside the kernel) ---------------------------------------------------------------------
-def setup_context(smem_allocator: Any) -> ResourceContext:
-    """Allocate the SMEM block (an :class:`SmemAllocator`'s) and build the work calls' context."""
+def setup_context(smem_allocator: Any, tmem_ptr_i32: Any = None) -> ResourceContext:
+    """Allocate the SMEM block (an :class:`SmemAllocator`'s) and build the work calls' context.
+
+    ``context.tmem_ptr_i32`` is ``tmem_ptr_i32`` when given, else the allocator's
+    ``add_tmem_ptr`` slot (Blackwell: the SMEM word ``tcgen05.alloc`` writes the address to).
+    """
     base = None
     if isinstance(smem_allocator, SmemAllocator):
         smem_allocator.allocate()
         base = smem_allocator.smem_base
-    return ResourceContext(smem_base=base, smem_allocator=smem_allocator)
+        slot = smem_allocator.tmem_ptr_alloc
+        if tmem_ptr_i32 is None and slot is not None:
+            tmem_ptr_i32 = smem_allocator.get(slot)
+    return ResourceContext(smem_base=base, tmem_ptr_i32=tmem_ptr_i32, smem_allocator=smem_allocator)
 
 
 def lower_plan(

@@ -255,6 +255,17 @@ class Task:
         del work_tile_coord
         return self.domain
 
+    def is_selected(self) -> Any:
+        """Whether the calling warp runs this task (kernel trace time: a DSL ``Boolean``).
+
+        Its warp is in ``[warp_start, warp_end)`` and, with ``run_only_on_cta_id``, its CTA has
+        that rank in the cluster. Kernel code around ``TaskManager.run()`` uses it to bracket
+        work for some tasks' warps (e.g. reading the TMEM address after its allocation).
+        """
+        from ts_runtime import _dsl
+
+        return _dsl.warp_in_range(self.warp_start, self.warp_end, self.run_only_on_cta_id)
+
     def make_task_cache(self) -> object:
         """Per-task payload for ``StageInfo.task_cache``; override to precompute values."""
         return None

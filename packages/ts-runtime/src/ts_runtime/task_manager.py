@@ -32,6 +32,7 @@ from ts_runtime.stages import (
     verify_plan,
 )
 from ts_runtime.task import Task
+from ts_runtime.tmem import TmemDeclaration
 from ts_trace import MemoryResource
 from ts_verify import Report
 
@@ -58,11 +59,14 @@ class TaskManager:
             prints the task, resource, stage and phase and traps when the barrier never flips
             (``Task(debug_print=True)`` does it for one task).
         **reference_options: ``dma_consumer_release_labels``, ``iket_enable_profiling``,
-            ``iket_profiling_stages``, ``iket_profiling_resources``, ``tmem_allocator``,
-            ``tmem_ptr_i32``, ``tmem_capacity_columns`` and ``assume_pdl_wait_completed`` are
-            not supported yet and must keep their defaults; ``exhaustive_deadlock_race_check``
-            is accepted for compatibility (TS always proves the plan free of deadlocks and
-            races for every trip count).
+            ``iket_profiling_stages``, ``iket_profiling_resources`` and
+            ``assume_pdl_wait_completed`` are not supported yet and must keep their defaults;
+            ``tmem_allocator`` (a :class:`~ts_runtime.tmem.TmemAllocator`),
+            ``tmem_capacity_columns`` (default: the target's, 512 on sm_100a) and
+            ``tmem_ptr_i32`` (the SMEM word holding the TMEM address, when it is not the SMEM
+            allocator's ``add_tmem_ptr`` slot) describe tensor memory (Blackwell);
+            ``exhaustive_deadlock_race_check`` is accepted for compatibility (TS always proves
+            the plan free of deadlocks and races for every trip count).
 
     Raises:
         UnsupportedOnTarget: A pipeline type the target cannot run.
@@ -116,9 +120,6 @@ class TaskManager:
             "iket_enable_profiling": (iket_enable_profiling, False),
             "iket_profiling_stages": (iket_profiling_stages, None),
             "iket_profiling_resources": (iket_profiling_resources, None),
-            "tmem_allocator": (tmem_allocator, None),
-            "tmem_ptr_i32": (tmem_ptr_i32, None),
-            "tmem_capacity_columns": (tmem_capacity_columns, None),
             "assume_pdl_wait_completed": (assume_pdl_wait_completed, False),
         }
         for opt, (value, default) in unsupported.items():
@@ -140,6 +141,7 @@ class TaskManager:
         self.target = self._target.name
         self.smem_capacity_bytes = self._target.smem_capacity
         self._smem_allocator = smem_allocator
+        self._tmem = TmemDeclaration.of(tmem_allocator, tmem_capacity_columns, tmem_ptr_i32)
         self.resources: list[MemoryResource] = collect_resources(
             self.tasks, self.resource_dependency_graph
         )
@@ -150,6 +152,7 @@ class TaskManager:
             smem_allocator=smem_allocator,
             name=name,
             block_warps=block_warps,
+            tmem=self._tmem,
         )
         # stacklevel 2: a warning (skip_validation) points at the user's TaskManager(...) line.
         self._report = verify_plan(
@@ -172,6 +175,11 @@ class TaskManager:
     def report(self) -> Report:
         """The verification report."""
         return self._report
+
+    @property
+    def tmem_allocator(self) -> Any:
+        """The TMEM allocator given at construction (or None)."""
+        return self._tmem.allocator
 
     @property
     def smem_allocator(self) -> Any:
@@ -210,7 +218,7 @@ class TaskManager:
         """
         if self._setup_done:
             raise RuntimeError("TaskManager.setup_resources_and_tasks() may run only once")
-        self._context = setup_context(self._smem_allocator)
+        self._context = setup_context(self._smem_allocator, self._tmem.ptr_i32)
         self._setup_done = True
         return self._context
 

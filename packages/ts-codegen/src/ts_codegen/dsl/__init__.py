@@ -269,13 +269,29 @@ def make_pipeline(
     storage: Any,
     cluster_mn: tuple[int, int] = (1, 1),
 ) -> Any:
-    """Create a ``cutlass.pipeline`` object (``AsyncAsync`` or ``TmaAsync``), sync deferred.
+    """Create a ``cutlass.pipeline`` object, sync deferred.
+
+    ``AsyncAsync``, ``TmaAsync`` and ``TmaWgmma`` here; the Blackwell kinds in
+    :mod:`ts_codegen.dsl.blackwell`.
 
     The caller makes the initialisation visible once, after creating every pipeline
     (:func:`pipelines_ready`). A TMA ring over a cluster (``cluster_mn`` other than 1 x 1)
     gets the cluster layout, so its consumers release the stage in every CTA that multicast
     into it.
     """
+    from ts_codegen.dsl import blackwell
+
+    if kind in blackwell.BLACKWELL_PIPELINES:
+        if cluster_mn != (1, 1):
+            raise ValueError(f"a {kind} pipeline over a {cluster_mn} cluster is not lowered yet")
+        return blackwell.make_blackwell_pipeline(
+            kind,
+            stages=stages,
+            producer=producer,
+            consumer=consumer,
+            tx_bytes=tx_bytes,
+            storage=storage,
+        )
     pg, cg = _group(*producer), _group(*consumer)
     if kind == "AsyncAsync":
         return cpipe.PipelineAsync.create(

@@ -1,0 +1,162 @@
+"""Blackwell (sm_100a) pipelines and tensor memory, on the CuTe DSL's own building blocks.
+
+The pipeline kinds map onto ``cutlass.pipeline``'s Blackwell classes:
+
+========================  ==========================================================
+``TmaUmma``               ``PipelineTmaUmma`` (TMA bytes fill, ``tcgen05.commit`` empties)
+``UmmaAsync``             ``PipelineUmmaAsync`` (``tcgen05.commit`` fills, threads empty)
+``AsyncUmma``             ``PipelineAsyncUmma`` (threads fill, ``tcgen05.commit`` empties)
+``ClcFetchAsync``         ``PipelineClcFetchAsync`` (a CLC response fills, threads empty)
+``UmmaUmma``              :class:`PipelineUmmaUmma`, TS's own: ``tcgen05.commit`` on both
+                          barriers (``cutlass.pipeline`` has no such class)
+========================  ==========================================================
+
+Every commit is issued by one elected thread of each warp that executes it (the DSL's
+``elect_one``): that is the arrival count ts-verify models. One CTA per UMMA (``CtaGroup.ONE``)
+is what TS lowers; a 2-CTA UMMA ring is refused by the lowering.
+
+Tensor memory (TMEM) is allocated with ``cutlass.utils.TmemAllocator`` (``tcgen05.alloc`` by
+one warp into an SMEM word, ``tcgen05.relinquish_alloc_permit``, the other warps read the
+address after a named barrier; ``tcgen05.dealloc`` by the allocating warp at the end).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+
+__all__ = [
+    "BLACKWELL_PIPELINES",
+    "PipelineUmmaUmma",
+    "TmemHandle",
+    "make_blackwell_pipeline",
+    "tmem_allocate",
+    "tmem_free",
+]
+
+BLACKWELL_PIPELINES = ("TmaUmma", "UmmaAsync", "AsyncUmma", "UmmaUmma", "ClcFetchAsync")
+"""The pipeline kinds this module lowers (by ``PipelineType`` value)."""
+
+
+def _group(agent: str, size: int) -> Any:
+    kind = cpipe.Agent.Warp if agent == "warp" else cpipe.Agent.Thread
+    return cpipe.CooperativeGroup(kind, size)
+
+
+@dataclasses.dataclass(frozen=True)
+class PipelineUmmaUmma(cpipe.PipelineAsync):
+    """A ring between two UMMA sides: both barriers are signalled by ``tcgen05.commit``.
+
+    The producer's MMAs complete the full barrier, the consumer's MMAs (which read the stage,
+    e.g. a TMEM operand) complete the empty one; each commit is one elected thread's arrival.
+    """
+
+    cta_group: Any = None
+
+    @staticmethod
+    def build(*, num_stages: int, producer_group: Any, consumer_group: Any, storage: Any) -> Any:
+        """Initialise ``2 * num_stages`` mbarriers at ``storage`` (sync deferred)."""
+        op = cpipe.PipelineOp.TCGen05Mma
+        # PipelineAsync's own constructor of a barrier array for an agent; the op decides how
+        # arrive() signals (here: tcgen05.commit) and the group the arrival count.
+        full = cpipe.PipelineAsync._make_sync_object(
+            storage.align(min_align=8), num_stages, (op, producer_group)
+        )
+        empty = cpipe.PipelineAsync._make_sync_object(
+            storage.align(min_align=8) + num_stages, num_stages, (op, consumer_group)
+        )
+        return PipelineUmmaUmma(
+            full, empty, num_stages, None, None, cute.nvgpu.tcgen05.CtaGroup.ONE
+        )
+
+    def producer_commit(self, state: Any) -> None:
+        """The producer's MMAs into the stage arrive on its full barrier when they complete."""
+        self.sync_object_full.arrive(state.index, self.producer_mask, self.cta_group)
+
+    def consumer_release(self, state: Any) -> None:
+        """The consumer's MMAs reading the stage arrive on its empty barrier when complete."""
+        self.sync_object_empty.arrive(state.index, self.consumer_mask, self.cta_group)
+
+
+def make_blackwell_pipeline(
+    kind: str,
+    *,
+    stages: int,
+    producer: tuple[str, int],
+    consumer: tuple[str, int],
+    tx_bytes: int,
+    storage: Any,
+) -> Any:
+    """Create the Blackwell pipeline ``kind`` (one of :data:`BLACKWELL_PIPELINES`), sync deferred.
+
+    The caller makes the initialisation visible once, after every pipeline exists.
+    """
+    pg, cg = _group(*producer), _group(*consumer)
+    common = {"num_stages": stages, "producer_group": pg, "consumer_group": cg}
+    if kind == "TmaUmma":
+        return cpipe.PipelineTmaUmma.create(
+            **common, tx_count=tx_bytes, barrier_storage=storage, defer_sync=True
+        )
+    if kind == "UmmaAsync":
+        return cpipe.PipelineUmmaAsync.create(**common, barrier_storage=storage, defer_sync=True)
+    if kind == "AsyncUmma":
+        return cpipe.PipelineAsyncUmma.create(**common, barrier_storage=storage, defer_sync=True)
+    if kind == "ClcFetchAsync":
+        return cpipe.PipelineClcFetchAsync.create(
+            **common, tx_count=tx_bytes, barrier_storage=storage, defer_sync=True
+        )
+    if kind == "UmmaUmma":
+        return PipelineUmmaUmma.build(
+            num_stages=stages, producer_group=pg, consumer_group=cg, storage=storage
+        )
+    raise ValueError(f"{kind} is not a Blackwell pipeline kind ({', '.join(BLACKWELL_PIPELINES)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# tensor memory
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class TmemHandle:
+    """A TMEM allocation made in the kernel: what :func:`tmem_free` needs to give it back.
+
+    Attributes:
+        allocator: The DSL's ``TmemAllocator``.
+        columns: Columns allocated (a power of two, at least 32).
+        base: The TMEM base address (``Int32``; column in the low 16 bits), read by the warps
+            that use TMEM after the allocation barrier.
+    """
+
+    allocator: Any
+    columns: int
+    base: Any
+
+
+def tmem_allocate(
+    slot: Any, *, columns: int, allocator_warp: int, barrier_id: int, barrier_threads: int
+) -> TmemHandle:
+    """Allocate ``columns`` TMEM columns; every thread that calls this gets the base address.
+
+    Every warp of the tasks that use TMEM calls it: ``allocator_warp`` runs ``tcgen05.alloc``
+    (the address lands in the SMEM word ``slot``) and relinquishes the allocation permit, then
+    all ``barrier_threads`` threads meet at named barrier ``barrier_id`` and read the address.
+    """
+    from cutlass.utils import TmemAllocator as DslTmemAllocator
+
+    barrier = cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=barrier_threads)
+    alloc = DslTmemAllocator(slot.iterator, barrier, allocator_warp_id=allocator_warp)
+    alloc.allocate(columns)
+    alloc.relinquish_alloc_permit()
+    alloc.wait_for_alloc()
+    base = alloc.retrieve_ptr(cutlass.Int32)
+    return TmemHandle(alloc, columns, base)
+
+
+def tmem_free(handle: TmemHandle) -> None:
+    """``tcgen05.dealloc`` by the allocating warp (after every user of the columns is done)."""
+    handle.allocator.free(handle.base, handle.columns)
