@@ -109,7 +109,9 @@ def test_async_consumer_of_an_umma_ring_still_counts_threads() -> None:
 
 @pytest.mark.parametrize("side", ["smem_consumers", "acc_producers"])
 def test_umma_side_counted_in_warps_is_reported(side: str) -> None:
-    plan = _gemm(**{side: CooperativeGroupSpec("warp", 1)})
+    warps = CooperativeGroupSpec("warp", 1)
+    on_smem = side == "smem_consumers"
+    plan = _gemm(smem_consumers=warps) if on_smem else _gemm(acc_producers=warps)
     report = verify(plan)
     found = [d for d in report.errors if d.code == "TS-V217"]
     assert len(found) == 1, report.as_text()

@@ -60,14 +60,17 @@ class PipelineUmmaUmma(cpipe.PipelineAsync):
     @staticmethod
     def build(*, num_stages: int, producer_group: Any, consumer_group: Any, storage: Any) -> Any:
         """Initialise ``2 * num_stages`` mbarriers at ``storage`` (sync deferred)."""
+        from cutlass.pipeline.helpers import MbarrierArray
+
         op = cpipe.PipelineOp.TCGen05Mma
-        # PipelineAsync's own constructor of a barrier array for an agent; the op decides how
-        # arrive() signals (here: tcgen05.commit) and the group the arrival count.
-        full = cpipe.PipelineAsync._make_sync_object(
-            storage.align(min_align=8), num_stages, (op, producer_group)
+        # The barrier arrays of the DSL's pipelines: the op decides how arrive() signals (here
+        # tcgen05.commit), the group the arrival count the barriers are initialised with.
+        base = storage.align(min_align=8)
+        full = MbarrierArray(
+            barrier_storage=base, num_stages=num_stages, agent=(op, producer_group)
         )
-        empty = cpipe.PipelineAsync._make_sync_object(
-            storage.align(min_align=8) + num_stages, num_stages, (op, consumer_group)
+        empty = MbarrierArray(
+            barrier_storage=base + num_stages, num_stages=num_stages, agent=(op, consumer_group)
         )
         return PipelineUmmaUmma(
             full, empty, num_stages, None, None, cute.nvgpu.tcgen05.CtaGroup.ONE
