@@ -1,4 +1,6 @@
-"""Interleaved rings in the lowering: the lane each warp of a task starts its cursors on.
+"""A task's pipeline cursors: where each starts, how far it moves, and which ones lag.
+
+Interleaved rings: the lane each warp of a task starts its cursors on.
 
 A ring with interleave stride ``s`` deals its stages out to ``s`` lanes; a cursor on lane ``l``
 starts at stage ``l`` and moves ``s`` stages at a time (:mod:`ts_codegen.lower` advances it;
@@ -7,18 +9,42 @@ The lane of a task follows the reference's rule (:func:`ts_ir.plan.interleave_wa
 constant lane for the whole task (a *domain lane*: its loop is ``domain_loop(l, end, s)``), or
 one lane per warp (*warp lanes*: warp ``w`` of the task on lane ``w``, read at run time from
 the warp index). ts-verify checks each lane as a ring of its own (``ts_verify.lanes``).
+
+Lagged sides (:func:`lagged_sides`): a side that opens a second stage before it closes the
+first gets separate open and close cursors (:func:`release_key`, :func:`commit_key`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ts_codegen import dsl
-from ts_ir import ResourceSpec, Role, Step, TaskSpec, iter_nodes
+from ts_ir import (
+    DomainLoop,
+    Every,
+    FirstIteration,
+    LastIteration,
+    Node,
+    ResourceSpec,
+    Role,
+    ScheduleStage,
+    Step,
+    TaskSpec,
+    WorkTileLoop,
+    iter_nodes,
+)
 from ts_ir.plan import interleave_warp_lanes
 
-__all__ = ["fresh_state", "side_stride", "task_lanes", "warp_lane_rings"]
+__all__ = [
+    "commit_key",
+    "fresh_state",
+    "lagged_sides",
+    "release_key",
+    "side_stride",
+    "task_lanes",
+    "warp_lane_rings",
+]
 
 
 def side_stride(spec: ResourceSpec, role: Role) -> int:
@@ -59,3 +85,71 @@ def fresh_state(producer: bool, stages: int, lane: Any) -> Any:
         return dsl.make_state(producer, stages, start=lane)
     # A lane is below the stage count: advancing a fresh state by it flips no phase.
     return dsl.state_advance(dsl.make_state(producer, stages), lane)
+
+
+_RELEASE = "\x00release"
+_COMMIT = "\x00commit"
+
+
+StateKey = tuple[str, Role]
+"""A pipeline state: (resource name, role)."""
+
+
+def release_key(resource: str) -> StateKey:
+    """The separate release state of a lagged consumer of ``resource``."""
+    return (resource + _RELEASE, Role.CONSUMER)
+
+
+def commit_key(resource: str) -> StateKey:
+    """The separate commit state of a lagged producer of ``resource``."""
+    return (resource + _COMMIT, Role.PRODUCER)
+
+
+def lagged_sides(body: Sequence[Node], role: Role) -> set[str]:
+    """Resources whose signals (release / commit) lag behind the waits / acquires of ``role``.
+
+    A release that runs while two or more stages of the resource are waited and not released
+    frees an older stage than the newest wait (a software-pipelined WGMMA main loop releases
+    the previous stage after waiting on the next): such a consumer needs separate wait and
+    release states (the reference's ``advance_on_wait``). Likewise a producer that acquires a
+    second stage before committing the first needs separate acquire and commit states
+    (``advance_on_acquire``). Schedules that signal each stage before the next wait / acquire
+    keep one state, as hand-written code does. Found by walking each loop's first, a middle
+    and its last iteration with the blocks that fire there (the verifier has checked that the
+    brackets balance).
+    """
+    if role is Role.CONSUMER:
+        opening, closing = ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease
+    else:
+        opening, closing = ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit
+    lagged: set[str] = set()
+
+    def fires(guard: object, position: str) -> bool:
+        if isinstance(guard, FirstIteration):
+            return position == "first"
+        if isinstance(guard, LastIteration):
+            return position == "last"
+        if isinstance(guard, Every):
+            return guard.fires(0 if position == "first" else guard.start, guard.start + 1)
+        return True  # runtime conditions and skippable regions: assume they run
+
+    def walk(nodes: Sequence[Node], open_: dict[str, int], position: str) -> None:
+        for node in nodes:
+            if isinstance(node, Step):
+                if node.stage is opening:
+                    open_[node.resource] = open_.get(node.resource, 0) + 1
+                elif node.stage is closing:
+                    if open_.get(node.resource, 0) >= 2:
+                        lagged.add(node.resource)
+                    open_[node.resource] = max(open_.get(node.resource, 0) - 1, 0)
+            elif isinstance(node, DomainLoop):
+                for pos in ("first", "middle", "last"):
+                    walk(node.body, open_, pos)
+            elif isinstance(node, WorkTileLoop):
+                walk(node.body, open_, position)
+                walk(node.body, open_, position)
+            elif fires(node.guard, position):
+                walk(node.body, open_, position)
+
+    walk(body, {}, "")
+    return lagged

@@ -34,8 +34,17 @@ from typing import Any
 
 from ts_codegen import debug_wait, dsl
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
+from ts_codegen.cursors import (
+    StateKey,
+    commit_key,
+    fresh_state,
+    lagged_sides,
+    release_key,
+    side_stride,
+    task_lanes,
+    warp_lane_rings,
+)
 from ts_codegen.dsl import tiles as dsl_tiles
-from ts_codegen.lanes import fresh_state, side_stride, task_lanes, warp_lane_rings
 from ts_codegen.work_queues import TileSource
 from ts_ir import (
     ConditionalBlock,
@@ -64,9 +73,6 @@ from ts_trace import MemoryResource, StageInfo, skip_predicate
 register(CODEGEN_ENTRIES)
 
 __all__ = ["LoweringError", "TaskLowering", "lower_task"]
-
-StateKey = tuple[str, Role]
-"""A pipeline state: (resource name, role)."""
 
 ValueKey = tuple[str, str]
 """A task-local value: (resource name, output name)."""
@@ -161,8 +167,8 @@ class TaskLowering:
         self._warp_lane: Any = None
         self._leader_only = self._leader_signals()
         self._is_leader: Any = None
-        self._lagged = _lagged(task.schedule.body, Role.CONSUMER)
-        self._lagged_producers = _lagged(task.schedule.body, Role.PRODUCER)
+        self._lagged = lagged_sides(task.schedule.body, Role.CONSUMER)
+        self._lagged_producers = lagged_sides(task.schedule.body, Role.PRODUCER)
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -234,9 +240,9 @@ class TaskLowering:
             if key not in states:
                 states[key] = fresh_state(step.stage.role is Role.PRODUCER, spec.stages, lane)
             if step.resource in self._lagged and step.stage.role is Role.CONSUMER:
-                states[_release_key(step.resource)] = fresh_state(False, spec.stages, lane)
+                states[release_key(step.resource)] = fresh_state(False, spec.stages, lane)
             if step.resource in self._lagged_producers and step.stage.role is Role.PRODUCER:
-                states[_commit_key(step.resource)] = fresh_state(True, spec.stages, lane)
+                states[commit_key(step.resource)] = fresh_state(True, spec.stages, lane)
         return states
 
     def _lane(self, resource: str, role: Role) -> Any:
@@ -306,7 +312,7 @@ class TaskLowering:
         elif st is ScheduleStage.ProducerCommit:
             side = key
             if step.resource in self._lagged_producers:
-                key = _commit_key(step.resource)
+                key = commit_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.producer_commit(pipe, state))
             env.states[key] = self._advance(step, env.states[key])
@@ -323,7 +329,7 @@ class TaskLowering:
         elif st is ScheduleStage.ConsumerRelease:
             side = key
             if step.resource in self._lagged:
-                key = _release_key(step.resource)
+                key = release_key(step.resource)
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.consumer_release(pipe, state))
             env.states[key] = self._advance(step, env.states[key])
@@ -417,7 +423,7 @@ class TaskLowering:
                 lagged = node.resource in self._lagged
                 lagged_p = node.resource in self._lagged_producers
                 if node.stage is ScheduleStage.ProducerCommit and lagged_p:
-                    states.add(_commit_key(node.resource))
+                    states.add(commit_key(node.resource))
                 elif node.stage is ScheduleStage.ProducerAcquire and lagged_p:
                     states.add((node.resource, Role.PRODUCER))
                 elif node.stage is ScheduleStage.ProducerCommit or (
@@ -425,7 +431,7 @@ class TaskLowering:
                 ):
                     states.add((node.resource, node.stage.role))
                 elif node.stage is ScheduleStage.ConsumerRelease:
-                    states.add(_release_key(node.resource))
+                    states.add(release_key(node.resource))
                 elif node.stage is ScheduleStage.ConsumerWait and lagged:
                     states.add((node.resource, Role.CONSUMER))
                 for out in node.outputs:
@@ -529,11 +535,21 @@ class TaskLowering:
                 )
         return out[0], out[1], out[2]
 
-    def _domain_loop(self, node: DomainLoop, env: _Env, rest: Sequence[Node]) -> None:
+    def _domain_loop(
+        self, node: DomainLoop, env: _Env, rest: Sequence[Node], gate: Any = None
+    ) -> None:
+        """Emit ``node``; with ``gate`` (a runtime condition) it runs only where that holds."""
         start, end, step = self._bounds(node, env)
         trip = node.static_trip_count()
         if trip == 0:
             return
+        if gate is not None:
+            # end if gate else start: zero iterations. The body sees the real end whenever it
+            # runs, so last_iter() and the iteration count stay right.
+            first = dsl.as_dsl_value("Int32", start)
+            last = dsl.as_dsl_value("Int32", end)
+            end = dsl.if_then(gate, [first], lambda carried: [last])[0]
+            trip = None
         skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=True)
         outer_loop = env.loop
 
@@ -667,6 +683,21 @@ class TaskLowering:
 
     def _conditional(self, node: ConditionalBlock, env: _Env, rest: Sequence[Node]) -> None:
         cond = self._guard_condition(node, env)
+        only = node.body[0] if len(node.body) == 1 else None
+        if (
+            isinstance(node.guard, Skippable)
+            and isinstance(only, DomainLoop)
+            and not isinstance(cond, bool)
+            and not (isinstance(only.step, ConstBound) and only.step.value < 0)
+        ):
+            # A skippable region that is one loop runs the loop zero times instead of
+            # branching around it: the loop's own entry test then checks the skip and the
+            # trip count at once (as the reference lowers skippable loops). Around a branch,
+            # the loop's zero-trip test is invariant in the tile loop, and LLVM unswitches the
+            # tile loop into a second copy for it. (Runtime conditions keep their branch: the
+            # hand-written twins branch, and their PTX is the same.)
+            self._domain_loop(only, env, rest, gate=cond)
+            return
         loop = env.loop
         skeys, vkeys = self._carry(node.body, env, rest, node.describe(), loop=False)
 
@@ -678,70 +709,6 @@ class TaskLowering:
 
         results = dsl.if_then(cond, self._pack(env, skeys, vkeys), then)
         self._unpack(env, skeys, vkeys, results)
-
-
-_RELEASE = "\x00release"
-_COMMIT = "\x00commit"
-
-
-def _release_key(resource: str) -> StateKey:
-    """The separate release state of a lagged consumer of ``resource``."""
-    return (resource + _RELEASE, Role.CONSUMER)
-
-
-def _commit_key(resource: str) -> StateKey:
-    """The separate commit state of a lagged producer of ``resource``."""
-    return (resource + _COMMIT, Role.PRODUCER)
-
-
-def _lagged(body: Sequence[Node], role: Role) -> set[str]:
-    """Resources whose signals (release / commit) lag behind the waits / acquires of ``role``.
-
-    A release that runs while two or more stages of the resource are waited and not released
-    frees an older stage than the newest wait (a software-pipelined WGMMA main loop releases
-    the previous stage after waiting on the next): such a consumer needs separate wait and
-    release states (the reference's ``advance_on_wait``). Likewise a producer that acquires a
-    second stage before committing the first needs separate acquire and commit states
-    (``advance_on_acquire``). Schedules that signal each stage before the next wait / acquire
-    keep one state, as hand-written code does. Found by walking each loop's first, a middle
-    and its last iteration with the blocks that fire there (the verifier has checked that the
-    brackets balance).
-    """
-    if role is Role.CONSUMER:
-        opening, closing = ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease
-    else:
-        opening, closing = ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit
-    lagged: set[str] = set()
-
-    def fires(guard: object, position: str) -> bool:
-        if isinstance(guard, FirstIteration):
-            return position == "first"
-        if isinstance(guard, LastIteration):
-            return position == "last"
-        if isinstance(guard, Every):
-            return guard.fires(0 if position == "first" else guard.start, guard.start + 1)
-        return True  # runtime conditions and skippable regions: assume they run
-
-    def walk(nodes: Sequence[Node], open_: dict[str, int], position: str) -> None:
-        for node in nodes:
-            if isinstance(node, Step):
-                if node.stage is opening:
-                    open_[node.resource] = open_.get(node.resource, 0) + 1
-                elif node.stage is closing:
-                    if open_.get(node.resource, 0) >= 2:
-                        lagged.add(node.resource)
-                    open_[node.resource] = max(open_.get(node.resource, 0) - 1, 0)
-            elif isinstance(node, DomainLoop):
-                for pos in ("first", "middle", "last"):
-                    walk(node.body, open_, pos)
-            elif isinstance(node, WorkTileLoop):
-                walk(node.body, open_, position)
-                walk(node.body, open_, position)
-            elif fires(node.guard, position):
-                walk(node.body, open_, position)
-
-    walk(body, {}, "")
-    return lagged
 
 
 def _work_outside_tile_loops(body: Sequence[Node]) -> bool:
