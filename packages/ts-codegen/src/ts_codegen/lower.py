@@ -19,7 +19,8 @@
 * the work-tile loop as ``scf.while`` over the tiles of the queue's
   :class:`~ts_codegen.work_queues.TileSource`, carrying the queue cursor, the current work tile
   and the states and values of the body; ``skippable()`` regions as ``scf.if`` on the negated
-  ``skip_if(work_queue, work_tile)``; per-tile loop bounds (a task method) evaluated with the
+  ``skip_if(work_queue, work_tile)`` (a region that is one domain loop: that loop, ending at
+  its start for a skipped tile); per-tile loop bounds (a task method) evaluated with the
   tile's coordinate.
 
 Blocking waits can be lowered as bounded waits that trap with the task, resource, stage and
