@@ -121,3 +121,37 @@ def test_oracle_aliasing_by_happens_before() -> None:
     tiles: dict[str, tuple[Node, ...]] = {t: (Tiles(None, b),) for t, b in ordered.items()}
     found = failure(Gen(stages, tiles, (("a", "b"),)))
     assert found is not None and found[0] == "alias" and found[1].tiles == 2
+
+
+# -- regressions found by the long run (bench/verify_soundness.py) --------------------------------
+def _carry(second: Guard, consumer_tail: int = 1) -> Gen:
+    """The consumer waits in a first block under flag `f` and releases in a second block."""
+    first = When(Guard("flag", "f"), (Ops((("r", "wait"),)),))
+    then = When(second, (Ops((("r", "release"),) * consumer_tail),))
+    produce = When(Guard("flag", "f"), (Ops(P),))
+    return _pair(3, (Tiles(None, (produce,)),), (Tiles(None, (first, then)),))
+
+
+@pytest.mark.parametrize(
+    ("second", "ok"),
+    [
+        (Guard("flag", "f"), True),  # one value per tile: both blocks run or neither
+        (Guard("flag", "g"), False),  # another flag: a stage stays open when only f is set
+        (Guard("flag", "f", negated=True), False),  # the complement: never both
+    ],
+)
+def test_blocks_of_one_condition_may_carry_a_stage(second: Guard, ok: bool) -> None:
+    """Seed 9007 of the long run: two `skippable()` blocks of one tile, the first leaving a
+    stage open for the second, were TS-V111 (a false alarm): the blocks share one value."""
+    gen = _carry(second)
+    assert oracle_ok(gen) is ok
+    report = verify(to_plan(gen))
+    assert report.ok is ok, report.as_text()
+    if not ok:
+        assert "TS-V111" in {d.code for d in report.diagnostics}
+
+
+def test_seed_9007_skippable_blocks_verify() -> None:
+    gen = generate(random.Random(9007))
+    assert oracle_ok(gen)
+    assert verify(to_plan(gen)).ok

@@ -410,6 +410,10 @@ class TaskLowering:
                 f"{self._where(step)}: returned {len(vals)} values for outputs {outs}"
             )
         for name, val in zip(outs, vals, strict=True):
+            if val is None:
+                # A consumer work on a resource with one task-local variable writes it, but
+                # one that returns nothing (an init work) leaves the slot as it was.
+                continue
             env.values[(step.resource, name)] = val
 
     # -- carried values ---------------------------------------------------------------------

@@ -14,13 +14,19 @@ a ``try_*`` probe waits for its blocking call. The rules:
   balanced. ``first_iter()`` / ``last_iter()`` blocks may open and close a stage across the
   loop (a software-pipelined prologue/epilogue): the loop is checked for one iteration, and for
   the first, a middle and the last of several.
+* Blocks of one level guarded by the same runtime condition (``when_true(f)`` /
+  ``when_false(f)``, or ``skippable()`` inside one work tile) run together or not at all: the
+  condition is one value per work tile. Such blocks may carry a stage from one to the next;
+  the level is checked for each value of the conditions its blocks share and must leave the
+  same state for all of them.
 * At the end of the schedule nothing is open.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import itertools
+from collections.abc import Hashable, Iterable
 
 from ts_ir import (
     ConditionalBlock,
@@ -31,9 +37,11 @@ from ts_ir import (
     KernelPlan,
     LastIteration,
     Node,
+    OpaqueCondition,
     ResourceSpec,
     Role,
     ScheduleStage,
+    Skippable,
     Step,
     TaskSpec,
     WorkAttr,
@@ -270,6 +278,32 @@ class _Checker:
 
     # -- structure ------------------------------------------------------------------------
     def body(self, nodes: Iterable[Node], state: State, position: str) -> State:
+        nodes = tuple(nodes)
+        shared = _shared_conditions(nodes)
+        if not shared or len(shared) > MAX_SHARED_CONDITIONS:
+            return self._walk(nodes, state, position, {})
+        # Blocks sharing a condition run together: the level may carry a stage from one to
+        # the next when it ends the same for every value of the shared conditions (decided
+        # quietly, then walked for real). Otherwise each block must balance on its own, and
+        # the errors point at the block that does not.
+        assignments = [
+            dict(zip(shared, values, strict=True))
+            for values in itertools.product((True, False), repeat=len(shared))
+        ]
+        quiet, self.quiet = self.quiet, True
+        try:
+            outs = [self._walk(nodes, state, position, a) for a in assignments]
+        finally:
+            self.quiet = quiet
+        if any(not _same(outs[0], o) for o in outs[1:]):
+            return self._walk(nodes, state, position, {})
+        for a in assignments:
+            self._walk(nodes, state, position, a)
+        return outs[0]
+
+    def _walk(
+        self, nodes: tuple[Node, ...], state: State, position: str, values: dict[Hashable, bool]
+    ) -> State:
         state = dict(state)
         for node in nodes:
             if isinstance(node, Step):
@@ -281,7 +315,12 @@ class _Checker:
                 self.balanced(node.body, state, after, "one work tile")
                 self.again(node.body, after, "tile")
             else:
-                state = self.block(node, state, position)
+                cond = _condition(node)
+                if cond is not None and cond[0] in values:
+                    if values[cond[0]] == cond[1]:
+                        state = self.body(node.body, state, "inner")
+                else:
+                    state = self.block(node, state, position)
         self.close_tries(nodes, state)
         return state
 
@@ -387,6 +426,36 @@ class _Checker:
                     first,
                     f"{what} {close}s more stages of `{resource}` than it opens",
                 )
+
+
+MAX_SHARED_CONDITIONS = 6
+"""Conditions shared by blocks of one level checked value by value (2**6 walks); beyond that
+every block must balance on its own."""
+
+
+def _condition(node: Node) -> tuple[Hashable, bool] | None:
+    """A block's runtime condition, one value per work tile, and the value that runs it."""
+    if not isinstance(node, ConditionalBlock):
+        return None
+    if isinstance(node.guard, Skippable):
+        return ("skippable",), True
+    if isinstance(node.guard, OpaqueCondition):
+        return ("condition", node.guard.key), not node.guard.negated
+    return None
+
+
+def _shared_conditions(nodes: tuple[Node, ...]) -> list[Hashable]:
+    """Conditions that guard more than one block of ``nodes``, in order."""
+    seen: dict[Hashable, int] = {}
+    for node in nodes:
+        cond = _condition(node)
+        if cond is not None:
+            seen[cond[0]] = seen.get(cond[0], 0) + 1
+    return [key for key, n in seen.items() if n > 1]
+
+
+def _same(a: State, b: State) -> bool:
+    return all(a.get(k, _Side()).same_as(b.get(k, _Side())) for k in set(a) | set(b))
 
 
 EXACT_LOOP_MAX = 4096
