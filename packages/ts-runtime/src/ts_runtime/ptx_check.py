@@ -358,7 +358,9 @@ class _Checker:
             task, ring, pipe = tasks[tname], rings[name], self.pipes[name]
             start = 0 if side == "full" else 1
             who = "consumer" if side == "full" else "producer"
-            step, stages = max(pipe.interleave, 1), ring.stages
+            # Producers wait on empty barriers, consumers on full ones: each side's cursor
+            # moves by its own stride (interleave_stride=(p, p, c, c)).
+            step, stages = max(pipe.side_stride(side == "empty"), 1), ring.stages
             line = sites[0].instr.line
             sm = state_machine(self.p, sites, stages, task.warp_start * WARP_SIZE)
             bad_first = [
