@@ -89,3 +89,28 @@ def test_smem_allocator_keeps_the_tmem_address_slot() -> None:
     assert smem.tmem_ptr_alloc is slot
     smem.compute_layout()
     assert slot in smem.allocations
+
+
+def _manager(columns: int, target: str, **options: Any) -> Any:
+    from runtime_host_kernels import build
+
+    tmem = TmemAllocator()
+    tmem.add(TmemAllocation("acc", columns))
+    return build(tmem_allocator=tmem, target=target, **options)
+
+
+def test_task_manager_records_the_tmem_layout_in_the_plan() -> None:
+    tm = _manager(256, "sm_100a")
+    assert [(t.name, t.columns, t.offset) for t in tm.plan.tmem] == [("acc", 256, 0)]
+    assert tm.report.ok and tm.tmem_allocator is not None
+
+
+def test_tmem_over_the_sm_is_refused_at_construction() -> None:
+    from ts_verify import VerificationError
+
+    with pytest.raises(VerificationError, match="TS-V219"):
+        _manager(640, "sm_100a")
+    with pytest.raises(VerificationError, match="budget of 128"):
+        _manager(256, "sm_100a", tmem_capacity_columns=128)
+    with pytest.raises(VerificationError, match="no tensor memory"):
+        _manager(32, "sm_90a")

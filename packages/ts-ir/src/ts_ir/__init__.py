@@ -92,6 +92,7 @@ from ts_ir.smem import (
     plan_smem_layout,
 )
 from ts_ir.target import TMEM_COLUMNS, Target
+from ts_ir.tmem import TmemAllocationSpec
 
 __all__ = [
     "FIRST_ITER",
@@ -141,6 +142,7 @@ __all__ = [
     "Target",
     "TaskSpec",
     "TileSchedulerType",
+    "TmemAllocationSpec",
     "WorkAttr",
     "WorkMethodSpec",
     "WorkTileLoop",

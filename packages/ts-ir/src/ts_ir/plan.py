@@ -22,6 +22,7 @@ from ts_ir.schedule import (
     Step,
     iter_nodes,
 )
+from ts_ir.tmem import TmemAllocationSpec
 
 __all__ = [
     "MAX_ARRIVALS",
@@ -377,6 +378,8 @@ class KernelPlan:
         block_warps: Warps launched per CTA (None: the smallest block that holds every task).
         smem_extra: SMEM allocations that no resource declares (the kernel's own scratch, added
             to the SMEM allocator directly): they count against the capacity too.
+        tmem: The TMEM column blocks the kernel allocates (Blackwell), laid out.
+        tmem_capacity: TMEM columns the kernel may use (None: the target's).
     """
 
     name: str
@@ -387,6 +390,8 @@ class KernelPlan:
     smem_capacity: int = 232448
     block_warps: int | None = None
     smem_extra: tuple[SmemAllocationSpec, ...] = ()
+    tmem: tuple[TmemAllocationSpec, ...] = ()
+    tmem_capacity: int | None = None
 
     def resource(self, name: str) -> ResourceSpec:
         """The resource with the given name."""

@@ -16,6 +16,7 @@ changes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable, Mapping
@@ -59,6 +60,7 @@ from ts_ir.schedule import (
     Step,
     WorkTileLoop,
 )
+from ts_ir.tmem import TmemAllocationSpec
 
 __all__ = [
     "IR_VERSION",
@@ -292,6 +294,10 @@ def plan_to_dict(plan: KernelPlan, *, with_locations: bool = True) -> dict[str, 
     if plan.smem_extra:
         # Only when present, so that plans without them keep their JSON (and fingerprints).
         out["smem_extra"] = [_smem_to_dict(s) for s in plan.smem_extra]
+    if plan.tmem:
+        out["tmem"] = [dataclasses.asdict(t) for t in plan.tmem]
+    if plan.tmem_capacity is not None:
+        out["tmem_capacity"] = plan.tmem_capacity
     return out
 
 
@@ -610,6 +616,18 @@ def _smem_from_dict(value: object, path: str) -> SmemAllocationSpec:
     )
 
 
+def _tmem_from_dict(value: object, path: str) -> TmemAllocationSpec:
+    d = _obj(value, path)
+    return _build(
+        TmemAllocationSpec,
+        path,
+        name=_field(d, "name", str, path),
+        columns=_field(d, "columns", int, path),
+        offset=_field(d, "offset", int, path),
+        owner=_field(d, "owner", str, path),
+    )
+
+
 def _work_from_dict(value: object, path: str) -> WorkMethodSpec:
     d = _obj(value, path)
     return WorkMethodSpec(
@@ -705,6 +723,11 @@ def _plan_from(value: object, path: str) -> KernelPlan:
             _smem_from_dict(s, f"{path}.smem_extra[{i}]")
             for i, s in enumerate(_check(d.get("smem_extra", []), list, f"{path}.smem_extra"))
         ),
+        tmem=tuple(
+            _tmem_from_dict(t, f"{path}.tmem[{i}]")
+            for i, t in enumerate(_check(d.get("tmem", []), list, f"{path}.tmem"))
+        ),
+        tmem_capacity=_opt_field(d, "tmem_capacity", int, path),
     )
 
 

@@ -220,6 +220,8 @@ def plan_tasks(
     declared = {a.name for a in plan.iter_smem()}
     extra = tuple(a.to_spec() for a in allocations if a.name not in declared)
     plan = _per_warp_tma_groups(dataclasses.replace(plan, smem_extra=extra))
+    if tmem is not None:
+        plan = dataclasses.replace(plan, tmem=tmem.specs(), tmem_capacity=tmem.capacity)
     _check_queue_steps(tasks, plan)
     return plan
 

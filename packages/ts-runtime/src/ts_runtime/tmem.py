@@ -10,10 +10,12 @@ column ``offset``::
     tmem.compute_layout()
     TaskManager(tasks, graph, smem_allocator=smem, tmem_allocator=tmem)
 
-The layout is host-side bookkeeping (no CuTe DSL). Which task holds the columns, when they are
-allocated and freed, is judged by ts-verify (:mod:`ts_verify.tmem`); the in-kernel
-``tcgen05.alloc`` / ``dealloc`` stay where the reference puts them, in the kernel author's code
-(or :meth:`TmemAllocator.allocate` / :meth:`TmemAllocator.free`, TS's helpers for it).
+The layout is host-side bookkeeping (no CuTe DSL). The ``TaskManager`` records it in the plan
+(:attr:`ts_ir.KernelPlan.tmem`), where ts-verify judges it against the target's columns
+(TS-V219). As in the reference, the in-kernel ``tcgen05.alloc`` / ``relinquish_alloc_permit`` /
+``dealloc`` are the kernel author's code around ``TaskManager.run()``; the address the
+allocation writes to the SMEM slot of ``SmemAllocator.add_tmem_ptr`` is every work call's
+``stage_info.context.tmem_ptr_i32``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from ts_ir import TmemAllocationSpec
 from ts_ir.errors import describe_value, is_int
 from ts_runtime._arguments import argument_error
 
@@ -248,3 +251,12 @@ class TmemDeclaration:
         if allocator is not None and not allocator.is_laid_out:
             allocator.compute_layout()
         return TmemDeclaration(allocator, capacity, ptr_i32)
+
+    def specs(self) -> tuple[TmemAllocationSpec, ...]:
+        """The laid-out blocks as IR (what ts-verify judges against the target, TS-V219)."""
+        if self.allocator is None:
+            return ()
+        return tuple(
+            TmemAllocationSpec(a.name, a.num_columns, a.offset, self.allocator.owner_of(a))
+            for a in self.allocator.allocations
+        )

@@ -491,6 +491,30 @@ KERNEL_ENTRIES: tuple[CatalogEntry, ...] = (
         """,
     ),
     _entry(
+        "TS-V219",
+        "TMEM over budget",
+        "allocate at most the target's TMEM columns (512 on sm_100a): fewer accumulator stages, "
+        "a narrower tile, or aliased blocks",
+        """
+        Blackwell UMMA accumulates in tensor memory, 512 columns per SM, allocated with
+        `tcgen05.alloc`. A layout wider than the columns the target has (or than the kernel's
+        `tmem_capacity_columns`) never gets its allocation: the allocating warp waits forever
+        before any task starts. Hopper has no TMEM at all, so there any TMEM block is too much.
+        """,
+        """
+        from ts_ir import TmemAllocationSpec
+
+        # two accumulator stages of 256 fp32 columns, plus a third
+        acc = TmemAllocationSpec("acc", 512, 0, "ring")
+        plan = dataclasses.replace(plan, tmem=(acc, TmemAllocationSpec("acc2", 256, 512, "ring")))
+        """,
+        """
+        from ts_ir import TmemAllocationSpec
+
+        plan = dataclasses.replace(plan, tmem=(TmemAllocationSpec("acc", 512, 0, "ring"),))
+        """,
+    ),
+    _entry(
         "TS-V301",
         "bracket counts differ between tasks",
         "make every task that touches a pipeline "

@@ -25,6 +25,7 @@ from ts_ir import (
 from ts_verify.blackwell import check_blackwell_rings, umma_arrivals
 from ts_verify.budgets import check_budgets
 from ts_verify.diagnostics import Diagnostic, Severity
+from ts_verify.tmem import check_tmem
 
 __all__ = [
     "REGISTER_FILE",
@@ -353,6 +354,7 @@ def check_kernel(plan: KernelPlan, target: Target | None = None) -> list[Diagnos
     for check in (_warps, _registers, _arrivals, check_blackwell_rings):
         out.extend(check(plan))
     out.extend(check_budgets(plan, target))
+    out.extend(check_tmem(plan, target))
     for check in (_dependencies, _dependency_cycles, _work_queues):
         out.extend(check(plan))
     return out

@@ -14,10 +14,6 @@ The pipeline kinds map onto ``cutlass.pipeline``'s Blackwell classes:
 Every commit is issued by one elected thread of each warp that executes it (the DSL's
 ``elect_one``): that is the arrival count ts-verify models. One CTA per UMMA (``CtaGroup.ONE``)
 is what TS lowers; a 2-CTA UMMA ring is refused by the lowering.
-
-Tensor memory (TMEM) is allocated with ``cutlass.utils.TmemAllocator`` (``tcgen05.alloc`` by
-one warp into an SMEM word, ``tcgen05.relinquish_alloc_permit``, the other warps read the
-address after a named barrier; ``tcgen05.dealloc`` by the allocating warp at the end).
 """
 
 from __future__ import annotations
@@ -25,18 +21,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 
-__all__ = [
-    "BLACKWELL_PIPELINES",
-    "PipelineUmmaUmma",
-    "TmemHandle",
-    "make_blackwell_pipeline",
-    "tmem_allocate",
-    "tmem_free",
-]
+__all__ = ["BLACKWELL_PIPELINES", "PipelineUmmaUmma", "make_blackwell_pipeline"]
 
 BLACKWELL_PIPELINES = ("TmaUmma", "UmmaAsync", "AsyncUmma", "UmmaUmma", "ClcFetchAsync")
 """The pipeline kinds this module lowers (by ``PipelineType`` value)."""
@@ -117,49 +105,3 @@ def make_blackwell_pipeline(
             num_stages=stages, producer_group=pg, consumer_group=cg, storage=storage
         )
     raise ValueError(f"{kind} is not a Blackwell pipeline kind ({', '.join(BLACKWELL_PIPELINES)})")
-
-
-# ---------------------------------------------------------------------------------------------
-# tensor memory
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class TmemHandle:
-    """A TMEM allocation made in the kernel: what :func:`tmem_free` needs to give it back.
-
-    Attributes:
-        allocator: The DSL's ``TmemAllocator``.
-        columns: Columns allocated (a power of two, at least 32).
-        base: The TMEM base address (``Int32``; column in the low 16 bits), read by the warps
-            that use TMEM after the allocation barrier.
-    """
-
-    allocator: Any
-    columns: int
-    base: Any
-
-
-def tmem_allocate(
-    slot: Any, *, columns: int, allocator_warp: int, barrier_id: int, barrier_threads: int
-) -> TmemHandle:
-    """Allocate ``columns`` TMEM columns; every thread that calls this gets the base address.
-
-    Every warp of the tasks that use TMEM calls it: ``allocator_warp`` runs ``tcgen05.alloc``
-    (the address lands in the SMEM word ``slot``) and relinquishes the allocation permit, then
-    all ``barrier_threads`` threads meet at named barrier ``barrier_id`` and read the address.
-    """
-    from cutlass.utils import TmemAllocator as DslTmemAllocator
-
-    barrier = cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=barrier_threads)
-    alloc = DslTmemAllocator(slot.iterator, barrier, allocator_warp_id=allocator_warp)
-    alloc.allocate(columns)
-    alloc.relinquish_alloc_permit()
-    alloc.wait_for_alloc()
-    base = alloc.retrieve_ptr(cutlass.Int32)
-    return TmemHandle(alloc, columns, base)
-
-
-def tmem_free(handle: TmemHandle) -> None:
-    """``tcgen05.dealloc`` by the allocating warp (after every user of the columns is done)."""
-    handle.allocator.free(handle.base, handle.columns)
