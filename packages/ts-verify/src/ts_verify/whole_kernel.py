@@ -62,6 +62,7 @@ __all__ = [
     "check_counts",
     "check_runs",
     "distinct_runs",
+    "independent_tiles",
     "make_part",
     "part_valuations",
     "run_diagnostic",
@@ -342,10 +343,12 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     return Part(system, slack, schedules, sym, reach)
 
 
-def part_valuations(part: Part, one_tile: bool = False) -> Iterator[Valuation]:
+def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuation]:
     """Every valuation of the part's own symbols up to its cut-offs, smallest first.
 
-    ``one_tile`` stops at one work tile (see :func:`tile_local`).
+    ``max_tiles`` stops at that many work tiles (default: the cut-off, ``slack + 2``; see
+    :func:`tile_local` for why one is enough for deadlocks and
+    :func:`ts_verify.aliasing.check_aliasing` for why two are for aliasing).
     """
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops)
@@ -360,7 +363,10 @@ def part_valuations(part: Part, one_tile: bool = False) -> Iterator[Valuation]:
         + [range(2)] * len(skips)
     )
     per_tile = list(itertools.product(*tile_ranges))
-    max_tiles = 1 if one_tile else part.slack + 2 if sym.tiles else 1
+    if not sym.tiles:
+        max_tiles = 1
+    elif max_tiles is None:
+        max_tiles = part.slack + 2
     found: list[tuple[int, Valuation]] = []
     for glob in itertools.product(*glob_ranges):
         trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
@@ -455,8 +461,11 @@ def tiles_balance(programs: dict[str, list[Op]]) -> bool:
     return all(len(v) == 1 for v in per.values())
 
 
-def _tiles_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
-    one = (v for v in part_valuations(part, one_tile=True) if v.tiles == 1)
+def independent_tiles(part: Part, tasks: dict[str, TaskSpec]) -> bool:
+    """:func:`tile_local` and every run of one tile balances every ring (:func:`tiles_balance`)."""
+    if not tile_local(part):
+        return False
+    one = (v for v in part_valuations(part, max_tiles=1) if v.tiles == 1)
     return all(tiles_balance(programs) for _, programs in distinct_runs(part, tasks, one))
 
 
@@ -606,9 +615,10 @@ def check_runs(
                 "tile_local": tile_local_parts,
             }
             return [too_long], stats
-        one_tile = arrivals_ok and tile_local(part) and _tiles_balance(part, tasks)
+        one_tile = arrivals_ok and independent_tiles(part, tasks)
         tile_local_parts += one_tile
-        for val, programs in distinct_runs(part, tasks, part_valuations(part, one_tile)):
+        vals = part_valuations(part, 1 if one_tile else None)
+        for val, programs in distinct_runs(part, tasks, vals):
             outcome = simulate(plan, programs)
             runs += 1
             events += len(outcome.records)
