@@ -23,6 +23,7 @@ import importlib.util
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -242,7 +243,7 @@ def _require_codegen(kernel: str) -> None:
 
 
 def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
-    """Compile the kernel for sm_90a with fake tensors and print its PTX statistics.
+    """Compile the kernel (sm_90a, or ``--arch``) with fake tensors and print its PTX statistics.
 
     The kernel file provides ``compile_only()`` (as the Hopper examples do): it compiles the TS
     kernel (and, where it has one, its hand-written twin) and returns the PTX instruction counts.
@@ -303,6 +304,16 @@ def _prepare_ptx_dump(args: argparse.Namespace) -> None:
             "cannot-write",
             f"cannot write into the PTX folder {dump}; give --ptx-dir a folder you can write to",
         )
+    arch = getattr(args, "arch", None)
+    if arch is not None:
+        # Before the kernel file is loaded: its pipeline factories and the DSL read the target.
+        if not re.fullmatch(r"sm_\d{2,3}a?", arch):
+            raise CliError(
+                "usage",
+                f"--arch {arch!r} is not an architecture: pass sm_90a (Hopper) or sm_100a "
+                "(Blackwell)",
+            )
+        os.environ["CUTE_DSL_ARCH"] = arch
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     os.environ["CUTE_DSL_KEEP"] = "ptx"
     os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(dump))
@@ -442,8 +453,13 @@ def _parser() -> argparse.ArgumentParser:
         help="trip count of every non-constant loop in a verified run",
     )
     timeline.add_argument("--tiles", type=int, default=2, help="work tiles in a verified run")
-    compile_ = kernel_command("compile", "compile for sm_90a and print PTX statistics")
+    compile_ = kernel_command("compile", "compile (sm_90a, or --arch) and print PTX statistics")
     compile_.add_argument("--ptx-dir", help="where the PTX is written (default: ts_ptx/<kernel>)")
+    compile_.add_argument(
+        "--arch",
+        help="target architecture, e.g. sm_100a for Blackwell (default: $CUTE_DSL_ARCH, else "
+        "sm_90a); compiling needs no GPU",
+    )
     compile_.add_argument(
         "--check",
         action="store_true",
