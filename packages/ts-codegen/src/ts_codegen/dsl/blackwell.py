@@ -7,7 +7,7 @@ The pipeline kinds map onto ``cutlass.pipeline``'s Blackwell classes:
 ``UmmaAsync``             ``PipelineUmmaAsync`` (``tcgen05.commit`` fills, threads empty)
 ``AsyncUmma``             ``PipelineAsyncUmma`` (threads fill, ``tcgen05.commit`` empties)
 ``ClcFetchAsync``         ``PipelineClcFetchAsync`` (a CLC response fills, threads empty)
-``UmmaUmma``              :class:`PipelineUmmaUmma`, TS's own: ``tcgen05.commit`` on both
+``UmmaUmma``              ``PipelineUmmaUmma``, TS's own: ``tcgen05.commit`` on both
                           barriers (``cutlass.pipeline`` has no such class)
 ========================  ==========================================================
 
