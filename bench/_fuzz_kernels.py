@@ -183,6 +183,10 @@ def _segment(
                 inner.enter_context(flag_block(seg.flag))
             if seg.guard == "every":
                 inner.enter_context(loop.every(seg.period, start=seg.start))
+            if seg.guard == "first":
+                inner.enter_context(loop.first_iter())
+            if seg.guard == "last":
+                inner.enter_context(loop.last_iter())
             if mut == "producer_every" and producer:
                 inner.enter_context(loop.every(2))
             if seg.guard == "split":

@@ -11,7 +11,8 @@ not, so the CI test and the broken-variant checks run without it):
   read from the ``params`` tensor) around the ring's bracket, the same on both sides, with
   at most one of: a runtime flag around the loop or inside it (``when_true`` /
   ``when_false`` on ``f0`` / ``f1``), ``every(period, start)`` inside it, a split into
-  ``every(2)`` and ``every(2, start=1)`` halves, or a consumer that releases the stage of the
+  ``every(2)`` and ``every(2, start=1)`` halves, the first or the last iteration only
+  (``first_iter()`` / ``last_iter()``), or a consumer that releases the stage of the
   previous iteration (lag 1: ``every(1, start=1)`` plus one more release on the last
   iteration; depth >= 2);
 * optionally *persistent*: every task walks a static work queue over ``tiles`` work tiles with
@@ -47,15 +48,24 @@ __all__ = [
     "HANGING",
     "MAX_TILES",
     "MUTATIONS",
+    "SLOTS",
     "Inputs",
     "Ring",
     "Segment",
     "Shape",
+    "Stuck",
+    "ctas",
+    "describe",
+    "differences",
     "expected",
     "generate",
+    "hanging_inputs",
     "mutate",
+    "out_size",
+    "program",
     "random_inputs",
     "simulate",
+    "trips",
     "value",
 ]
 
@@ -100,8 +110,8 @@ class Segment:
     """One loop of one ring's bracket, the same on both sides unless mutated.
 
     ``guard`` is one of ``""``, ``"flag"`` (around the loop), ``"flag_in"`` (inside it),
-    ``"every"``, ``"split"``, ``"lag"``; ``flag`` / ``negated`` name the runtime flag,
-    ``period`` / ``start`` the ``every`` guard.
+    ``"every"``, ``"split"``, ``"lag"``, ``"first"``, ``"last"``; ``flag`` / ``negated`` name
+    the runtime flag, ``period`` / ``start`` the ``every`` guard.
     """
 
     ring: int
@@ -206,7 +216,9 @@ def generate(seed: int) -> Shape:
     for r, ring in enumerate(rings):
         for _ in range(rng.randint(1, 2)):
             bound: int | str = rng.choice((1, 2, 3, 5, "n0", "n1", "n2", "n0"))
-            guard = rng.choice(["", "", "", "flag", "flag_in", "every", "split", "lag"])
+            guard = rng.choice(
+                ("", "", "", "flag", "flag_in", "every", "split", "lag", "first", "last")
+            )
             if guard == "lag" and ring.depth < 2:
                 guard = ""  # a lagged consumer holds two stages
             seg = Segment(
@@ -227,9 +239,9 @@ def generate(seed: int) -> Shape:
 def mutate(shape: Shape, rng: random.Random) -> Shape:
     """``shape`` with one random mutation (see :data:`MUTATIONS`) that changes what it runs.
 
-    A mutation that the host model cannot tell from the original on any of 64 random inputs
-    (``off_by_one`` on an ``every`` loop whose extra iteration does not fire, ``every(2)`` on a
-    one-trip loop, ...) is drawn again: such a variant is not broken.
+    A mutation whose ring protocol the host model cannot tell from the original's on any of 64
+    random inputs (``off_by_one`` on an ``every`` loop whose extra iteration does not fire,
+    ``every(2)`` on a one-trip loop, ...) is drawn again: such a variant is not broken.
     """
     for _ in range(100):
         mutated = _mutate_once(shape, rng)
@@ -241,13 +253,13 @@ def mutate(shape: Shape, rng: random.Random) -> Shape:
 # Which segments each mutation may target: guards it can be combined with (condition blocks do
 # not nest, except in ``skippable()``), and a lag needs its own.
 _TARGETS = {
-    "drop_release": ("", "flag", "flag_in", "every", "split"),
-    "drop_commit": ("", "flag", "flag_in", "every", "split", "lag"),
-    "swap_wait_release": ("", "flag", "flag_in", "every", "split"),
-    "off_by_one": ("", "flag", "flag_in", "every", "split", "lag"),
-    "producer_flag": ("", "flag_in", "every", "split", "lag"),
+    "drop_release": ("", "flag", "flag_in", "every", "split", "first", "last"),
+    "drop_commit": ("", "flag", "flag_in", "every", "split", "lag", "first", "last"),
+    "swap_wait_release": ("", "flag", "flag_in", "every", "split", "first", "last"),
+    "off_by_one": ("", "flag", "flag_in", "every", "split", "lag", "first", "last"),
+    "producer_flag": ("", "flag_in", "every", "split", "lag", "first", "last"),
     "producer_every": ("", "flag", "lag"),
-    "producer_skippable": ("", "flag", "flag_in", "every", "split", "lag"),
+    "producer_skippable": ("", "flag", "flag_in", "every", "split", "lag", "first", "last"),
     "lag_no_last": ("lag",),
 }
 
@@ -274,10 +286,16 @@ def _differs(shape: Shape, mutated: Shape, rng: random.Random) -> bool:
         inputs = random_inputs(shape, rng)
         for cta in range(ctas(shape, inputs)):
             for t in range(len(shape.warps)):
-                mine = program(mutated, inputs, cta, t)
-                if program(shape, inputs, cta, t) != mine:
+                if _protocol(mutated, inputs, cta, t) != _protocol(shape, inputs, cta, t):
                     return True
     return False
+
+
+def _protocol(shape: Shape, inputs: Inputs, cta: int, task: int) -> list[tuple[int, str]]:
+    """A task's ring ops without their iteration: what the barriers see. (A consumer that
+    waits in a later iteration than the producer committed in, the same number of times,
+    reads mislabelled data but runs the same protocol: no schedule checker can flag it.)"""
+    return [(r, step) for _, r, step, _, _ in program(shape, inputs, cta, task)]
 
 
 def random_inputs(shape: Shape, rng: random.Random) -> Inputs:
@@ -335,6 +353,8 @@ def _side(shape: Shape, k: int, producer: bool, inputs: Inputs, tile: int) -> It
         if guard == "flag_in" and not _flag_on(seg, inputs):
             continue
         if guard == "every" and not (i >= seg.start and (i - seg.start) % seg.period == 0):
+            continue
+        if (guard == "first" and i != 0) or (guard == "last" and i != n - 1):
             continue
         if mut == "producer_every" and producer and i % 2 != 0:
             continue
@@ -395,6 +415,21 @@ def expected(shape: Shape, inputs: Inputs) -> list[int]:
                     for t in range(32 * shape.warps[ring.consumer]):
                         out[base + t] += value(seg.salt, tile, i, t % p_threads)
     return out
+
+
+def differences(shape: Shape, got: Sequence[int], want: Sequence[int]) -> dict[str, Any]:
+    """Where a kernel's ``out`` differs from :func:`expected`: the first (tile, ring) pairs
+    whose sums differ, and how many consumer threads counted a mismatched value."""
+    n_rings = len(shape.rings)
+    sums: list[list[int]] = []
+    mismatches = 0
+    for tile in range(MAX_TILES):
+        for r in range(n_rings):
+            base = ((tile * n_rings + r) * 2) * SLOTS
+            if got[base : base + SLOTS] != want[base : base + SLOTS]:
+                sums.append([tile, r])
+            mismatches += sum(1 for v in got[base + SLOTS : base + 2 * SLOTS] if v)
+    return {"sums_differ": sums[:4], "threads_mismatched": mismatches}
 
 
 def out_size(shape: Shape) -> int:

@@ -61,6 +61,7 @@ from _fuzz_shapes import (  # noqa: E402 (after the path set-up)
     Inputs,
     Shape,
     describe,
+    differences,
     expected,
     generate,
     hanging_inputs,
@@ -152,7 +153,9 @@ def compile_shape(shape_json: str, unverified: bool = False) -> dict[str, Any]:
     return out
 
 
-def _device_args(shape: Shape, inputs: Inputs, out: Any) -> tuple[Any, ...]:
+def _device_args(shape: Shape, inputs: Inputs, out: Any) -> tuple[tuple[Any, ...], Any]:
+    """The launcher's arguments for ``inputs`` (``out`` is zeroed), and the torch tensors
+    under them (the caller keeps them alive until the launch is done)."""
     import cutlass
     import torch
 
@@ -161,16 +164,20 @@ def _device_args(shape: Shape, inputs: Inputs, out: Any) -> tuple[Any, ...]:
     params = torch.tensor(inputs.params(), dtype=torch.int32, device="cuda")
     skips = torch.tensor(inputs.skips, dtype=torch.int32, device="cuda")
     out.zero_()
-    return (to_cute(params, None), to_cute(skips, None), to_cute(out, None)), (
+    return (
+        to_cute(params, None),
+        to_cute(skips, None),
+        to_cute(out, None),
         cutlass.Int32(inputs.tiles),
-    )
+    ), (params, skips)
 
 
 def run_valid(shape_jsons: Sequence[str], inputs_per: int, seed: int) -> None:
-    """GPU worker: compile and run each shape on random inputs; one JSON line per shape.
+    """GPU worker: compile and run each shape on random inputs; JSON lines on stdout.
 
-    A line ``{"start": name}`` precedes each shape, so that the parent knows which shape a
-    trap (which ends this process) belongs to.
+    Per shape: ``{"start"}``, then ``{"shape", "runs", "wrong", ...}`` or ``{"shape",
+    "error"}`` (it did not compile). A launch that fails (a trap) prints ``{"died", "inputs",
+    "error"}`` and ends the process: the CUDA context is lost.
     """
     import _fuzz_kernels
     import torch
@@ -181,23 +188,34 @@ def run_valid(shape_jsons: Sequence[str], inputs_per: int, seed: int) -> None:
         print(json.dumps({"start": shape.name}), flush=True)
         rng = random.Random(seed ^ shape.seed)
         out = torch.zeros(out_size(shape), dtype=torch.int32, device="cuda")
-        ker = _fuzz_kernels.kernel(shape)
         t0 = time.perf_counter()
-        tensors, rest = _device_args(shape, random_inputs(shape, rng), out)
-        ker.compile(*tensors, *rest)
+        try:
+            ker = _fuzz_kernels.kernel(shape)
+            args, _keep = _device_args(shape, random_inputs(shape, rng), out)
+            ker.compile(*args)
+        except Exception as err:
+            print(json.dumps({"shape": shape.name, "error": _error(err)}), flush=True)
+            continue
         compile_s = time.perf_counter() - t0
         wrong: list[dict[str, Any]] = []
         t0 = time.perf_counter()
         for _ in range(inputs_per):
             inputs = random_inputs(shape, rng)
-            tensors, rest = _device_args(shape, inputs, out)
-            ker(*tensors, *rest)
-            torch.cuda.synchronize()
-            got = out.cpu().tolist()
+            try:
+                args, _keep = _device_args(shape, inputs, out)
+                ker(*args)
+                torch.cuda.synchronize()
+            except Exception as err:
+                died = {"died": shape.name, "inputs": dataclasses.asdict(inputs)}
+                print(json.dumps({**died, "error": _error(err)}), flush=True)
+                sys.stdout.flush()
+                os._exit(3)  # the context is gone; do not wait for CUDA's teardown
             want = expected(shape, inputs)
+            got = out.cpu().tolist()
             if got != want:
-                bad = sum(g != w for g, w in zip(got, want, strict=True))
-                wrong.append({"inputs": dataclasses.asdict(inputs), "bad_elements": bad})
+                wrong.append(
+                    {"inputs": dataclasses.asdict(inputs), **differences(shape, got, want)}
+                )
         line = {
             "shape": shape.name,
             "runs": inputs_per,
@@ -209,21 +227,24 @@ def run_valid(shape_jsons: Sequence[str], inputs_per: int, seed: int) -> None:
         print(json.dumps(line), flush=True)
 
 
+def _error(err: BaseException) -> str:
+    return f"{type(err).__name__}: {str(err)[:400]}"
+
+
 def run_broken(shape_json: str, inputs_json: str) -> None:
     """GPU worker: run one broken variant, compiled with verification off, on one input."""
     import _fuzz_kernels
+    import cutlass.cute as cute
     import torch
     from _fuzz_shapes import out_size
 
     shape = Shape.from_json(shape_json)
     inputs = Inputs.from_json(inputs_json)
     out = torch.zeros(out_size(shape), dtype=torch.int32, device="cuda")
-    import cutlass.cute as cute
-
-    tensors, rest = _device_args(shape, inputs, out)
-    compiled = cute.compile(_fuzz_kernels.unverified_launcher(shape), *tensors, *rest)
+    args, _keep = _device_args(shape, inputs, out)
+    compiled = cute.compile(_fuzz_kernels.unverified_launcher(shape), *args)
     print(json.dumps({"start": shape.name}), flush=True)
-    compiled(*tensors, *rest)
+    compiled(*args)
     torch.cuda.synchronize()
     print(
         json.dumps(
@@ -263,38 +284,47 @@ def _debug_lines(text: str) -> list[str]:
 
 
 def gpu_valid_batch(batch: int, shapes: list[Shape], inputs_per: int, seed: int) -> dict[str, Any]:
-    """Run ``shapes`` in worker processes (restarted after a trap); one batch line."""
+    """Run ``shapes`` in worker processes (a new one after a trap); the batch's line."""
     todo = list(shapes)
     stats: dict[str, Any] = {"batch": batch, "kind": "valid", "shapes": len(shapes)}
-    stats.update(kernels_run=0, hangs=0, wrong_results=0, compile_s=0.0, failures=[])
+    stats.update(kernels_run=0, hangs=0, wrong_results=0, errors=0, compile_s=0.0, failures=[])
     while todo:
         args = ["--worker-valid", str(inputs_per), str(seed), *[s.to_json() for s in todo]]
         code, text = _subprocess(args, TIMEOUT_S)
-        finished = {d["shape"]: d for d in _lines(text) if "shape" in d}
-        for d in finished.values():
-            stats["kernels_run"] += d["runs"]
-            stats["wrong_results"] += d["wrong"]
-            stats["compile_s"] += d["compile_s"]
-            if d["wrong"]:
-                stats["failures"].append({"shape": d["shape"], "wrong": d["wrong_inputs"]})
-        started = [d["start"] for d in _lines(text) if "start" in d]
-        rest = [s for s in todo if s.name not in finished]
+        events = list(_lines(text))
+        done = {d["shape"] for d in events if "shape" in d}
+        for d in events:
+            if "runs" in d:
+                stats["kernels_run"] += d["runs"]
+                stats["wrong_results"] += d["wrong"]
+                stats["compile_s"] += d["compile_s"]
+                if d["wrong"]:
+                    stats["failures"].append({"shape": d["shape"], "wrong": d["wrong_inputs"]})
+            elif "error" in d and "shape" in d:
+                stats["errors"] += 1
+                stats["failures"].append({"shape": d["shape"], "error": d["error"]})
+        rest = [s for s in todo if s.name not in done]
         if code == 0 and not rest:
             break
-        # The shape that was running when the worker died (a trap) or stalled hangs.
-        culprit = started[-1] if started and started[-1] not in finished else None
+        # The worker died (a trap) or stalled: the shape it had started hangs.
+        started = [d["start"] for d in events if "start" in d]
+        culprit = started[-1] if started and started[-1] not in done else None
+        died = next((d for d in events if d.get("died") == culprit), {})
         stats["hangs"] += 1
+        stats["kernels_run"] += 1
         stats["failures"].append(
             {
                 "shape": culprit,
                 "hang": "timeout" if code is None else f"exit {code}",
+                "inputs": died.get("inputs"),
+                "error": died.get("error"),
                 "debug": _debug_lines(text)[:4],
-                "tail": text[-600:] if culprit is None else "",
+                "tail": "" if died else text[-800:],
             }
         )
         todo = [s for s in rest if s.name != culprit]
         if culprit is None:
-            break  # the worker died before any shape: reporting it once is enough
+            break  # the worker died before any shape: once is enough
     stats["compile_s"] = round(stats["compile_s"], 1)
     return stats
 
@@ -429,6 +459,17 @@ def compile_only(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # -- GPU ---------------------------------------------------------------------------------------
+def gpu_missing() -> str:
+    """Why the GPU run cannot start here ('' when it can)."""
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed (`pip install torch`); on the CPU use --compile-only"
+    if not torch.cuda.is_available():
+        return "no CUDA GPU here; on the CPU use --compile-only"
+    return ""
+
+
 def on_gpu(args: argparse.Namespace) -> dict[str, Any]:
     """The full run (see the module docstring)."""
     start = time.perf_counter()
@@ -437,7 +478,7 @@ def on_gpu(args: argparse.Namespace) -> dict[str, Any]:
     rejected_valid = [(s.name, w) for s, w in zip(shapes, why, strict=True) if w]
     runnable = [s for s, w in zip(shapes, why, strict=True) if not w]
     chunks = [runnable[i : i + CHUNK] for i in range(0, len(runnable), CHUNK)]
-    totals = {"kernels_run": 0, "hangs": 0, "wrong_results": 0}
+    totals = {"kernels_run": 0, "hangs": 0, "wrong_results": 0, "errors": 0}
     failures: list[Any] = []
     with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
         futures = [
@@ -495,6 +536,7 @@ def on_gpu(args: argparse.Namespace) -> dict[str, Any]:
         not rejected_valid
         and totals["hangs"] == 0
         and totals["wrong_results"] == 0
+        and totals["errors"] == 0
         and not summary["missed"]
         and not b["malformed"]
         and not sample_bad
@@ -529,6 +571,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--compile-only", action="store_true", help="CPU: verify and compile")
     args = parser.parse_args(argv)
+    if not args.compile_only and (problem := gpu_missing()):
+        print(f"fuzz_gpu: {problem}", file=sys.stderr)
+        return 2
     summary = compile_only(args) if args.compile_only else on_gpu(args)
     print(json.dumps({"summary": summary}), flush=True)
     return 0 if summary["ok"] else 1

@@ -1,0 +1,179 @@
+"""bench/fuzz_gpu.py: the host model of the fuzzed kernels, the broken variants, compile-only.
+
+The host model (``bench/_fuzz_shapes.py``) is what the GPU run trusts for the right answer
+and for the inputs on which a broken kernel must trap, so it is checked here against values
+worked out by hand. The verifier must reject every kind of mutation; the ``--compile-only``
+mode (generate, verify, compile for sm_90a with fake tensors) runs on a handful of seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+
+
+def _load(name: str) -> Any:
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))  # the bench modules import each other by name
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+shapes = _load("_fuzz_shapes")
+
+
+def _shape(depth: int, bound: int | str, guard: str = "", **kw: Any) -> Any:
+    """One ring from task 0 (1 warp) to task 1 (1 warp), one segment."""
+    seg = shapes.Segment(0, bound, guard, salt=1)
+    return shapes.Shape(0, (1, 1), (shapes.Ring(depth, 0, 1),), (seg,), **kw)
+
+
+def _inputs(trips: tuple[int, ...] = (3, 0, 0), tiles: int = 1, skips: tuple[int, ...] = ()) -> Any:
+    pad = (0,) * (shapes.MAX_TILES - len(skips))
+    return shapes.Inputs(trips, (1, 0), tiles, skips + pad)
+
+
+def test_expected_sums_by_hand() -> None:
+    shape = _shape(2, "n0")
+    out = shapes.expected(shape, _inputs((3, 0, 0), tiles=2))
+    # Tile 1, ring 0, consumer thread 5: iterations 0, 1, 2 of salt 1, lane 5.
+    base = (1 * 1 + 0) * 2 * 64
+    assert out[base + 5] == sum(((1 * 512 + 1) * 64 + i) * 64 + 5 for i in range(3))
+    assert out[base + 64 + 5] == 0  # no mismatches
+    assert sum(out[2 * 2 * 64 :]) == 0  # tiles past the input's 2 stay zero
+
+
+def test_expected_two_warp_consumer_reads_the_producers_slots() -> None:
+    shape = dataclasses.replace(_shape(1, 1), warps=(1, 2))
+    out = shapes.expected(shape, _inputs())
+    # Thread 37 of the 2-warp consumer reads slot 37 % 32 of the 1-warp producer.
+    assert out[37] == ((1 * 512 + 0) * 64 + 0) * 64 + 5
+
+
+def test_guards_fire_as_documented() -> None:
+    for guard, fired in (("first", [0]), ("last", [4]), ("split", [0, 1, 2, 3, 4])):
+        ops = shapes.program(_shape(2, 5, guard), _inputs(), 0, 1)
+        assert [i for _, _, step, _, i in ops if step == "wait"] == fired
+    every = dataclasses.replace(
+        _shape(2, 7, "every"), segments=(shapes.Segment(0, 7, "every", period=3, start=1),)
+    )
+    ops = shapes.program(every, _inputs(), 0, 0)
+    assert [i for _, _, step, _, i in ops if step == "acquire"] == [1, 4]
+
+
+def test_lagged_consumer_releases_the_previous_stage() -> None:
+    ops = shapes.program(_shape(2, 3, "lag"), _inputs(), 0, 1)
+    assert [(s, i) for _, _, s, _, i in ops] == [
+        ("wait", 0),
+        ("wait", 1),
+        ("release", 0),
+        ("wait", 2),
+        ("release", 1),
+        ("release", 2),
+    ]
+
+
+def test_skipped_tiles_skip_the_skippable_segments_only() -> None:
+    shape = _shape(2, 2, persistent=True, ctas=2)
+    skippable = dataclasses.replace(
+        shape, segments=(dataclasses.replace(shape.segments[0], skippable=True),)
+    )
+    inputs = _inputs(tiles=3, skips=(0, 1, 0))
+    assert len(shapes.program(shape, inputs, 1, 0)) == 4  # CTA 1: tile 1, two fills
+    assert shapes.program(skippable, inputs, 1, 0) == []
+
+
+def test_simulate_finds_the_deadlocks() -> None:
+    inputs = _inputs((3, 0, 0))
+    assert shapes.simulate(_shape(2, "n0"), inputs) is None
+    assert shapes.simulate(_shape(1, "n0", "lag"), inputs) is not None  # holds 2 of 1 stage
+    cases = {
+        "drop_release": ("t0", "r0", "acquire"),  # the third fill waits for a free stage
+        "group_size": ("t0", "r0", "acquire"),
+        "drop_commit": ("t1", "r0", "wait"),
+        "off_by_one": ("t1", "r0", "wait"),  # the consumer waits for a fourth fill
+    }
+    for mutation, where in cases.items():
+        stuck = shapes.simulate(_shape(2, "n0", mutation=mutation, target=0), inputs)
+        assert stuck is not None and where in stuck.waits, mutation
+    # Two stages hold the first two fills: dropping the releases hangs only from the third.
+    short = _inputs((2, 0, 0))
+    assert shapes.simulate(_shape(2, "n0", mutation="drop_release", target=0), short) is None
+
+
+def test_generated_shapes_are_well_formed_and_round_trip() -> None:
+    for seed in range(200):
+        shape = shapes.generate(seed)
+        assert shapes.Shape.from_json(shape.to_json()) == shape
+        assert {t for r in shape.rings for t in (r.producer, r.consumer)} == set(
+            range(len(shape.warps))
+        )
+        assert all(r.producer < r.consumer for r in shape.rings)  # no cycles
+        assert all(shape.rings[s.ring].depth >= 2 for s in shape.segments if s.guard == "lag")
+        rng = random.Random(seed)
+        assert shapes.simulate(shape, shapes.random_inputs(shape, rng)) is None
+
+
+def test_every_mutation_changes_the_program() -> None:
+    kinds = set()
+    for seed in range(120):
+        broken = shapes.mutate(shapes.generate(seed), random.Random(seed))
+        kinds.add(broken.mutation)
+        assert broken.mutation in shapes.MUTATIONS
+    assert kinds == set(shapes.MUTATIONS)
+
+
+# -- with the CuTe DSL ------------------------------------------------------------------------
+def _variant(kind: str) -> Any:
+    """A broken variant of each kind, found from the first seeds."""
+    for seed in range(200):
+        rng = random.Random(seed)
+        base = shapes.generate(seed)
+        for _ in range(30):
+            broken = shapes._mutate_once(base, rng)
+            if (
+                broken is not None
+                and broken.mutation == kind
+                and shapes._differs(base, broken, rng)
+            ):
+                return broken
+    raise AssertionError(f"no {kind} variant in the first seeds")
+
+
+@pytest.mark.parametrize("kind", sorted(shapes.MUTATIONS))
+def test_the_verifier_rejects_each_mutation(kind: str) -> None:
+    pytest.importorskip("cutlass")
+    fuzz = _load("fuzz_gpu")
+    broken = _variant(kind)
+    why = fuzz.rejected(broken)
+    assert why and not why.startswith("malformed"), (kind, broken)
+    assert fuzz.rejected(dataclasses.replace(broken, mutation="", target=-1)) == ""
+
+
+def test_compile_only_mode() -> None:
+    pytest.importorskip("cutlass")
+    cmd = [sys.executable, str(BENCH / "fuzz_gpu.py"), "--compile-only", "--valid", "3"]
+    cmd += ["--broken", "16", "--jobs", "1", "--trap-sample", "1", "--seed", "7"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    summary = lines[-1]["summary"]
+    assert done.returncode == 0, (summary, done.stderr[-2000:])
+    assert summary["compiled"] == 3 and summary["debug_traps"]
+    assert summary["by_verifier"] == 16 and summary["missed"] == []
+    assert summary["unverified_compiled"] == 1
+    assert any(line.get("kind") == "compile" for line in lines)
