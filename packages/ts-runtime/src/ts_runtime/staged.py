@@ -40,6 +40,7 @@ from ts_ir import KernelPlan, Schedule, SmemLayoutError, plan_smem_layout, rende
 from ts_runtime._arguments import check_task_manager_arguments
 from ts_runtime.compile import CompiledKernel, compile_kernel, plan_fingerprint
 from ts_runtime.errors import RuntimeConfigError
+from ts_runtime.ptx_check import TranslationReport, check_ptx
 from ts_runtime.stages import (
     collect_resources,
     lower_plan,
@@ -307,6 +308,7 @@ class Lowered:
     """
 
     kernel: CompiledKernel
+    plan: KernelPlan | None = None
 
     def as_text(self) -> str:
         """The lowered MLIR module."""
@@ -314,14 +316,20 @@ class Lowered:
 
     def compile(self) -> Compiled:
         """The compiled kernel."""
-        return Compiled(self.kernel)
+        return Compiled(self.kernel, self.plan)
 
 
 @dataclasses.dataclass(frozen=True)
 class Compiled:
-    """The compiled kernel: call it with the launcher's arguments."""
+    """The compiled kernel: call it with the launcher's arguments.
+
+    Attributes:
+        kernel: The cache entry.
+        plan: The verified plan it was compiled from (what :meth:`check` compares with).
+    """
 
     kernel: CompiledKernel
+    plan: KernelPlan | None = None
 
     def __call__(self, *args: Any) -> Any:
         """Launch (the arguments of the launcher, e.g. CuTe tensors over torch tensors)."""
@@ -336,6 +344,19 @@ class Compiled:
         from ts_codegen.ptx import opcode_counts
 
         return opcode_counts(self.as_text())
+
+    def check(self) -> TranslationReport:
+        """Translation validation: the barrier protocol of the PTX against the verified plan.
+
+        Returns :func:`ts_runtime.ptx_check.check_ptx`'s report (``ok``, ``errors``,
+        ``raise_for_errors()``).
+        """
+        if self.plan is None:
+            raise RuntimeConfigError(
+                "Compiled.check(): this compiled kernel carries no plan",
+                fix="compile it with Kernel.compile(...), which records the verified plan",
+            )
+        return check_ptx(self.plan, self.as_text())
 
 
 # -- the kernel -----------------------------------------------------------------------------------
@@ -515,7 +536,7 @@ class Kernel:
             )
         self.verify().report.raise_for_errors()
         entry = compile_kernel(self._launcher, *args, plan=self.plan().plan, options="--keep-ptx")
-        return Lowered(entry)
+        return Lowered(entry, self.plan().plan)
 
     def compile(self, *args: Any) -> Compiled:
         """The compiled kernel for these arguments (cached)."""
