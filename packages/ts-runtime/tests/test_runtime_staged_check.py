@@ -10,6 +10,7 @@ import pytest
 cutlass = pytest.importorskip("cutlass")
 
 import cutlass.cute as cute  # noqa: E402 (after the skip)
+from cutlass import Int32  # noqa: E402
 
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType  # noqa: E402
 from ts_runtime import Task  # noqa: E402
@@ -69,7 +70,7 @@ def _kernel(stages: int) -> Kernel:
 
     @kernel.launcher
     @cute.jit
-    def launch(n: cutlass.Int32) -> None:
+    def launch(n: Int32) -> None:
         kernel.launch(n, grid=(1, 1, 1))
 
     return kernel
