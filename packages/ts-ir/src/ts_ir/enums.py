@@ -157,6 +157,14 @@ class WorkAttr(enum.IntFlag):
     * ``ASYNC_WAIT_PRIOR`` — the work waits until all but the most recent asynchronous read
       have finished (``wait_group 1``, the software-pipelined GEMM mainloop).
 
+    The grid-dependency attributes describe programmatic dependent launch (PDL) between two
+    kernels on one stream, so that ts-verify can check where the waits are:
+
+    * ``GRID_WAIT`` — the work waits until the previous kernel has finished and its memory is
+      visible (``griddepcontrol.wait``); a read of that kernel's output must come after it;
+    * ``GRID_LAUNCH`` — the work lets the next kernel start launching
+      (``griddepcontrol.launch_dependents``).
+
     Each attribute is used alone.
     """
 
@@ -165,6 +173,8 @@ class WorkAttr(enum.IntFlag):
     ASYNC_READ = 2
     ASYNC_WAIT_ALL = 4
     ASYNC_WAIT_PRIOR = 8
+    GRID_WAIT = 16
+    GRID_LAUNCH = 32
 
     @classmethod
     def _missing_(cls, value: object) -> Any:
@@ -175,7 +185,7 @@ class WorkAttr(enum.IntFlag):
         """Return True when ``value`` is a flag set the verifier understands."""
         if not isinstance(value, (cls, int)) or isinstance(value, bool):
             return False
-        return int(value) in {0, 1, 2, 4, 8}
+        return int(value) in {0, 1, 2, 4, 8, 16, 32}
 
     @classmethod
     def validate(cls, value: WorkAttr, field_name: str) -> None:
@@ -185,7 +195,10 @@ class WorkAttr(enum.IntFlag):
             ts_ir.errors.ArgumentError: ``TS-I001`` (a ``ValueError`` and a ``TypeError``),
                 naming ``field_name`` and the caller's line.
         """
-        fix = "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, ASYNC_WAIT_PRIOR"
+        fix = (
+            "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, ASYNC_WAIT_PRIOR, "
+            "GRID_WAIT, GRID_LAUNCH"
+        )
         if not isinstance(value, int) or isinstance(value, bool):
             raise ArgumentError(
                 field_name,

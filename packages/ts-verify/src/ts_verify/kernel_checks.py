@@ -25,6 +25,7 @@ from ts_ir import (
 from ts_verify.blackwell import check_blackwell_rings, umma_arrivals
 from ts_verify.budgets import check_budgets
 from ts_verify.diagnostics import Diagnostic, Severity
+from ts_verify.pdl import check_pdl
 from ts_verify.tmem import check_tmem
 
 __all__ = [
@@ -355,6 +356,6 @@ def check_kernel(plan: KernelPlan, target: Target | None = None) -> list[Diagnos
         out.extend(check(plan))
     out.extend(check_budgets(plan, target))
     out.extend(check_tmem(plan, target))
-    for check in (_dependencies, _dependency_cycles, _work_queues):
+    for check in (_dependencies, _dependency_cycles, _work_queues, check_pdl):
         out.extend(check(plan))
     return out
