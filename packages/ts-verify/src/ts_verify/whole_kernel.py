@@ -348,7 +348,7 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
 
     ``max_tiles`` stops at that many work tiles (default: the cut-off, ``slack + 2``; see
     :func:`tile_local` for why one is enough for deadlocks and
-    :func:`ts_verify.aliasing.check_aliasing` for why two are for aliasing).
+    ``ts_verify.aliasing`` for why two are for aliasing).
     """
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops)
