@@ -1,6 +1,7 @@
 """Resources, work decorators, task-local variables and ``PipelineConfig`` (re-exports).
 
-``PipelineConfig``, ``TileSchedulerConfig`` and ``WorkQueue`` come from the runtime layer
+``PipelineConfig``, ``TileSchedulerConfig``, ``WorkQueue`` and the PDL barriers
+(``PdlWaitBarrier``, ``PdlLaunchBarrier``, ``PDL_BARRIER_TYPES``) come from the runtime layer
 (ts-runtime) and are imported when first used, so that the rest of this module, which is all a
 schedule needs, works with only ts-ir, ts-trace and ts-verify installed.
 """
@@ -17,11 +18,14 @@ from ts_trace.task_local import TaskLocalVariable
 from ts_trace.work import consumer_work, producer_work
 
 if TYPE_CHECKING:
+    from ts_runtime.pdl import PdlLaunchBarrier, PdlWaitBarrier
     from ts_runtime.pipeline_config import PipelineConfig
     from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 
 __all__ = [
     "MemoryResource",
+    "PdlLaunchBarrier",
+    "PdlWaitBarrier",
     "PipelineConfig",
     "StageInfo",
     "TaskLocalVariable",
@@ -33,7 +37,12 @@ __all__ = [
 ]
 
 # The runtime names and the ts-runtime module each comes from.
+# PDL_BARRIER_TYPES (a tuple of classes) is importable by name but not in __all__: everything
+# listed there is a class or function of a layer.
 _RUNTIME = {
+    "PDL_BARRIER_TYPES": "ts_runtime.pdl",
+    "PdlLaunchBarrier": "ts_runtime.pdl",
+    "PdlWaitBarrier": "ts_runtime.pdl",
     "PipelineConfig": "ts_runtime.pipeline_config",
     "TileSchedulerConfig": "ts_runtime.work_queue",
     "WorkQueue": "ts_runtime.work_queue",

@@ -269,6 +269,7 @@ def test_plan_json_keeps_the_attributes() -> None:
 
     plan = _plan(wait_after_loop, storer=trigger_in_loop)
     again = from_json(to_json(plan))
+    assert isinstance(again, KernelPlan)
     assert _codes(again) == _codes(plan)
     assert {"TS-V230", "TS-V231"} <= set(_codes(plan))
 

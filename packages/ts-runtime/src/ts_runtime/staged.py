@@ -40,6 +40,7 @@ from ts_ir import KernelPlan, Schedule, SmemLayoutError, plan_smem_layout, rende
 from ts_runtime._arguments import check_task_manager_arguments
 from ts_runtime.compile import CompiledKernel, compile_kernel, plan_fingerprint
 from ts_runtime.errors import RuntimeConfigError
+from ts_runtime.pdl import check_pdl_launch
 from ts_runtime.ptx_check import TranslationReport, check_ptx
 from ts_runtime.stages import (
     collect_resources,
@@ -492,13 +493,18 @@ class Kernel:
         block: Sequence[int] | None = None,
         cluster: Sequence[int] | None = None,
         stream: Any = None,
+        use_pdl: bool = False,
     ) -> None:
         """Launch the kernel from the ``@cute.jit`` launcher, handing it ``values``.
 
         ``block`` defaults to ``block_warps * 32`` threads (or the tasks' warp ranges);
         ``stream`` (a ``cuda.CUstream``, e.g. the launcher's optional ``stream`` parameter) to
-        the default stream.
+        the default stream. ``use_pdl`` launches with programmatic dependent launch: the kernel
+        may start before the previous one on the stream ends, so it must wait for it with a
+        ``PdlWaitBarrier`` (see :mod:`ts_runtime.pdl`).
         """
+        if use_pdl:
+            check_pdl_launch(self.name, self.plan().plan)
         if len(values) != len(self.parameters):
             raise RuntimeConfigError(
                 f"Kernel `{self.name}`.launch: {len(values)} value(s) for the declaration's "
@@ -512,7 +518,13 @@ class Kernel:
         if block is None:
             block = (self.plan().plan.num_warps * 32, 1, 1)
         ts_codegen.dsl.launch.launch(
-            self._device, values, grid=grid, block=block, cluster=cluster, stream=stream
+            self._device,
+            values,
+            grid=grid,
+            block=block,
+            cluster=cluster,
+            stream=stream,
+            use_pdl=use_pdl,
         )
 
     # -- compiled stages (CuTe DSL) -----------------------------------------------------------
