@@ -45,7 +45,7 @@ from task_scheduling import (
     work_tile_loop,
 )
 from task_scheduling.enums import PipelineType, SignalingThreads, TileSchedulerType
-from task_scheduling.memory import SmemAllocation, SmemAllocator
+from task_scheduling.memory import SmemAllocation, SmemAllocator, TmemAllocation, TmemAllocator
 from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec
 from task_scheduling.plan import TaskDeclaration, build_plan
 from task_scheduling.resources import (
@@ -779,6 +779,32 @@ def _(v: Any) -> object:
 @case("SmemAllocator.add_alias_group", never, "alias group")
 def _(v: Any) -> object:
     SmemAllocator().add_alias_group(v)
+    return None
+
+
+@case("TmemAllocation.name", lambda v: isinstance(v, str) and v != "", "name")
+def _(v: Any) -> object:
+    return TmemAllocation(v, 128)
+
+
+@case("TmemAllocation.num_columns", lambda v: is_int(v, 1, 2**16), "num_columns")
+def _(v: Any) -> object:
+    return TmemAllocation("acc", v)
+
+
+@case("TmemAllocator.add", never, "TmemAllocation")
+def _(v: Any) -> object:
+    return TmemAllocator().add(v)
+
+
+@case("TmemAllocator.add_resource", never, "get_tmem_requirements")
+def _(v: Any) -> object:
+    return TmemAllocator().add_resource(v)
+
+
+@case("TmemAllocator.add_alias_group", never, "alias group")
+def _(v: Any) -> object:
+    TmemAllocator().add_alias_group(v)
     return None
 
 
