@@ -95,7 +95,8 @@ class TorchOp:
         A DLPack tensor costs ~6 us to make and a tuple argument ~6 us to pass; a pointer
         passed on its own costs ~1 us, so a call costs little more than the launch.
         """
-        from ts_runtime._dsl import compile_jit, gmem_pointer_maker
+        from ts_runtime._dsl import gmem_pointer_maker
+        from ts_runtime.compile import compile_kernel
 
         make_ptr, gmem = gmem_pointer_maker()
         dtypes = tuple(_dsl_dtype(t.dtype) for t in tensors)
@@ -106,7 +107,10 @@ class TorchOp:
             for d, t in zip(dtypes, tensors, strict=True)
         ]
         self.compiles += 1
-        return _Entry(compile_jit(jit, *ptrs, stream), dtypes, make_ptr, gmem)
+        # Through the one compile path; the operator keeps the entry per tensor signature so
+        # that a call looks it up without building the cache key.
+        compiled = compile_kernel(jit, *ptrs, stream).compiled
+        return _Entry(compiled, dtypes, make_ptr, gmem)
 
     def _stream(self, device: Any) -> Any:
         import torch
