@@ -257,4 +257,6 @@ def test_public_api() -> None:
         "is_per_tile",
         "loop_key",
         "run_valuation",
+        # ts-runtime's PipelineConfig names the same Hopper alternative as TS-V216.
+        "HOPPER_ALTERNATIVE",
     }

@@ -35,6 +35,7 @@ from ts_ir.smem import DEFAULT_SMEM_CAPACITY
 from ts_runtime._arguments import argument_error, require_bool, require_int
 from ts_runtime.errors import RuntimeConfigError, UnsupportedFeatureError, UnsupportedOnTarget
 from ts_runtime.target import current_target, is_blackwell_or_later
+from ts_verify import HOPPER_ALTERNATIVE
 
 __all__ = ["MAX_STAGES", "InterleaveStride", "PipelineConfig", "default_pipeline_op"]
 
@@ -46,16 +47,8 @@ InterleaveStride = int | tuple[int, int, int, int]
 
 _HOPPER_TYPES = (PipelineType.AsyncAsync, PipelineType.TmaAsync, PipelineType.TmaWgmma)
 
-# What to use instead of a Blackwell-only pipeline type on Hopper.
-_HOPPER_ALTERNATIVE = {
-    PipelineType.TmaUmma: "TmaAsync (TMA loads into SMEM, consumed by WGMMA warpgroups)",
-    PipelineType.UmmaAsync: "AsyncAsync (WGMMA accumulators live in registers; hand results to "
-    "the epilogue through an AsyncAsync pipeline or keep them in the same task)",
-    PipelineType.AsyncUmma: "AsyncAsync (the consumer is a WGMMA warpgroup, not UMMA)",
-    PipelineType.UmmaUmma: "AsyncAsync between WGMMA warpgroups",
-    PipelineType.ClcFetchAsync: "a WorkQueue driven by a global atomic tile counter "
-    "(Hopper has no cluster launch control)",
-}
+# What to use instead of a Blackwell-only pipeline type on Hopper (ts-verify says it too).
+_HOPPER_ALTERNATIVE = HOPPER_ALTERNATIVE
 
 
 def default_pipeline_op() -> Any:

@@ -11,6 +11,7 @@ check is :func:`verify`'s; one valuation's run is exported for drawing timelines
 """
 
 from ts_verify.__about__ import __version__ as __version__
+from ts_verify.budgets import HOPPER_ALTERNATIVE
 from ts_verify.diagnostics import (
     VERIFY_CATALOG,
     BarrierState,
@@ -27,6 +28,7 @@ from ts_verify.verify import verify
 from ts_verify.whole_kernel import run_valuation
 
 __all__ = [
+    "HOPPER_ALTERNATIVE",
     "VERIFY_CATALOG",
     "BarrierState",
     "Diagnostic",
