@@ -24,12 +24,20 @@ waits (a wait that never completes prints the task and resource and traps).
 
 Usage::
 
-    # CPU (CI): generate, verify and compile for sm_90a (fake tensors); every broken variant
-    # must be rejected by the verifier.
+    # CPU (CI): generate, verify and compile for sm_90a (fake tensors), check each PTX against
+    # its plan (Compiled.check(), translation validation); every broken variant must be
+    # rejected by the verifier.
     python bench/fuzz_gpu.py --compile-only --valid 20 --broken 40 --jobs 2
 
     # GPU (H200), from the repository root:
     source .gpu/setup.sh && python3 bench/fuzz_gpu.py --valid 500 --broken 500 --jobs 14
+
+With the defaults (``--inputs 4``, ``--seed 0``) the GPU run compiles 125 valid shapes (0.3 to
+10 s each on this project's CPU), runs each on 4 inputs, verifies 500 broken variants on the
+host and runs ``--trap-sample 24`` of them to a trap; ``--inputs 1`` makes every valid run a
+shape of its own (500 compiles). A valid kernel that traps is re-run in no other shape's
+process: its worker restarts with the remaining shapes. Paste the summary line into
+``bench/RESULTS.md`` with the date and the command.
 
 Prints one JSON line per batch (a worker process's shapes, or the broken variants' verdicts)
 and a summary line: ``kernels_run``, ``hangs`` (traps or timeouts among the valid),
@@ -143,9 +151,11 @@ def compile_shape(shape_json: str, unverified: bool = False) -> dict[str, Any]:
             out["compiled"] = compiled is not None
         else:
             ker = _fuzz_kernels.kernel(shape)
-            counts = ker.compile(*_fuzz_kernels.compile_args(shape)).counts()
+            compiled = ker.compile(*_fuzz_kernels.compile_args(shape))
             out["compiled"] = True
-            out["traps"] = counts.get("trap", 0)
+            out["traps"] = compiled.counts().get("trap", 0)
+            # Translation validation: the PTX's barrier protocol is the verified plan's.
+            out["translation"] = compiled.check().codes()
     except Exception as err:
         out["compiled"] = False
         out["error"] = f"{type(err).__name__}: {str(err)[:400]}"
@@ -434,6 +444,7 @@ def compile_only(args: argparse.Namespace) -> dict[str, Any]:
         "compiled": sum(c["compiled"] for c in compiled),
         "compile_failures": [c for c in compiled if not c["compiled"]],
         "debug_traps": all(c.get("traps", 0) > 0 for c in compiled if c["compiled"]),
+        "translation_failures": [c for c in compiled if c.get("translation")],
         "compile_s": round(sum(c["seconds"] for c in compiled), 1),
         "broken": len(broken),
         "by_verifier": b["by_verifier"],
@@ -451,6 +462,7 @@ def compile_only(args: argparse.Namespace) -> dict[str, Any]:
         and not model_deadlocks
         and summary["compiled"] == len(shapes)
         and summary["debug_traps"]
+        and not summary["translation_failures"]
         and not b["missed"]
         and not b["malformed"]
         and summary["unverified_compiled"] == len(sample)

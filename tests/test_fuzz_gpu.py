@@ -174,6 +174,70 @@ def test_compile_only_mode() -> None:
     summary = lines[-1]["summary"]
     assert done.returncode == 0, (summary, done.stderr[-2000:])
     assert summary["compiled"] == 3 and summary["debug_traps"]
+    assert summary["translation_failures"] == []  # Compiled.check() on every valid kernel
     assert summary["by_verifier"] == 16 and summary["missed"] == []
     assert summary["unverified_compiled"] == 1
     assert any(line.get("kind") == "compile" for line in lines)
+
+
+# -- the GPU run's bookkeeping, with the worker processes replaced ---------------------------
+def _worker_output(*lines: Any) -> str:
+    return "\n".join(line if isinstance(line, str) else json.dumps(line) for line in lines)
+
+
+def test_valid_batch_counts_wrong_results_and_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    fuzz = _load("fuzz_gpu")
+    a, b, c = (shapes.generate(seed) for seed in range(3))
+    calls: list[list[str]] = []
+    ok = {"runs": 4, "wrong": 0, "wrong_inputs": [], "compile_s": 1.0, "run_s": 0.1}
+
+    def worker(args: list[str], timeout: float) -> tuple[int | None, str]:
+        calls.append(args)
+        if len(calls) == 1:  # a: right; b: one wrong input; c: traps
+            out = _worker_output(
+                {"start": a.name},
+                {"shape": a.name, **ok},
+                {"start": b.name},
+                {"shape": b.name, **ok, "wrong": 1, "wrong_inputs": [{"sums_differ": [[0, 0]]}]},
+                {"start": c.name},
+                "TS debug: task `t1` waits forever on resource `r0` (consumer_wait, stage 0)",
+                {"died": c.name, "inputs": {"tiles": 1}, "error": "AcceleratorError: trap"},
+            )
+            return 3, out
+        raise AssertionError("every shape was run: no second worker is due")
+
+    monkeypatch.setattr(fuzz, "_subprocess", worker)
+    stats = fuzz.gpu_valid_batch(0, [a, b, c], 4, 0)
+    assert stats["kernels_run"] == 9 and stats["wrong_results"] == 1 and stats["hangs"] == 1
+    hang = [f for f in stats["failures"] if "hang" in f]
+    assert hang[0]["shape"] == c.name and "t1" in hang[0]["debug"][0]
+    assert len(calls) == 1
+
+
+def test_valid_batch_restarts_after_a_trap(monkeypatch: pytest.MonkeyPatch) -> None:
+    fuzz = _load("fuzz_gpu")
+    a, b = shapes.generate(0), shapes.generate(1)
+    ok = {"runs": 2, "wrong": 0, "wrong_inputs": [], "compile_s": 1.0, "run_s": 0.1}
+    outputs = [
+        (3, _worker_output({"start": a.name}, {"died": a.name, "error": "trap"})),
+        (0, _worker_output({"start": b.name}, {"shape": b.name, **ok})),
+    ]
+    monkeypatch.setattr(fuzz, "_subprocess", lambda args, timeout: outputs.pop(0))
+    stats = fuzz.gpu_valid_batch(0, [a, b], 2, 0)
+    assert stats["hangs"] == 1 and stats["kernels_run"] == 3 and not outputs
+
+
+def test_trap_check_wants_the_stuck_task_and_ring(monkeypatch: pytest.MonkeyPatch) -> None:
+    fuzz = _load("fuzz_gpu")
+    broken = _shape(2, "n0", mutation="drop_commit", target=0)
+    right = "TS debug: task `t1` waits forever on resource `r0` (consumer_wait, stage 0, phase 0)"
+    wrong = "TS debug: task `t7` waits forever on resource `r9` (consumer_wait, stage 0, phase 0)"
+    for line, verdict in ((right, "trap"), (wrong, "trap_wrong_message")):
+        out = (3, _worker_output({"start": broken.name}, line))
+        monkeypatch.setattr(fuzz, "_subprocess", lambda args, timeout, out=out: out)
+        assert fuzz.trap_check(broken, 0)["verdict"] == verdict
+    finished = (0, _worker_output({"start": broken.name}, {"finished": broken.name}))
+    monkeypatch.setattr(fuzz, "_subprocess", lambda args, timeout: finished)
+    assert fuzz.trap_check(broken, 0)["verdict"] == "no_trap"
+    monkeypatch.setattr(fuzz, "_subprocess", lambda args, timeout: (None, ""))
+    assert fuzz.trap_check(broken, 0)["verdict"] == "compile_failed"

@@ -100,31 +100,33 @@ def _threads_running(
     return frozenset(t for t, blocks in enumerate(reach) if block in blocks and values.runs(ins, t))
 
 
-def _const(values: Values, operand: str) -> int | None:
+def _const(values: Values, operand: str, use: Instr) -> int | None:
     v = parse_int(operand)
     if v is not None:
         return v
     # Constant registers (``mov.b32 %r18, 32768``) are the same in every thread.
-    return values.concrete(operand, 0)
+    return values.concrete_at(operand, use, 0)
 
 
 def _barrier_op(values: Values, ins: Instr, threads: frozenset[int]) -> BarrierOp | None:
     a = ins.args
     addr = next((values.address(x) for x in a if x.startswith("[")), None)
     if ins.has("mbarrier.init") and len(a) == 2:
-        return BarrierOp("init", ins, values.address(a[0]), _const(values, a[1]), None, "", threads)
+        return BarrierOp(
+            "init", ins, values.address(a[0]), _const(values, a[1], ins), None, "", threads
+        )
     if ins.has("mbarrier.try_wait") or ins.has("mbarrier.test_wait") or ins.has("mbarrier.wait"):
         parity = a[2] if "parity" in ins.parts and len(a) > 2 else ""
         return BarrierOp("wait", ins, values.address(a[1]), None, None, parity, threads)
     if ins.has("mbarrier.arrive") or ins.has("mbarrier.arrive_drop"):
         extra = [x for x in a if not x.startswith("[")][1:]  # after the state destination
         if "expect_tx" in ins.parts:
-            tx = _const(values, extra[0]) if extra else None
+            tx = _const(values, extra[0], ins) if extra else None
             return BarrierOp("arrive", ins, addr, 1, tx, "", threads)
-        count = _const(values, extra[0]) if extra else 1
+        count = _const(values, extra[0], ins) if extra else 1
         return BarrierOp("arrive", ins, addr, count, None, "", threads)
     if ins.has("mbarrier.expect_tx"):
-        return BarrierOp("expect_tx", ins, addr, None, _const(values, a[-1]), "", threads)
+        return BarrierOp("expect_tx", ins, addr, None, _const(values, a[-1], ins), "", threads)
     if ins.has("cp.async.mbarrier.arrive"):
         return BarrierOp("arrive", ins, addr, 1, None, "", threads)
     if ins.has("tcgen05.commit") and any("arrive" in p for p in ins.parts):
@@ -133,7 +135,7 @@ def _barrier_op(values: Values, ins: Instr, threads: frozenset[int]) -> BarrierO
         mbar = [x for x in a if x.startswith("[")]
         size = None
         if not ins.has("cp.async.bulk.tensor") and len(a) >= 4:
-            size = _const(values, a[2])
+            size = _const(values, a[2], ins)
         barrier = values.address(mbar[-1]) if len(mbar) >= 2 else None
         return BarrierOp("complete_tx", ins, barrier, size, None, "", threads)
     return None
@@ -154,7 +156,7 @@ def recover(kernel: PtxKernel) -> Protocol:
             continue
         running = _threads_running(values, reach, block_of[ins.index], ins)
         if head == "setmaxnreg":
-            n = _const(values, ins.args[0]) if ins.args else None
+            n = _const(values, ins.args[0], ins) if ins.args else None
             registers.append(RegisterOp(ins, n, "inc" in ins.parts, running))
             continue
         op = _barrier_op(values, ins, running)

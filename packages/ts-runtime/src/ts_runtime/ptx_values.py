@@ -171,13 +171,37 @@ class Values:
                 self.defs.setdefault(reg, []).append(ins)
         self._conc: dict[tuple[str, int], int | None] = {}
         self._aff: dict[str, Affine] = {}
+        self._block_of: dict[int, int] | None = None
 
     def single_def(self, reg: str) -> Instr | None:
         """The one instruction that writes ``reg``, or None (never, or several times)."""
         d = self.defs.get(reg)
         return d[0] if d is not None and len(d) == 1 else None
 
+    def local_def(self, reg: str, use: Instr) -> Instr | None:
+        """The unguarded write of ``reg`` earlier in ``use``'s basic block, if any.
+
+        That write reaches ``use`` whatever else writes ``reg`` (NVVM reuses a register of a
+        loop's phi web for a constant operand elsewhere, e.g. an arrive's count).
+        """
+        if self._block_of is None:
+            self._block_of = self.kernel.block_of()
+        block = self._block_of.get(use.index)
+        for ins in reversed(self.kernel.instrs[: use.index]):
+            if self._block_of.get(ins.index) != block:
+                return None
+            if reg in defined_registers(ins):
+                return None if ins.pred else ins
+        return None
+
     # -- per thread -------------------------------------------------------------------------
+    def concrete_at(self, operand: str, use: Instr, thread: int) -> int | None:
+        """:meth:`concrete` of ``operand`` as read by ``use`` (its block's own write first)."""
+        ins = self.local_def(operand, use)
+        if ins is None:
+            return self.concrete(operand, thread)
+        return self.evaluate(ins, operand, thread)
+
     def concrete(
         self, operand: str, thread: int, override: Mapping[str, int | None] | None = None
     ) -> int | None:
