@@ -594,47 +594,27 @@ def check_runs(
     runs the whole kernel for the same valuations afterwards (the SMEM alias check does, and
     reports what such a run finds).
     """
-    runs = events = parts = by_depth = tile_local_parts = 0.0
+    stats = dict.fromkeys(("runs", "events", "parts", "by_depth", "tile_local"), 0.0)
     tasks = {t.name: t for t in plan.tasks}
     rings = {r.name for r in plan.resources if r.pipeline is not None}
     for system, slack in systems(plan) if arrivals_ok else _whole(plan):
-        parts += 1
+        stats["parts"] += 1
         if arrivals_ok and not system.cycle and depth_proves(plan, system.rings[0], system.tasks):
-            by_depth += 1  # proven for every valuation at once (ts_verify.depth)
+            stats["by_depth"] += 1  # proven for every valuation at once (ts_verify.depth)
             continue
         if whole_later and set(system.rings) == rings and len(system.tasks) == len(tasks):
             continue
         part = make_part(plan, system, slack)
         too_long = too_long_loop(plan, part)
         if too_long is not None:
-            stats = {
-                "runs": runs,
-                "events": events,
-                "parts": parts,
-                "by_depth": by_depth,
-                "tile_local": tile_local_parts,
-            }
             return [too_long], stats
         one_tile = arrivals_ok and independent_tiles(part, tasks)
-        tile_local_parts += one_tile
+        stats["tile_local"] += one_tile
         vals = part_valuations(part, 1 if one_tile else None)
         for val, programs in distinct_runs(part, tasks, vals):
             outcome = simulate(plan, programs)
-            runs += 1
-            events += len(outcome.records)
+            stats["runs"] += 1
+            stats["events"] += len(outcome.records)
             if outcome.kind != "ok":
-                stats = {
-                    "runs": runs,
-                    "events": events,
-                    "parts": parts,
-                    "by_depth": by_depth,
-                    "tile_local": tile_local_parts,
-                }
                 return [run_diagnostic(val, outcome, system)], stats
-    return [], {
-        "runs": runs,
-        "events": events,
-        "parts": parts,
-        "by_depth": by_depth,
-        "tile_local": tile_local_parts,
-    }
+    return [], stats
