@@ -44,12 +44,13 @@ from ts_trace import (
 from ts_verify import verify
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "packages/ts-verify/tests"))
-from ring_oracle_plans import generate, to_plan  # the soundness run's generator
+from ring_oracle_plans import generate, to_plan  # type: ignore[import-not-found]
 
 
 def oracle_plan(seed: int) -> KernelPlan:
     """Plan ``seed`` of the soundness run's random generator (``bench/verify_soundness.py``)."""
-    return to_plan(generate(random.Random(seed)))
+    plan: KernelPlan = to_plan(generate(random.Random(seed)))
+    return plan
 
 
 ROOT = Path(__file__).resolve().parent.parent
