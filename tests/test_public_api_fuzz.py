@@ -50,6 +50,8 @@ from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec
 from task_scheduling.plan import TaskDeclaration, build_plan
 from task_scheduling.resources import (
     MemoryResource,
+    PdlLaunchBarrier,
+    PdlWaitBarrier,
     PipelineConfig,
     TaskLocalVariable,
     TileSchedulerConfig,
@@ -317,7 +319,7 @@ for _flag in (WorkAttr, SignalingThreads):
         return f(v)
 
 
-@case("WorkAttr.validate", lambda v: is_int(v) and v in (0, 1, 2, 4, 8), "attrs")
+@case("WorkAttr.validate", lambda v: is_int(v) and v in (0, 1, 2, 4, 8, 16, 32), "attrs")
 def _(v: Any) -> object:
     WorkAttr.validate(v, "attrs")
     return None
@@ -397,6 +399,16 @@ def _(v: Any) -> object:
 @case("MemoryResource.pipeline_config", lambda v: v is None)
 def _(v: Any) -> object:
     return Ring(name="r", pipeline_config=v)
+
+
+@case("PdlWaitBarrier.name", lambda v: isinstance(v, str))
+def _(v: Any) -> object:
+    return PdlWaitBarrier(name=v)
+
+
+@case("PdlLaunchBarrier.is_barrier", lambda v: isinstance(v, bool))
+def _(v: Any) -> object:
+    return PdlLaunchBarrier(name="launch", is_barrier=v)
 
 
 @case("MemoryResource(positional)", never, "Ring")
