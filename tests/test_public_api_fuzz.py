@@ -44,7 +44,12 @@ from task_scheduling import (
     when_true,
     work_tile_loop,
 )
-from task_scheduling.enums import PipelineType, SignalingThreads, TileSchedulerType
+from task_scheduling.enums import (
+    PipelineGroupMode,
+    PipelineType,
+    SignalingThreads,
+    TileSchedulerType,
+)
 from task_scheduling.memory import SmemAllocation, SmemAllocator, TmemAllocation, TmemAllocator
 from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec
 from task_scheduling.plan import TaskDeclaration, build_plan
@@ -53,6 +58,7 @@ from task_scheduling.resources import (
     PdlLaunchBarrier,
     PdlWaitBarrier,
     PipelineConfig,
+    PipelineGroup,
     TaskLocalVariable,
     TileSchedulerConfig,
     WorkQueue,
@@ -409,6 +415,11 @@ def _(v: Any) -> object:
 @case("PdlLaunchBarrier.is_barrier", lambda v: isinstance(v, bool))
 def _(v: Any) -> object:
     return PdlLaunchBarrier(name="launch", is_barrier=v)
+
+
+@case("PipelineGroup.mode", lambda v: isinstance(v, PipelineGroupMode))
+def _(v: Any) -> object:
+    return PipelineGroup(name="g", members=[Ring(name="ga"), Ring(name="gb")], mode=v)
 
 
 @case("MemoryResource(positional)", never, "Ring")

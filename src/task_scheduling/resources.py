@@ -12,6 +12,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from ts_ir.enums import WorkAttr
+from ts_trace.groups import PipelineGroup
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
 from ts_trace.task_local import TaskLocalVariable
@@ -27,6 +28,7 @@ __all__ = [
     "PdlLaunchBarrier",
     "PdlWaitBarrier",
     "PipelineConfig",
+    "PipelineGroup",
     "StageInfo",
     "TaskLocalVariable",
     "TileSchedulerConfig",

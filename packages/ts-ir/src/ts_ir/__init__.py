@@ -26,6 +26,8 @@ from ts_ir.enums import (
     TileSchedulerType,
     WorkAttr,
 )
+from ts_ir.group_expansion import expand_groups
+from ts_ir.groups import GROUP_OPS, PipelineGroupSpec
 from ts_ir.guards import (
     FIRST_ITER,
     LAST_ITER,
@@ -96,6 +98,7 @@ from ts_ir.tmem import TmemAllocationSpec
 
 __all__ = [
     "FIRST_ITER",
+    "GROUP_OPS",
     "IR_VERSION",
     "LAST_ITER",
     "RESERVED_OP_NAMES",
@@ -122,6 +125,7 @@ __all__ = [
     "Node",
     "OpaqueCondition",
     "PipelineGroupMode",
+    "PipelineGroupSpec",
     "PipelineSpec",
     "PipelineType",
     "ResourceSpec",
@@ -153,6 +157,7 @@ __all__ = [
     "entries",
     "entry",
     "entry_from_text",
+    "expand_groups",
     "from_json",
     "guard_fires",
     "interleave_lane",

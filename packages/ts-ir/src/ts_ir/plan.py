@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from ts_ir.enums import PipelineType, Role, SignalingThreads, WorkAttr
 from ts_ir.errors import INT32_MAX, ArgumentError, describe_value, require_int
+from ts_ir.groups import PipelineGroupSpec
 from ts_ir.schedule import (
     UNKNOWN_LOCATION,
     ConstBound,
@@ -380,6 +381,8 @@ class KernelPlan:
             to the SMEM allocator directly): they count against the capacity too.
         tmem: The TMEM column blocks the kernel allocates (Blackwell), laid out.
         tmem_capacity: TMEM columns the kernel may use (None: the target's).
+        groups: Pipeline groups (members sharing one side's synchronization; their collapsed
+            steps are on the group's name, see :mod:`ts_ir.groups`).
     """
 
     name: str
@@ -392,6 +395,7 @@ class KernelPlan:
     smem_extra: tuple[SmemAllocationSpec, ...] = ()
     tmem: tuple[TmemAllocationSpec, ...] = ()
     tmem_capacity: int | None = None
+    groups: tuple[PipelineGroupSpec, ...] = ()
 
     def resource(self, name: str) -> ResourceSpec:
         """The resource with the given name."""

@@ -22,8 +22,16 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from ts_ir.enums import PipelineType, Role, ScheduleStage, SignalingThreads, WorkAttr
+from ts_ir.enums import (
+    PipelineGroupMode,
+    PipelineType,
+    Role,
+    ScheduleStage,
+    SignalingThreads,
+    WorkAttr,
+)
 from ts_ir.errors import ArgumentError
+from ts_ir.groups import PipelineGroupSpec
 from ts_ir.guards import (
     FIRST_ITER,
     LAST_ITER,
@@ -298,6 +306,15 @@ def plan_to_dict(plan: KernelPlan, *, with_locations: bool = True) -> dict[str, 
         out["tmem"] = [dataclasses.asdict(t) for t in plan.tmem]
     if plan.tmem_capacity is not None:
         out["tmem_capacity"] = plan.tmem_capacity
+    if plan.groups:
+        out["groups"] = [
+            _with_location(
+                {"name": g.name, "mode": g.mode.value, "members": list(g.members)},
+                g.location,
+                with_locations,
+            )
+            for g in plan.groups
+        ]
     return out
 
 
@@ -728,6 +745,20 @@ def _plan_from(value: object, path: str) -> KernelPlan:
             for i, t in enumerate(_check(d.get("tmem", []), list, f"{path}.tmem"))
         ),
         tmem_capacity=_opt_field(d, "tmem_capacity", int, path),
+        groups=tuple(
+            _pipeline_group_from_dict(g, f"{path}.groups[{i}]")
+            for i, g in enumerate(_check(d.get("groups", []), list, f"{path}.groups"))
+        ),
+    )
+
+
+def _pipeline_group_from_dict(value: object, path: str) -> PipelineGroupSpec:
+    d = _obj(value, path)
+    return PipelineGroupSpec(
+        name=_field(d, "name", str, path),
+        mode=_enum(PipelineGroupMode, _field(d, "mode", str, path), f"{path}.mode"),
+        members=_str_tuple(d, "members", path),
+        location=_location(d, path),
     )
 
 

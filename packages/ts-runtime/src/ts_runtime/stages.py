@@ -39,6 +39,7 @@ from ts_runtime.errors import (
     UnsupportedOnTarget,
 )
 from ts_runtime.memory import ResourceContext, SmemAllocation, SmemAllocator
+from ts_runtime.pipeline_groups import check_lowerable_groups
 from ts_runtime.target import current_target
 from ts_runtime.task import Task
 from ts_runtime.tmem import TmemDeclaration
@@ -323,6 +324,7 @@ def lower_plan(
     """
     import ts_codegen
 
+    check_lowerable_groups(plan)
     bounds: dict[str, list[tuple[Any, Any, Any] | None]] = {}
     for t in tasks:
         if t.debug_print:

@@ -14,6 +14,7 @@ from ts_trace.errors import (
     ScheduleError,
     TraceError,
 )
+from ts_trace.groups import PipelineGroup
 from ts_trace.plan_builder import TaskDeclaration, build_plan, pipeline_spec_of, resource_spec_of
 from ts_trace.resources import RESERVED_WORK_NAMES, MemoryResource, WorkMethod, resource_name
 from ts_trace.schedule_builder import (
@@ -38,6 +39,7 @@ __all__ = [
     "DataFlowToken",
     "DomainLoopProxy",
     "MemoryResource",
+    "PipelineGroup",
     "PlanError",
     "ResourceDeclarationError",
     "ResourceProxy",

@@ -14,6 +14,7 @@ from ts_ir import (
     CooperativeGroupSpec,
     DependencyEdge,
     KernelPlan,
+    PipelineGroupSpec,
     PipelineSpec,
     PipelineType,
     ResourceSpec,
@@ -27,6 +28,7 @@ from ts_ir import (
 from ts_ir.errors import ArgumentError
 from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import PlanError
+from ts_trace.groups import group_of, group_spec
 from ts_trace.resources import MemoryResource, effective_outputs, resource_name
 
 __all__ = ["TaskDeclaration", "build_plan", "pipeline_spec_of", "resource_spec_of"]
@@ -324,6 +326,7 @@ def build_plan(
     """
     _check_build_arguments(tasks, resource_dependency_graph, name, smem_capacity, block_warps)
     resources = _collect_resources(tasks, resource_dependency_graph, extra_resources)
+    groups = _collect_groups(resources)
     task_specs: list[TaskSpec] = []
     seen: set[str] = set()
     for t in tasks:
@@ -337,6 +340,8 @@ def build_plan(
             )
         seen.add(tname)
         listed = {resource_name(r) for r in (*t.src_resources, *t.dst_resources)}
+        # A group's collapsed steps belong to the tasks that list its members.
+        listed |= {g.name for g in groups.values() if listed & set(g.members)}
         for step in t.schedule.steps():
             if step.resource not in listed:
                 raise PlanError(
@@ -376,4 +381,24 @@ def build_plan(
         smem_capacity=smem_capacity,
         block_warps=block_warps,
         smem_extra=tuple(smem_extra),
+        groups=tuple(groups.values()),
     )
+
+
+def _collect_groups(resources: Mapping[str, MemoryResource]) -> dict[str, PipelineGroupSpec]:
+    """The pipeline groups of the plan's resources, by name, in first-member order."""
+    found: dict[str, PipelineGroupSpec] = {}
+    for res in resources.values():
+        group = group_of(res)
+        if group is not None and resource_name(group) not in found:
+            spec = group_spec(group)
+            if spec.name in resources:
+                raise PlanError(
+                    "TS-T020",
+                    f"PipelineGroup `{spec.name}` has the name of a resource",
+                    resource=spec.name,
+                    location=spec.location,
+                    fix="give the group a name of its own",
+                )
+            found[spec.name] = spec
+    return found

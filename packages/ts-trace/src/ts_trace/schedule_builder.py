@@ -50,6 +50,7 @@ from ts_trace._internal.builder import (
 )
 from ts_trace._internal.source import definition_location, user_location
 from ts_trace.errors import ScheduleError, TraceError
+from ts_trace.groups import PipelineGroup
 from ts_trace.resources import MemoryResource, WorkMethod, effective_outputs, resource_name
 
 __all__ = [
@@ -339,6 +340,10 @@ class ResourceProxy:
             raise AttributeError(attr)
         if attr in RESERVED_OP_NAMES:
             return _PipelineOp(self, ScheduleStage.from_op_name(attr))
+        if isinstance(self._ts_resource, PipelineGroup):  # `group.member` is the member
+            member = self._ts_resource.member(attr)
+            if member is not None:
+                return ResourceProxy(member, self._ts_builder)
         cls = type(self._ts_resource)
         method = cls.work_methods().get(attr)
         if method is not None:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import time
 
-from ts_ir import KernelPlan, Target
+from ts_ir import KernelPlan, Target, expand_groups
 from ts_verify.aliasing import alias_pairs, check_aliasing
 from ts_verify.brackets import check_task_brackets
 from ts_verify.declarations import check_declarations
 from ts_verify.diagnostics import Diagnostic, Report, Severity
+from ts_verify.groups import check_groups
 from ts_verify.kernel_checks import check_kernel
 from ts_verify.lanes import split_lanes
 from ts_verify.whole_kernel import check_counts, check_runs
@@ -39,7 +40,12 @@ def verify(plan: KernelPlan, *, target: Target | None = None) -> Report:
         The report; call :meth:`Report.raise_for_errors` to turn errors into an exception.
     """
     start = time.perf_counter()
-    malformed = check_declarations(plan)
+    # A pipeline group's collapsed step is that step on every member: checked as written, then
+    # written out, so that every other check sees plain rings (ts_verify.groups).
+    malformed = check_groups(plan)
+    if not malformed:
+        plan = expand_groups(plan)
+        malformed = check_declarations(plan)
     if not malformed:
         # Interleaved rings are checked lane by lane: one ring of stages / stride per lane.
         plan, malformed = split_lanes(plan)
