@@ -69,14 +69,14 @@ class Tiles(MemoryResource):
     def use(self, stage_info: Any) -> None: ...
 
 
-@pytest.mark.parametrize("consumer_size", [4, 128])
-def test_tma_consumer_group_per_warp_or_per_thread(consumer_size: int) -> None:
+def _tma_ring_manager(consumer_size: int, cluster: tuple[int, int]) -> TaskManager:
     spec = PipelineSpec(
         PipelineType.TmaAsync,
         2,
         4096,
         CooperativeGroupSpec("thread", 1),
         CooperativeGroupSpec("thread", consumer_size),
+        cluster_mn=cluster,
     )
     ring = Tiles(name="ring", pipeline_config=spec)
 
@@ -94,15 +94,35 @@ def test_tma_consumer_group_per_warp_or_per_thread(consumer_size: int) -> None:
             r.use()
             r.release()
 
-    tm = TaskManager(
+    return TaskManager(
         [
             Task([], [ring], 0, 1, schedule=load(ring), name="load"),
             Task([ring], [], 4, 4, schedule=use(ring), name="use"),
         ],
         {ring: []},
     )
-    pipeline = tm.plan.resource("ring").pipeline
+
+
+@pytest.mark.parametrize(
+    ("consumer_size", "cluster"),
+    [(4, (1, 1)), (128, (1, 1)), (8, (2, 1)), (8, (1, 2)), (128, (2, 1)), (12, (2, 2))],
+)
+def test_tma_consumer_group_per_warp_or_per_thread(
+    consumer_size: int, cluster: tuple[int, int]
+) -> None:
+    # PipelineTmaAsync's count: one arrival per consumer warp on each CTA that multicast into
+    # the stage (1, 2, 2 and 3 CTAs here), or TS's thread count; both are 128 threads.
+    pipeline = _tma_ring_manager(consumer_size, cluster).plan.resource("ring").pipeline
     assert pipeline is not None and pipeline.consumer_group.size == 128
+
+
+def test_tma_consumer_group_of_one_ctas_warps_on_a_multicast_is_refused() -> None:
+    from ts_runtime.errors import GroupSizeError
+
+    # 4 warps x 2 CTAs arrive on each empty barrier: a group of 4 would complete it early.
+    with pytest.raises(GroupSizeError, match=r"TS-R003.*") as info:
+        _tma_ring_manager(4, (2, 1))
+    assert "CooperativeGroup(Agent.Thread, 8)" in str(info.value)
 
 
 def test_errors_are_value_errors() -> None:

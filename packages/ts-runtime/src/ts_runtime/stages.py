@@ -22,8 +22,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ts_ir import (
-    WARP_SIZE,
-    CooperativeGroupSpec,
     KernelPlan,
     Role,
     SourceLocation,
@@ -44,7 +42,7 @@ from ts_runtime.target import current_target
 from ts_runtime.task import Task
 from ts_runtime.tmem import TmemDeclaration
 from ts_trace import MemoryResource, build_plan, resource_name
-from ts_verify import Diagnostic, Report, VerificationError, verify
+from ts_verify import Diagnostic, Report, VerificationError, per_warp_consumer_group, verify
 
 __all__ = [
     "collect_resources",
@@ -89,21 +87,18 @@ def _uses_side(task: TaskSpec, resource: str, role: Role) -> bool:
 def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
     """Read a TMA ring's consumer group counted per warp as the thread count it stands for.
 
-    ``PipelineTmaAsync`` arrives on the empty barrier once per consumer warp, so reference
-    programs size its consumer group either in threads (128 for 4 warps) or in warps (4). The
-    plan counts threads; a group whose size equals the consumer tasks' warps (and not their
-    threads) is the per-warp spelling of the same barrier and is rewritten to threads.
+    ``PipelineTmaAsync`` arrives on the empty barrier once per consumer warp and per CTA that
+    multicast into the stage, so reference programs size its consumer group as warps x peers
+    (4 for a 4-warp consumer, 8 on a 2-CTA cluster); the plan counts threads. Which sizes are
+    that spelling is ts-verify's rule (:func:`ts_verify.per_warp_consumer_group`).
     """
     resources = []
     for spec in plan.resources:
         p = spec.pipeline
-        # (A UMMA consumer's tcgen05.commit is one arrival per warp: its count is exact.)
-        tma_async = p is not None and p.type.producer_is_tma and not p.type.consumer_is_umma
-        if p is not None and tma_async and p.consumer_group.agent == "thread":
+        if p is not None:
             users = [t for t in plan.tasks if _uses_side(t, spec.name, Role.CONSUMER)]
-            warps = sum(t.num_warps for t in users)
-            if users and p.consumer_group.size == warps != warps * WARP_SIZE:
-                group = CooperativeGroupSpec("thread", warps * WARP_SIZE)
+            group = per_warp_consumer_group(p, users)
+            if group is not None:
                 spec = dataclasses.replace(
                     spec, pipeline=dataclasses.replace(p, consumer_group=group)
                 )

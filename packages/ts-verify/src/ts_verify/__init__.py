@@ -22,6 +22,7 @@ from ts_verify.diagnostics import (
     TraceEvent,
     VerificationError,
 )
+from ts_verify.kernel_checks import multicast_peers, per_warp_consumer_group
 from ts_verify.lanes import split_lanes
 from ts_verify.unroll import Valuation, is_per_tile, loop_key
 from ts_verify.verify import verify
@@ -40,6 +41,8 @@ __all__ = [
     "VerificationError",
     "is_per_tile",
     "loop_key",
+    "multicast_peers",
+    "per_warp_consumer_group",
     "run_valuation",
     "split_lanes",
     "verify",

@@ -7,11 +7,12 @@ budgets, SMEM) with what the schedules do.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from ts_ir import (
     WARP_SIZE,
     WARPGROUP_WARPS,
+    CooperativeGroupSpec,
     KernelPlan,
     PipelineSpec,
     ResourceSpec,
@@ -32,6 +33,8 @@ __all__ = [
     "REGISTER_FILE",
     "arrivals_per_signal",
     "check_kernel",
+    "multicast_peers",
+    "per_warp_consumer_group",
     "steps_by_resource",
     "tasks_touching",
 ]
@@ -103,6 +106,53 @@ def arrivals_per_signal(task: TaskSpec, pipeline: PipelineSpec, role: Role) -> i
     return group.arrivals_for(task.num_warps)
 
 
+def _releases_per_warp(pipeline: PipelineSpec) -> bool:
+    """A TMA ring read by threads: ``PipelineTmaAsync`` releases once per consumer warp.
+
+    (A UMMA consumer's ``tcgen05.commit`` is one arrival per warp too, but its group is
+    counted that way in every spelling, so it is exact as written.)
+    """
+    return pipeline.type.producer_is_tma and not pipeline.type.consumer_is_umma
+
+
+def multicast_peers(pipeline: PipelineSpec) -> int:
+    """The CTAs whose consumers release each stage of one CTA's copy of a TMA ring.
+
+    On a cluster ``(CM, CN)`` a TMA producer multicasts into the CTAs of its cluster row and
+    column, and a consumer warp's release arrives on the empty barrier of every CTA that
+    multicast into the stage: ``CM + CN - 1`` CTAs (the CTA itself counted once, as
+    ``PipelineTmaAsync`` counts with ``mcast_mode_mn=(1, 1)``). 1 for every other ring.
+    """
+    cm, cn = pipeline.cluster_mn
+    return cm + cn - 1 if _releases_per_warp(pipeline) else 1
+
+
+def per_warp_consumer_group(
+    pipeline: PipelineSpec, consumers: Sequence[TaskSpec]
+) -> CooperativeGroupSpec | None:
+    """The thread group that a TMA ring's consumer group counted per warp stands for.
+
+    ``PipelineTmaAsync`` arrives on a stage's empty barrier once per consumer warp and per
+    CTA that multicast into the stage (:func:`multicast_peers`), and initialises the barrier
+    with the group's size as given: reference programs size the group as ``warps x peers``
+    (4 for a 4-warp consumer, 8 on a 2-CTA cluster), TS's own ones in threads (128). The plan
+    counts threads (one arrival per thread of one CTA; the lowering derives the barrier's
+    count), so the per-warp size becomes the threads it stands for.
+
+    Returns:
+        The thread group, or None when the group is not the per-warp count of ``consumers``
+        (then it is judged as written: a thread count, or a wrong count that TS-V203 names),
+        or is also their thread count.
+    """
+    group = pipeline.consumer_group
+    if not consumers or group.agent != "thread" or not _releases_per_warp(pipeline):
+        return None
+    warps = sum(arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers) // WARP_SIZE
+    if group.size != warps * multicast_peers(pipeline) or group.size == warps * WARP_SIZE:
+        return None
+    return CooperativeGroupSpec("thread", warps * WARP_SIZE)
+
+
 def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
     touching = tasks_touching(plan)
     for res in plan.resources:
@@ -161,6 +211,16 @@ def _arrival_mismatch(
     )
     task, ops = first_signal
     first = ops[0]
+    fix = f"build the {side} group as CooperativeGroup(Agent.{unit.title()}, {total})"
+    if role is Role.CONSUMER and group.agent == "thread" and _releases_per_warp(res.pipeline):
+        # The reference's spelling of the same barrier: one arrival per warp and peer CTA.
+        peers = multicast_peers(res.pipeline)
+        per_warp = total // WARP_SIZE * peers
+        where = f" on each of the {peers} CTAs that multicast into a stage" if peers > 1 else ""
+        fix += (
+            f" or CooperativeGroup(Agent.Thread, {per_warp}) (PipelineTmaAsync's count: one "
+            f"arrival per consumer warp{where})"
+        )
     return Diagnostic(
         "TS-V203",
         f"resource `{res.name}`: the {side} group has {group.size} {unit}(s) and expects "
@@ -170,8 +230,7 @@ def _arrival_mismatch(
         resource=res.name,
         step=f"#{first.id} {first.describe()}",
         location=first.location,
-        fix=f"build the {side} group as CooperativeGroup(Agent.{unit.title()}, {total}), or "
-        "change the signaling tasks' num_warps or which of their threads signal",
+        fix=f"{fix}, or change the signaling tasks' num_warps or which of their threads signal",
     )
 
 
