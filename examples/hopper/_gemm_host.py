@@ -1,6 +1,9 @@
 """The Hopper GEMM on the host: inputs, the torch reference, timing, the CLI options.
 
-Used by ``gemm.py`` and ``bench/gemm.py``.
+Used by ``gemm.py``, ``bench/gemm.py`` and ``bench/gemm_sweep.py``. FP8 (``dtype="e4m3"``):
+A and B are ``torch.float8_e4m3fn`` (rounded from randn), C is bf16, the scales fp32 (random in
+``[0.5, 1.5)``); the reference is the fp32 product of the same FP8 values times the same
+scales, and ``torch._scaled_mm`` is the baseline.
 """
 
 from __future__ import annotations
@@ -19,59 +22,87 @@ from _gemm_steps import (
     DTYPES,
     KERNELS,
     LAYOUTS,
+    SCALES,
     SCHEDULERS,
     TILES,
     GemmConfig,
 )
 from cutlass.tensor_utils import LayoutEnum
 
+from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
 
-def _torch_dtype(cfg: GemmConfig) -> Any:
+TMA_ALIGN = 16  # bytes: TMA wants 16-byte aligned base addresses and leading strides
+DTYPE_ALIASES = {"fp8": "e4m3"}  # CLI spellings of a GemmConfig dtype
+REL_TOL = 1e-2
+"""Tolerance of ``check``: max |C - ref| <= REL_TOL * max |ref| (ref in fp32 from the same
+inputs; a bf16 / fp16 C alone rounds by up to 2^-8 relative)."""
+
+
+TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "e4m3": "float8_e4m3fn"}
+"""torch's name of each ``GemmConfig`` dtype (``torch.<name>``)."""
+
+
+def _torch_dtype(name: str) -> Any:
     import torch
 
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}[cfg.dtype]
+    return getattr(torch, TORCH_DTYPES[name])
 
 
 def _matrix(cfg: GemmConfig, rows: int, cols: int, layout: LayoutEnum, gen: Any) -> Any:
     """A random ``rows x cols`` view: ``cols`` contiguous for ROW_MAJOR, else ``rows``.
 
     TMA needs 16-byte aligned strides, so the contiguous extent gets a padded pitch (the
-    tensor is a view of a wider buffer; the pad is never read).
+    tensor is a view of a wider buffer; the pad is never read). FP8 values are randn rounded
+    to e4m3 (randn has no 8-bit dtype).
     """
     import torch
 
-    dt = _torch_dtype(cfg)
-    if layout == LayoutEnum.ROW_MAJOR:
-        pitch = -(-cols // 8) * 8
-        return torch.randn(rows, pitch, device="cuda", dtype=dt, generator=gen)[:, :cols]
-    pitch = -(-rows // 8) * 8
-    return torch.randn(cols, pitch, device="cuda", dtype=dt, generator=gen)[:, :rows].t()
+    per = TMA_ALIGN * 8 // cfg.element.width  # elements per 16 bytes
+    row_major = layout == LayoutEnum.ROW_MAJOR
+    outer, inner = (rows, cols) if row_major else (cols, rows)
+    size = (outer, -(-inner // per) * per)
+    if cfg.fp8:
+        full = torch.randn(*size, device="cuda", generator=gen).to(_torch_dtype(cfg.dtype))
+    else:
+        full = torch.randn(*size, device="cuda", dtype=_torch_dtype(cfg.dtype), generator=gen)
+    return full[:, :inner] if row_major else full[:, :inner].t()
 
 
-def fake_operands(cfg: GemmConfig) -> tuple[Any, Any, Any, Any, Any]:
-    """Fake A, B (majors by ``cfg.layout``), N-major C and the bias (None unless ``cfg.bias``).
+def fake_operands(cfg: GemmConfig) -> tuple[Any, ...]:
+    """Fake A, B (majors by ``cfg.layout``), N-major C and the bias (None unless ``cfg.bias``),
+    the counters (None unless dynamic), then, with ``cfg.scale``, no stream and the scales.
 
-    Dynamic shapes and leading strides: a K-major ``rows x K`` operand has strides
-    ``(ld, 1)``, an M- / N-major one ``(1, ld)``.
+    Dynamic shapes and leading strides (16-byte multiples): a K-major ``rows x K`` operand has
+    strides ``(ld, 1)``, an M- / N-major one ``(1, ld)``.
     """
     from cutlass.cute.runtime import make_fake_tensor
 
     m, n, k = (cute.sym_int32() for _ in range(3))
-    lda, ldb, ldc = (cute.sym_int64(divisibility=8) for _ in range(3))
+    lda, ldb = (cute.sym_int64(divisibility=TMA_ALIGN * 8 // cfg.element.width) for _ in "ab")
+    ldc = cute.sym_int64(divisibility=TMA_ALIGN * 8 // cfg.out_element.width)
 
-    def fake(rows: Any, cols: Any, ld: Any, layout: LayoutEnum = LayoutEnum.ROW_MAJOR) -> Any:
+    def fake(
+        dtype: Any, rows: Any, cols: Any, ld: Any, layout: LayoutEnum = LayoutEnum.ROW_MAJOR
+    ) -> Any:
         stride = (ld, 1) if layout == LayoutEnum.ROW_MAJOR else (1, ld)
-        return make_fake_tensor(cfg.element, (rows, cols), stride, assumed_align=16)
+        return make_fake_tensor(dtype, (rows, cols), stride, assumed_align=16)
 
-    bias = make_fake_tensor(cfg.element, (n,), (1,), assumed_align=16) if cfg.bias else None
-    counters = make_fake_tensor(cutlass.Int32, (2,), (1,), assumed_align=4) if cfg.dynamic else None
-    return (
-        fake(m, k, lda, cfg.a_layout),
-        fake(n, k, ldb, cfg.b_layout),
-        fake(m, n, ldc),
+    def vector(dtype: Any, size: Any, align: int = 16) -> Any:
+        return make_fake_tensor(dtype, (size,), (1,), assumed_align=align)
+
+    bias = vector(cfg.out_element, n) if cfg.bias else None
+    counters = vector(cutlass.Int32, 2, 4) if cfg.dynamic else None
+    operands = (
+        fake(cfg.element, m, k, lda, cfg.a_layout),
+        fake(cfg.element, n, k, ldb, cfg.b_layout),
+        fake(cfg.out_element, m, n, ldc),
         bias,
         counters,
     )
+    if not cfg.scaled:
+        return operands
+    rows, cols = (m, n) if cfg.scale == "rowwise" else (1, 1)
+    return (*operands, None, vector(cutlass.Float32, rows), vector(cutlass.Float32, cols))
 
 
 def make_inputs(cfg: GemmConfig, mnk: tuple[int, int, int], seed: int = 0) -> tuple[Any, Any]:
@@ -94,12 +125,12 @@ def make_output(cfg: GemmConfig, m: int, n: int, seed: int = 1) -> Any:
     """
     import torch
 
-    np_ = -(-n // 8) * 8
+    np_, dt = -(-n // 8) * 8, _torch_dtype(cfg.out_dtype)
     if cfg.beta == 0.0:
-        full = torch.full((m, np_), float("nan"), device="cuda", dtype=_torch_dtype(cfg))
+        full = torch.full((m, np_), float("nan"), device="cuda", dtype=dt)
         return full[:, :n]
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn(m, np_, device="cuda", dtype=_torch_dtype(cfg), generator=gen)[:, :n]
+    return torch.randn(m, np_, device="cuda", dtype=dt, generator=gen)[:, :n]
 
 
 def make_counters_tensor(cfg: GemmConfig) -> Any:
@@ -123,26 +154,174 @@ def make_bias(cfg: GemmConfig, n: int, seed: int = 2) -> Any:
     if not cfg.bias:
         return None
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    return torch.randn(n, device="cuda", dtype=_torch_dtype(cfg), generator=gen)
+    return torch.randn(n, device="cuda", dtype=_torch_dtype(cfg.out_dtype), generator=gen)
+
+
+def make_scales(cfg: GemmConfig, m: int, n: int, seed: int = 3) -> tuple[Any, Any]:
+    """fp32 ``(scale_a, scale_b)`` in ``[0.5, 1.5)`` as ``torch._scaled_mm`` takes them.
+
+    ``"tensor"``: one element each (shape ``(1,)``); ``"rowwise"``: ``M x 1`` and ``1 x N``
+    (contiguous; the kernel reads them as ``M``- and ``N``-vectors). ``(None, None)`` without
+    ``cfg.scale``.
+    """
+    import torch
+
+    if not cfg.scaled:
+        return None, None
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    shape_a, shape_b = ((m, 1), (1, n)) if cfg.scale == "rowwise" else ((1,), (1,))
+    scale_a = torch.rand(*shape_a, device="cuda", generator=gen) + 0.5
+    return scale_a, torch.rand(*shape_b, device="cuda", generator=gen) + 0.5
 
 
 def to_cute(t: Any) -> Any:
     """A torch tensor (or None) as a CuTe tensor with dynamic shape / pitch (one compile fits all).
 
     The contiguous mode (stride 1) stays static: mode 1 of a row-major matrix, mode 0 of a
-    transposed view or of a vector.
+    transposed view or of a vector. An FP8 tensor goes through DLPack as its bytes (uint8)
+    and is then retyped: DLPack has no portable 8-bit float code.
     """
+    import torch
     from cutlass.cute.runtime import from_dlpack
 
     if t is None:
         return None
     leading = 1 if t.dim() == 2 and t.stride(1) == 1 else 0
-    return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=leading)
+    if t.dtype != torch.float8_e4m3fn:
+        return from_dlpack(t, assumed_align=16).mark_layout_dynamic(leading_dim=leading)
+    x = from_dlpack(t.view(torch.uint8), assumed_align=16)
+    x.element_type = cutlass.Float8E4M3FN
+    return x.mark_layout_dynamic(leading_dim=leading)
 
 
-def reference(cfg: GemmConfig, a: Any, b: Any, c_old: Any = None, bias: Any = None) -> Any:
-    """``alpha * A @ B^T + beta * C_old + bias`` in fp32."""
+def kernel_args(
+    cfg: GemmConfig,
+    a: Any,
+    b: Any,
+    c: Any,
+    bias: Any = None,
+    counters: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+) -> tuple[Any, ...]:
+    """The launchers' CuTe arguments ``(a, b, c, bias, counters[, None, scale_a, scale_b])``.
+
+    The scales (``make_scales``'s shapes) go in as vectors, after the default stream, only
+    with ``cfg.scale``.
+    """
+    args = (to_cute(a), to_cute(b), to_cute(c), to_cute(bias), to_counters(counters))
+    if not cfg.scaled:
+        return args
+    return (*args, None, to_cute(scale_a.reshape(-1)), to_cute(scale_b.reshape(-1)))
+
+
+def check_operands(
+    cfg: GemmConfig,
+    a: Any,
+    b: Any,
+    c: Any,
+    bias: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+) -> None:
+    """Refuse, before any launch, operands the kernel cannot take.
+
+    Reads only ``shape``, ``stride()``, ``dtype``, ``element_size()`` and ``data_ptr()``.
+    TMA wants 16-byte aligned base addresses and leading strides (a K-major FP8 operand: a
+    row pitch, so for a contiguous one ``K``, that is a multiple of 16); WGMMA reads FP8
+    operands K-major only.
+
+    Raises:
+        UnsupportedOnTarget: An FP8 operand that is not K-major.
+        RuntimeConfigError: Shapes that do not match, a wrong dtype, a major other than
+            ``cfg.layout``'s, a misaligned pitch or base, scales of the wrong size.
+    """
+    m, n, k = a.shape[0], b.shape[0], a.shape[1]
+    if tuple(b.shape) != (n, k) or tuple(c.shape) != (m, n):
+        raise RuntimeConfigError(
+            f"A {tuple(a.shape)}, B {tuple(b.shape)}, C {tuple(c.shape)} are not M x K, "
+            "N x K, M x N",
+            resource="ab",
+            fix="pass B as N x K (C = A @ B^T)",
+        )
+    k_major = {"A": cfg.a_layout, "B": cfg.b_layout}
+    for name, t, dtype in (("A", a, cfg.dtype), ("B", b, cfg.dtype), ("C", c, cfg.out_dtype)):
+        want = TORCH_DTYPES[dtype]
+        if str(t.dtype).removeprefix("torch.") != want:
+            raise RuntimeConfigError(
+                f"{name} is {t.dtype}, GemmConfig(dtype={cfg.dtype!r}) takes {want}",
+                resource="c" if name == "C" else "ab",
+                fix=f"convert {name} to torch.{want}",
+            )
+        row_major = k_major.get(name, LayoutEnum.ROW_MAJOR) == LayoutEnum.ROW_MAJOR
+        inner, outer = (1, 0) if row_major else (0, 1)
+        if t.shape[inner] > 1 and t.stride(inner) != 1:
+            what = ("K" if name != "C" else "N") if row_major else ("M" if name == "A" else "N")
+            if cfg.fp8 and name != "C":
+                raise UnsupportedOnTarget(
+                    f"FP8 {name} is not K-major (strides {tuple(t.stride())}): WGMMA on "
+                    "sm_90a reads 8-bit operands K-major only",
+                    target="sm_90a",
+                    resource="ab",
+                    fix=f"pass {name}.contiguous() with K as its last, contiguous mode",
+                )
+            raise RuntimeConfigError(
+                f"{name} {tuple(t.shape)} has strides {tuple(t.stride())}: layout "
+                f"{cfg.layout!r} wants {what} contiguous",
+                resource="c" if name == "C" else "ab",
+                fix="pass a tensor with that major, or the layout that matches it",
+            )
+        pitch = t.stride(outer) * t.element_size()
+        if (t.shape[outer] > 1 and pitch % TMA_ALIGN) or t.data_ptr() % TMA_ALIGN:
+            raise RuntimeConfigError(
+                f"{name} {tuple(t.shape)} has a pitch of {pitch} bytes (or a base address) "
+                f"that is not a multiple of {TMA_ALIGN}: TMA cannot load it"
+                + (" (an FP8 K must be a multiple of 16)" if cfg.fp8 and name != "C" else ""),
+                resource="c" if name == "C" else "ab",
+                fix=f"pad {name}'s rows to a multiple of {TMA_ALIGN} bytes "
+                "(a view of a wider, zero-padded buffer)",
+            )
+    if not cfg.scaled and (scale_a is not None or scale_b is not None):
+        raise RuntimeConfigError(
+            "scales given, but GemmConfig(scale='none') takes none",
+            resource="c",
+            fix="set GemmConfig(scale='tensor' or 'rowwise'), or pass no scales",
+        )
+    sizes = (m, n) if cfg.scale == "rowwise" else (1, 1)
+    scales = zip(("scale_a", "scale_b"), (scale_a, scale_b), sizes, strict=True)
+    for name, t, size in scales if cfg.scaled else ():
+        ok = t is not None and str(t.dtype) == "torch.float32" and t.numel() == size
+        # a vector in any 2-D shape (M x 1, 1 x N): its one extent > 1 is contiguous
+        ok = ok and all(st == 1 for d, st in zip(t.shape, t.stride(), strict=True) if d > 1)
+        if not ok or t.data_ptr() % TMA_ALIGN:
+            raise RuntimeConfigError(
+                f"{name} must be a contiguous fp32 tensor of {size} elements for "
+                f"GemmConfig(scale={cfg.scale!r}), got "
+                + ("None" if t is None else f"{t.dtype} {tuple(t.shape)}"),
+                resource="c",
+                fix="make it with make_scales (M x 1 / 1 x N, or one element each)",
+            )
+    if bias is not None and (bias.numel() != n or str(bias.dtype) != str(c.dtype)):
+        raise RuntimeConfigError(
+            f"bias must be an N-vector of C's dtype, got {bias.dtype} {tuple(bias.shape)}",
+            resource="c",
+            fix=f"pass an {n}-element {c.dtype} vector",
+        )
+
+
+def reference(
+    cfg: GemmConfig,
+    a: Any,
+    b: Any,
+    c_old: Any = None,
+    bias: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+) -> Any:
+    """``alpha * s * A @ B^T + beta * C_old + bias`` in fp32 (``s``: the scales, broadcast)."""
     ref = a.float() @ b.float().t()
+    if cfg.scaled:
+        ref = ref * scale_a.float() * scale_b.float()  # (1,) or (M, 1) and (1, N)
     if cfg.alpha != 1.0:
         ref = cfg.alpha * ref
     if cfg.beta != 0.0:
@@ -153,16 +332,27 @@ def reference(cfg: GemmConfig, a: Any, b: Any, c_old: Any = None, bias: Any = No
 
 
 def check(
-    c: Any, a: Any, b: Any, cfg: GemmConfig | None = None, c_old: Any = None, bias: Any = None
+    c: Any,
+    a: Any,
+    b: Any,
+    cfg: GemmConfig | None = None,
+    c_old: Any = None,
+    bias: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
 ) -> tuple[bool, float]:
-    """Compare with an fp32 reference; error relative to the reference's largest magnitude."""
+    """Compare with an fp32 reference: ``max |C - ref| <= REL_TOL * max |ref|``.
+
+    The error is relative to the reference's largest magnitude (the reference is computed from
+    the same, already rounded, inputs, so only the accumulation order and C's rounding differ).
+    """
     import torch
 
     if c.numel() == 0:
         return True, 0.0  # an empty C: nothing to compare (the kernel must not have crashed)
-    ref = reference(cfg or GemmConfig(), a, b, c_old, bias)
+    ref = reference(cfg or GemmConfig(), a, b, c_old, bias, scale_a, scale_b)
     err = float((c.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
-    return bool(torch.isfinite(c).all()) and err < 1e-2, err
+    return bool(torch.isfinite(c).all()) and err < REL_TOL, err
 
 
 def time_ms(fn: Any, iters: int) -> float:
@@ -180,6 +370,40 @@ def time_ms(fn: Any, iters: int) -> float:
     return float(start.elapsed_time(end)) / iters
 
 
+def _scaled_mm_calls(
+    cfg: GemmConfig, a: Any, b: Any, scale_a: Any, scale_b: Any
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``torch._scaled_mm`` on the same FP8 inputs and scales, bf16 out: ``(calls, info)``.
+
+    ``torch`` accumulates like the TS kernel (``use_fast_accum=True``: WGMMA's own fp32
+    accumulator), ``torch_accurate`` with cuBLAS's periodic promotion (the default). cuBLAS
+    wants K and N multiples of 16: other shapes run on zero-padded copies (``info`` says so).
+    """
+    import torch
+
+    m, n, k = a.shape[0], b.shape[0], a.shape[1]
+    one = torch.ones(1, device="cuda")
+    sa, sb = (scale_a, scale_b) if cfg.scaled else (one, one)
+    kp, np_ = -(-k // 16) * 16, -(-n // 16) * 16
+    info: dict[str, Any] = {"baseline": "torch._scaled_mm"}
+    a_in, b_in = a.contiguous(), b.contiguous()
+    if (kp, np_) != (k, n):
+        info["baseline_padded_kn"] = [kp, np_]
+        a_in = torch.zeros(m, kp, device="cuda", dtype=a.dtype)
+        b_in = torch.zeros(np_, kp, device="cuda", dtype=b.dtype)
+        a_in[:, :k], b_in[:n, :k] = a, b
+        if cfg.scale == "rowwise":
+            sb = torch.cat([sb, torch.ones(1, np_ - n, device="cuda")], dim=1)
+    bt = b_in.t()  # column-major K x N, as _scaled_mm wants its second operand
+
+    def call(fast: bool) -> Any:
+        return torch._scaled_mm(a_in, bt, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)[
+            :, :n
+        ]
+
+    return {"torch": lambda: call(True), "torch_accurate": lambda: call(False)}, info
+
+
 def run_case(
     cfg: GemmConfig,
     compiled: dict[str, Any],
@@ -188,17 +412,21 @@ def run_case(
     timed: bool = True,
     rounds: int = 6,
 ) -> dict[str, Any]:
-    """Run the compiled kernels and torch.matmul on the same inputs; check, time, TFLOP/s.
+    """Run the compiled kernels and torch's GEMM on the same inputs; check, time, TFLOP/s.
 
-    Timing interleaves the contenders (``rounds`` rounds of every kernel and torch, in an order
-    rotated every round) and keeps each one's best round, so clock / power drift during the run
-    biases none of them.
+    torch's GEMM is ``torch.matmul`` (cuBLAS), or ``torch._scaled_mm`` for FP8 (same FP8
+    inputs and scales, bf16 out; see ``_scaled_mm_calls``). Every kernel and torch's result is
+    checked against the fp32 reference (``check``). Operands are checked before any launch
+    (``check_operands``). Timing interleaves the contenders (``rounds`` rounds of every kernel
+    and torch, in an order rotated every round) and keeps each one's best round, so clock /
+    power drift during the run biases none of them.
     """
     import torch
 
     m, n, k = mnk
     a, b = make_inputs(cfg, mnk)
     bias = make_bias(cfg, n)
+    scale_a, scale_b = make_scales(cfg, m, n)
     flop = 2.0 * m * n * k
     result: dict[str, Any] = {"mnk": list(mnk), "config": dataclasses.asdict(cfg)}
     calls: dict[str, Any] = {}
@@ -206,18 +434,30 @@ def run_case(
         c = make_output(cfg, m, n)
         c_old = c.clone() if cfg.beta != 0.0 else None
         counters_t = make_counters_tensor(cfg)
-        args = (to_cute(a), to_cute(b), to_cute(c), to_cute(bias), to_counters(counters_t))
+        check_operands(cfg, a, b, c, bias, scale_a, scale_b)
+        args = kernel_args(cfg, a, b, c, bias, counters_t, scale_a, scale_b)
         kernel(*args)
         torch.cuda.synchronize()
-        ok, err = check(c, a, b, cfg, c_old, bias)
+        ok, err = check(c, a, b, cfg, c_old, bias, scale_a, scale_b)
         if counters_t is not None:  # the last CTA out zeroed the counters for the next launch
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
     if not timed or flop == 0:
         return result  # an empty problem has nothing to time
-    bt = b.t()
-    calls["torch"] = lambda: torch.matmul(a, bt)
+    if cfg.fp8:
+        torch_calls, info = _scaled_mm_calls(cfg, a, b, scale_a, scale_b)
+        result.update(info)
+        # The baseline's own error (its scales and rounding are the kernel's; alpha / beta /
+        # bias are not part of it).
+        plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False)
+        ok, err = check(torch_calls["torch"](), a, b, plain, scale_a=scale_a, scale_b=scale_b)
+        result["torch"] = {"ok": ok, "rel_err": err}
+        calls.update(torch_calls)
+    else:
+        bt = b.t()
+        calls["torch"] = lambda: torch.matmul(a, bt)
+        result["baseline"] = "torch.matmul"
     best = dict.fromkeys(calls, float("inf"))
     names = list(calls)
     for r in range(rounds):
@@ -228,7 +468,9 @@ def run_case(
     for name, ms in best.items():
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
     for name in compiled:
-        result[f"{name}_over_torch"] = result[name]["tflops"] / result["torch"]["tflops"]
+        for base in ("torch", "torch_accurate"):
+            if base in calls:
+                result[f"{name}_over_{base}"] = result[name]["tflops"] / result[base]["tflops"]
     return result
 
 
@@ -239,7 +481,7 @@ def parse_config(args: argparse.Namespace) -> GemmConfig:
     return GemmConfig(
         tile_mn=(tile[0], tile[1]),
         cluster_mn=(cluster[0], cluster[1]),
-        dtype=args.dtype,
+        dtype=DTYPE_ALIASES.get(args.dtype, args.dtype),
         stages=args.stages,
         swizzle=args.swizzle,
         layout=args.layout,
@@ -248,12 +490,18 @@ def parse_config(args: argparse.Namespace) -> GemmConfig:
         bias=args.bias,
         scheduler=args.scheduler,
         kernel=args.kernel,
+        scale=args.scale,
     )
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
     """The kernel-configuration options (shared with ``bench/gemm.py``)."""
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument(
+        "--dtype",
+        choices=sorted([*DTYPES, *DTYPE_ALIASES]),
+        default="bf16",
+        help="A and B (C too, but bf16 for e4m3; fp8 = e4m3)",
+    )
     parser.add_argument("--tile", choices=[f"{m}x{n}" for m, n in TILES], default="128x256")
     parser.add_argument("--cluster", choices=[f"{m}x{n}" for m, n in CLUSTERS], default="1x1")
     parser.add_argument("--scheduler", choices=list(SCHEDULERS), default="static")
@@ -278,3 +526,10 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--alpha", type=float, default=1.0, help="C = alpha * A @ B^T + ...")
     parser.add_argument("--beta", type=float, default=0.0, help="... + beta * C (C read first)")
     parser.add_argument("--bias", action="store_true", help="... + bias[n] (an N-vector)")
+    parser.add_argument(
+        "--scale",
+        choices=list(SCALES),
+        default="none",
+        help="C = scale_a * scale_b * (A @ B^T) ...: fp32 scalars (tensor) or scale_a[m] * "
+        "scale_b[n] (rowwise), applied in the epilogue",
+    )

@@ -23,6 +23,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.tensor_utils import LayoutEnum
 
+from task_scheduling.kernel import UnsupportedOnTarget
 from task_scheduling.tiles import PersistentTiles, TileRaster
 
 SMS = 132
@@ -33,10 +34,20 @@ STORE_WARP = 4  # first warp of the first consumer warpgroup issues the C stores
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232  # two consumer warpgroups (384 threads start with 168 registers each)
 EPILOGUE_BARRIER_ID = 1  # 0 is __syncthreads
-TILE_K = 64
+K_BLOCK_BYTES = 128  # one K block: 128 bytes of each operand row (the 128-byte swizzle atom)
 SMEM_BYTES = 232448  # sm_90 opt-in maximum per block
 SMEM_RESERVED = 1024  # mbarriers + alignment slack
-DTYPES: dict[str, Any] = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+# Input (A, B) element types; an 8-bit input gives a bf16 C (and bias).
+DTYPES: dict[str, Any] = {
+    "bf16": cutlass.BFloat16,
+    "fp16": cutlass.Float16,
+    "e4m3": cutlass.Float8E4M3FN,
+}
+FP8_DTYPES = ("e4m3",)
+FP8_OUT = "bf16"
+# Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
+# "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
+SCALES = ("none", "tensor", "rowwise")
 TILES = ((128, 256), (128, 128), (64, 256), (64, 128))
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
@@ -74,7 +85,8 @@ class GemmConfig:
             warpgroups (two for ``BM = 128``, one for ``BM = 64``).
         cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
             along ``CM``.
-        dtype: ``"bf16"`` or ``"fp16"`` (A, B and C).
+        dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
+            WGMMA K-major only, in K blocks of 128; bf16 C and bias).
         stages: A/B ring depth; 0 picks the most that fit next to the epilogue buffers.
         epi_n: columns of one epilogue sub-tile (the sub-tile is ``BM x epi_n``).
         epi_stages: epilogue SMEM buffers (stores in flight); must divide the sub-tile count.
@@ -96,6 +108,10 @@ class GemmConfig:
             ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
             its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
             loop; 64-row tiles, 1 x 1 clusters, static scheduler).
+        scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
+            one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
+            ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
+            ``alpha``; the kernel takes ``scale_a`` / ``scale_b`` as arguments only then.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -111,6 +127,7 @@ class GemmConfig:
     bias: bool = False
     scheduler: str = "static"
     kernel: str = "cooperative"
+    scale: str = "none"
 
     def __post_init__(self) -> None:
         if self.tile_mn not in TILES:
@@ -133,6 +150,18 @@ class GemmConfig:
             raise ValueError(f"kernel {self.kernel!r} not in {KERNELS}")
         if self.pingpong and (self.tile_mn[0] != WGMMA_M or self.cluster_size > 1 or self.dynamic):
             raise ValueError("pingpong takes 64-row tiles, a 1x1 cluster, the static scheduler")
+        if self.scale not in SCALES:
+            raise ValueError(f"scale {self.scale!r} not in {SCALES}")
+        if self.fp8 and self.layout != "tn":
+            # Hopper's WGMMA reads 8-bit operands from SMEM K-major only (no transpose bit).
+            raise UnsupportedOnTarget(
+                f"GemmConfig(dtype={self.dtype!r}, layout={self.layout!r}): WGMMA on sm_90a "
+                "reads FP8 A and B K-major only",
+                target="sm_90a",
+                resource="ab",
+                fix="give A as M x K and B as N x K, both K-contiguous (e.g. "
+                "b.t().contiguous()), and use layout='tn'",
+            )
 
     @property
     def pingpong(self) -> bool:
@@ -189,12 +218,42 @@ class GemmConfig:
     @property
     def fused_epilogue(self) -> bool:
         """Whether the epilogue does more than convert the accumulator."""
-        return self.alpha != 1.0 or self.beta != 0.0 or self.bias
+        return self.alpha != 1.0 or self.beta != 0.0 or self.bias or self.scaled
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the kernel takes ``scale_a`` / ``scale_b``."""
+        return self.scale != "none"
+
+    @property
+    def fp8(self) -> bool:
+        """Whether A and B are 8-bit floats."""
+        return self.dtype in FP8_DTYPES
+
+    @property
+    def out_dtype(self) -> str:
+        """The dtype name of C and the bias (bf16 for 8-bit inputs)."""
+        return FP8_OUT if self.fp8 else self.dtype
 
     @property
     def element(self) -> Any:
-        """The CuTe DSL element type of A, B and C."""
+        """The CuTe DSL element type of A and B."""
         return DTYPES[self.dtype]
+
+    @property
+    def out_element(self) -> Any:
+        """The CuTe DSL element type of C and the bias."""
+        return DTYPES[self.out_dtype]
+
+    @property
+    def smem_elements(self) -> tuple[Any, Any, Any]:
+        """Element types of the A ring, the B ring and the epilogue buffers."""
+        return self.element, self.element, self.out_element
+
+    @property
+    def tile_k(self) -> int:
+        """K extent of one A / B block: 64 16-bit or 128 8-bit elements (128 bytes)."""
+        return K_BLOCK_BYTES * 8 // int(self.element.width)
 
     @property
     def cluster_size(self) -> int:
@@ -214,7 +273,7 @@ class GemmConfig:
     @property
     def stage_bytes(self) -> int:
         """Bytes one A/B stage receives (the TMA transaction count)."""
-        return (self.tile_mn[0] + self.tile_mn[1]) * TILE_K * 2
+        return (self.tile_mn[0] + self.tile_mn[1]) * K_BLOCK_BYTES
 
     @property
     def ab_stages(self) -> int:
@@ -222,7 +281,8 @@ class GemmConfig:
         if self.stages:
             return self.stages
         rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
-        epi_bytes = self.tile_mn[0] * self.epi_n * 2 * self.epi_stages * rings
+        epi_bytes = self.tile_mn[0] * self.epi_n * int(self.out_element.width) // 8
+        epi_bytes *= self.epi_stages * rings
         return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
 
     @property
@@ -251,10 +311,11 @@ def fit_swizzle(cfg: GemmConfig, n: int) -> GemmConfig:
 
 
 def make_tiled_mma(cfg: GemmConfig) -> Any:
-    """WGMMA ``64 x BN x 16`` atoms, one per consumer warpgroup along M.
+    """WGMMA ``64 x BN x 16`` (16-bit) or ``64 x BN x 32`` (e4m3) atoms, one per consumer
+    warpgroup along M.
 
     A and B are read from SMEM K-major or MN-major (``cfg.layout``; MN-major WGMMA operands
-    exist for 16-bit types).
+    exist for 16-bit types only).
     """
     return sm90.make_trivial_tiled_mma(
         cfg.element,
@@ -270,11 +331,11 @@ def make_tiled_mma(cfg: GemmConfig) -> Any:
 def make_smem_layouts(cfg: GemmConfig) -> tuple[Any, Any, Any]:
     """Swizzled, staged SMEM layouts of the A ring, the B ring and the epilogue buffers."""
     bm, bn = cfg.tile_mn
-    tiler = (bm, bn, TILE_K)
+    tiler = (bm, bn, cfg.tile_k)
     a = sm90.make_smem_layout_a(cfg.a_layout, tiler, cfg.element, cfg.ab_stages)
     b = sm90.make_smem_layout_b(cfg.b_layout, tiler, cfg.element, cfg.ab_stages)
     row = LayoutEnum.ROW_MAJOR  # N-major C
-    c = sm90.make_smem_layout_epi(cfg.element, row, cfg.epi_tile, cfg.epi_stages)
+    c = sm90.make_smem_layout_epi(cfg.out_element, row, cfg.epi_tile, cfg.epi_stages)
     return a, b, c
 
 
@@ -296,10 +357,10 @@ def make_tma_atoms(
         return cpasync.CopyBulkTensorTileG2SMulticastOp()
 
     atom_a, t_a = cpasync.make_tiled_tma_atom(
-        load_op(cn), a, cute.slice_(a_layout, (None, None, 0)), (bm, TILE_K), num_multicast=cn
+        load_op(cn), a, cute.slice_(a_layout, (None, None, 0)), (bm, cfg.tile_k), num_multicast=cn
     )
     atom_b, t_b = cpasync.make_tiled_tma_atom(
-        load_op(cm), b, cute.slice_(b_layout, (None, None, 0)), (bn, TILE_K), num_multicast=cm
+        load_op(cm), b, cute.slice_(b_layout, (None, None, 0)), (bn, cfg.tile_k), num_multicast=cm
     )
     atom_c, t_c = cpasync.make_tiled_tma_atom(
         cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(c_layout, (None, None, 0)), cfg.epi_tile
@@ -385,8 +446,8 @@ def partition_ab_for_tma(
     """
     bm, bn = cfg.tile_mn
     cm, cn = cfg.cluster_mn
-    g_a = cute.local_tile(t_a, (bm, TILE_K), (None, None))  # (BM, BK, tiles_m, tiles_k)
-    g_b = cute.local_tile(t_b, (bn, TILE_K), (None, None))  # (BN, BK, tiles_n, tiles_k)
+    g_a = cute.local_tile(t_a, (bm, cfg.tile_k), (None, None))  # (BM, BK, tiles_m, tiles_k)
+    g_b = cute.local_tile(t_b, (bn, cfg.tile_k), (None, None))  # (BN, BK, tiles_n, tiles_k)
     ta_s, ta_g = cpasync.tma_partition(
         atom_a,
         coord[1],
@@ -451,12 +512,13 @@ def make_epilogue_views(
 ) -> EpilogueViews:
     """Partition the accumulator and the epilogue buffers for ``stmatrix``."""
     row = LayoutEnum.ROW_MAJOR
-    store_atom = sm90.get_smem_store_op(row, cfg.element, cutlass.Float32)
-    stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), cfg.element)
+    out = cfg.out_element
+    store_atom = sm90.get_smem_store_op(row, out, cutlass.Float32)
+    stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), out)
     r2s = cute.make_tiled_copy_S(store_atom, cute.make_tiled_copy_C_atom(stmatrix, tiled_mma))
     thr = r2s.get_slice(consumer_tidx)
     frag_shape = cute.shape(thr.partition_S(s_c))[:3]
-    frag = cute.make_rmem_tensor(frag_shape, cfg.element)
+    frag = cute.make_rmem_tensor(frag_shape, out)
     if not cfg.fused_epilogue:
         return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(s_c))
     thr_mma = tiled_mma.get_slice(consumer_tidx)
@@ -515,7 +577,7 @@ def mma_begin_tile(tiled_mma: Any, acc: Any) -> None:
 
 @cute.jit
 def mma_k_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage: Any) -> None:
-    """Consumer: issue the WGMMAs of one 64-deep K block (4 x k16) from ``stage``; commit."""
+    """Consumer: issue the WGMMAs of one K block from ``stage`` (4 x k16 or 4 x k32); commit."""
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
         cute.gemm(tiled_mma, acc, t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)], acc)
     warpgroup.commit_group()
@@ -548,25 +610,46 @@ def epilogue_fuse(
     bias: Any,
     m: Any,
     n: Any,
+    scale_a: Any = None,
+    scale_b: Any = None,
 ) -> None:
-    """Consumers: ``acc = alpha * acc + beta * C[tile (m, n)] + bias[n]`` in fp32, in place.
+    """Consumers: ``acc = alpha * s * acc + beta * C[tile (m, n)] + bias[n]`` in fp32, in place.
 
     ``acc`` is the accumulator in its MMA layout, ``thr_mma`` the thread's slice of the tiled
-    MMA. Each thread reads the old C (``c_in``, the global output tensor; None when
-    ``beta == 0``) and the bias (an ``N``-vector seen as an ``M x N`` tensor of row stride 0;
-    None when off) at the coordinates of its own accumulator values (the MMA partition of the
-    tile), with plain predicated global loads: values outside ``M x N`` read nothing (the TMA
-    store clips them anyway).
+    MMA. ``s`` is 1, ``scale_a[0] * scale_b[0]`` (``cfg.scale == "tensor"``) or
+    ``scale_a[row] * scale_b[col]`` (``"rowwise"``). Each thread reads the old C (``c_in``,
+    the global output tensor; None when ``beta == 0``) and the bias (an ``N``-vector seen as an
+    ``M x N`` tensor of row stride 0; None when off) at the coordinates of its own accumulator
+    values (the MMA partition of the tile), with plain predicated global loads: values outside
+    ``M x N`` read nothing (the TMA store clips them anyway).
     """
     n_vals = cute.size(acc)
+    shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
+    if const_expr(cfg.beta != 0.0 or cfg.bias or cfg.scale == "rowwise"):
+        ident = cute.make_identity_tensor(shape)
+        coords = thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
+    if const_expr(cfg.scale == "tensor"):
+        s = scale_a[0] * scale_b[0]  # once per tile: two L1-resident loads
+        for lo, hi in value_chunks(n_vals):
+            for i in range_constexpr(lo, hi):
+                acc[i] = acc[i] * s
+    if const_expr(cfg.scale == "rowwise"):
+        # Clamped, not predicated, indices: a value outside M x N is clipped by the store
+        # anyway, and unconditional loads of equal addresses merge (each thread holds 2 rows
+        # and BN / 4 columns of its warpgroup's tile, read once each). A tile exists only when
+        # M, N >= 1, so the clamp stays inside the vectors.
+        last_row, last_col = shape[0] - 1, shape[1] - 1
+        for lo, hi in value_chunks(n_vals):
+            for i in range_constexpr(lo, hi):
+                row, col = coords[i]
+                sa = scale_a[cutlass.min(row, last_row)]  # type: ignore[attr-defined]
+                sb = scale_b[cutlass.min(col, last_col)]  # type: ignore[attr-defined]
+                acc[i] = acc[i] * (sa * sb)
     if const_expr(cfg.alpha != 1.0):
         for lo, hi in value_chunks(n_vals):
             for i in range_constexpr(lo, hi):
                 acc[i] = acc[i] * cutlass.Float32(cfg.alpha)
     if const_expr(cfg.beta != 0.0 or cfg.bias):
-        shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
-        ident = cute.make_identity_tensor(shape)
-        coords = thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
         if const_expr(cfg.beta != 0.0):
             old = thr_mma.partition_C(cute.local_tile(c_in, cfg.tile_mn, (m, n)))
         if const_expr(cfg.bias):
@@ -594,6 +677,8 @@ def epilogue_store(
     is_store_warp: Any,
     c_in: Any = None,
     bias: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
 ) -> None:
     """Consumers: write tile ``(m, n)`` of C from the accumulator, one sub-tile at a time.
 
@@ -606,10 +691,12 @@ def epilogue_store(
     issues the TMA store of this sub-tile and commits it. One barrier per sub-tile suffices.
 
     With a fused epilogue (``cfg.fused_epilogue``) ``epilogue_fuse`` first rewrites the
-    accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector).
+    accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector,
+    ``scale_a`` / ``scale_b``: the scales when ``cfg.scale`` is set).
     """
     if const_expr(cfg.fused_epilogue):
-        epilogue_fuse(cfg, views.acc_mma, views.thr_mma, t_c, c_in, bias, m, n)
+        acc, thr = views.acc_mma, views.thr_mma
+        epilogue_fuse(cfg, acc, thr, t_c, c_in, bias, m, n, scale_a, scale_b)
     g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
     g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (1, subtiles))
     t_s, t_g = cpasync.tma_partition(
@@ -619,7 +706,7 @@ def epilogue_store(
     for j in range_constexpr(cfg.epi_subtiles):
         buf = j % cfg.epi_stages
         for v in range_constexpr(n_vals):
-            views.frag[v] = views.acc[j * n_vals + v].to(cfg.element)
+            views.frag[v] = views.acc[j * n_vals + v].to(cfg.out_element)
         cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
         cute.arch.fence_proxy("async.shared", space="cta")
         if is_store_warp:

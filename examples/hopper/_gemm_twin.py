@@ -19,7 +19,6 @@ from _gemm_steps import (
     PRODUCER_REGS,
     QUEUE_STAGES,
     STORE_WARP,
-    TILE_K,
     WARPGROUP,
     GemmConfig,
     cluster_coord,
@@ -68,6 +67,8 @@ def twin_kernel(
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
+    scale_a: cute.Tensor | None,
+    scale_b: cute.Tensor | None,
     cfg: Constexpr[GemmConfig],
 ) -> None:
     """The persistent warp-specialized GEMM: producer warpgroup 0, consumer warpgroups 1 (-2)."""
@@ -81,8 +82,8 @@ def twin_kernel(
     alloc = SmemAllocator()
     s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
     s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
-    s_c = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
-    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    s_c = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
     bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe = make_ab_pipeline(cfg, bars)
     qpipe: Any = None
@@ -215,7 +216,9 @@ def twin_kernel(
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
-            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
+            epilogue_store(
+                cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
+            )
             sched = next_scheduler(cfg, sched, nxt)
             tile = sched.tile()
         epilogue_drain(is_store_warp)
@@ -236,6 +239,8 @@ def _pingpong_math(
     k_tiles: Any,
     c_in: Any,
     bias: Any,
+    scale_a: Any,
+    scale_b: Any,
 ) -> None:
     """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles, on its ring."""
     tidx, _, _ = cute.arch.thread_idx()
@@ -276,7 +281,9 @@ def _pingpong_math(
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
-            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias)
+            epilogue_store(
+                cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
+            )
         sched.advance()
         tile = sched.tile()
     epilogue_drain(is_store_warp)
@@ -298,6 +305,8 @@ def twin_pingpong_kernel(
     c_in: cute.Tensor | None,
     bias: cute.Tensor | None,
     counters: cute.Tensor | None,
+    scale_a: cute.Tensor | None,
+    scale_b: cute.Tensor | None,
     cfg: Constexpr[GemmConfig],
 ) -> None:
     """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
@@ -309,11 +318,11 @@ def twin_pingpong_kernel(
     alloc = SmemAllocator()
     s_a0 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
     s_b0 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
-    s_c0 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    s_c0 = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
     s_a1 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
     s_b1 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
-    s_c1 = alloc.allocate_tensor(cfg.element, c_layout.outer, 1024, swizzle=c_layout.inner)
-    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K)
+    s_c1 = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
     bars0 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe0 = make_ab_pipeline(cfg, bars0)
     bars1 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
@@ -387,9 +396,37 @@ def twin_pingpong_kernel(
             tile = sched.tile()
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
-            cfg, 0, pipe0, tiled_mma, s_a0, s_b0, s_c0, atom_c, t_c, params, k_tiles, c_in, bias
+            cfg,
+            0,
+            pipe0,
+            tiled_mma,
+            s_a0,
+            s_b0,
+            s_c0,
+            atom_c,
+            t_c,
+            params,
+            k_tiles,
+            c_in,
+            bias,
+            scale_a,
+            scale_b,
         )
     if (warp >= 2 * WARPGROUP // 32) & (warp < 3 * WARPGROUP // 32):
         _pingpong_math(
-            cfg, 1, pipe1, tiled_mma, s_a1, s_b1, s_c1, atom_c, t_c, params, k_tiles, c_in, bias
+            cfg,
+            1,
+            pipe1,
+            tiled_mma,
+            s_a1,
+            s_b1,
+            s_c1,
+            atom_c,
+            t_c,
+            params,
+            k_tiles,
+            c_in,
+            bias,
+            scale_a,
+            scale_b,
         )

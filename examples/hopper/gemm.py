@@ -1,7 +1,8 @@
 """Warp-specialized persistent Hopper GEMM (``C = A @ B^T``) through TS, and its hand-written twin.
 
 ``A`` is ``M x K`` and ``B`` is ``N x K``; by default both are K-contiguous ("TN"); ``C`` is
-``M x N`` row-major. Inputs are fp16 or bf16, the accumulator fp32, ``C`` has the input dtype.
+``M x N`` row-major. Inputs are fp16 or bf16 (``C`` has the input dtype) or FP8 e4m3
+(``--dtype fp8``: K-major A and B only, ``C`` bf16); the accumulator is fp32.
 
 Options (``GemmConfig``, all compile-time):
 
@@ -14,15 +15,19 @@ Options (``GemmConfig``, all compile-time):
   old tile is read, with predicated per-thread global loads, before it is overwritten); the
   bias is an ``N``-vector of the input dtype, a kernel argument only with ``--bias``. The
   default (``alpha = 1``, ``beta = 0``, no bias) emits exactly the plain epilogue.
+* scales (``--scale``): ``tensor`` multiplies the accumulator by ``scale_a * scale_b`` (two
+  one-element fp32 tensors), ``rowwise`` by ``scale_a[m] * scale_b[n]`` (fp32 ``M``- and
+  ``N``-vectors), in the epilogue before ``alpha``; extra kernel arguments only then. FP8
+  GEMMs take them as ``torch._scaled_mm`` does.
 * tiles ``128x256``, ``128x128`` (two consumer warpgroups, 384 threads) and ``64x256``,
   ``64x128`` (one consumer warpgroup, 256 threads).
 
 One CTA per SM (or per cluster slot) walks its output tiles in CUTLASS's persistent tile order
 (``task_scheduling.tiles.TileRaster``). Warpgroup 0 is the producer: it gives registers back
-(``setmaxnreg.dec 40``) and its warp 0 TMA-loads the ``BM x 64`` slice of ``A`` and the
-``BN x 64`` slice of ``B`` of each K block into a multi-stage SMEM ring (``PipelineTmaAsync``;
-with a cluster the slices are multicast: ``A`` to the CTAs of the same cluster row, ``B`` to
-those of the same column). The ``BM / 64`` warpgroups after it are the consumers, cooperative
+(``setmaxnreg.dec 40``) and its warp 0 TMA-loads the ``BM x BK`` slice of ``A`` and the
+``BN x BK`` slice of ``B`` of each K block (``BK``: 128 bytes, 64 16-bit or 128 FP8 elements)
+into a multi-stage SMEM ring (``PipelineTmaAsync``; with a cluster the slices are multicast:
+``A`` to the CTAs of the same cluster row, ``B`` to those of the same column). The ``BM / 64`` warpgroups after it are the consumers, cooperative
 on one ``BM x BN`` tile: each one issues the WGMMAs of 64 rows (two of them take
 ``setmaxnreg.inc 232``; a single one keeps its initial registers, already more than it needs).
 Per K block they wait for the stage, issue its WGMMAs, commit, wait until at most one WGMMA
@@ -46,6 +51,7 @@ Usage::
     python examples/hopper/gemm.py --mnk 8192 8192 8192      # GPU: run, check, TFLOP/s
     python examples/hopper/gemm.py --mnk 1000 1500 700 --tile 128x128 --cluster 2x1
     python examples/hopper/gemm.py --mnk 1003 1501 707 --layout nt --alpha 0.5 --beta 1 --bias
+    python examples/hopper/gemm.py --mnk 8192 8192 8192 --dtype fp8 --scale rowwise
 """
 
 from __future__ import annotations
@@ -64,14 +70,14 @@ import cutlass.cute as cute
 from _gemm_host import (
     add_config_args,
     fake_operands,
+    kernel_args,
     make_bias,
     make_counters_tensor,
     make_inputs,
     make_output,
+    make_scales,
     parse_config,
     run_case,
-    to_counters,
-    to_cute,
 )
 
 # The configuration and steps, the twins and the host helpers live beside this file.
@@ -80,7 +86,6 @@ from _gemm_steps import (
     GEMM_KINDS,
     LOAD_WARP,
     PRODUCER_REGS,
-    TILE_K,
     WARPGROUP,
     GemmConfig,
     epilogue_fuse,
@@ -147,23 +152,24 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
         c_in: Any,
         bias: Any,
         counters: Any,
+        scale_a: Any,
+        scale_b: Any,
     ) -> Tasks:
         prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
-        k_tiles = k.value("k_tiles", lambda: cute.ceil_div(cute.size(t_a, mode=[1]), TILE_K))
+        k_tiles = k.value("k_tiles", lambda: cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k))
         wq = tile_queue(
             params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
         turns = [TileTurns(name="turns")] if cfg.pingpong else []
 
         def fuse(acc: Any, thr_mma: Any, m: Any, n: Any) -> None:
-            epilogue_fuse(cfg, acc, thr_mma, t_c, c_in, bias, m, n)
+            epilogue_fuse(cfg, acc, thr_mma, t_c, c_in, bias, m, n, scale_a, scale_b)
 
         rings, accs, outs = [], [], []
         for i in range(math_tasks):
             tag = str(i) if cfg.pingpong else ""
-            s_a, s_b, s_c = (
-                k.smem_tensor(cfg.element, lay) for lay in (a_layout, b_layout, c_layout)
-            )
+            layouts = (a_layout, b_layout, c_layout)
+            s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, layouts)
             acc = WgmmaAccumulator(
                 name=f"acc{tag}",
                 tiled_mma=k.value(f"tiled_mma{tag}", lambda: make_tiled_mma(cfg)),
@@ -181,7 +187,7 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                     a=TmaSource(atom_a, t_a, s_a),
                     b=TmaSource(atom_b, t_b, s_b),
                     acc=acc,
-                    tile_k=TILE_K,
+                    tile_k=cfg.tile_k,
                 )
             )
             accs.append(acc)
@@ -332,12 +338,15 @@ def make_plan(
 
 
 def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
-    """A ``@cute.jit`` ``launch(a, b, c, bias, counters, stream=None)`` specialised to ``cfg``.
+    """A ``@cute.jit`` ``launch(a, b, c, bias, counters, stream=None, scale_a=None,
+    scale_b=None)`` specialised to ``cfg``.
 
     It builds the TMA atoms, the SMEM layouts and the scheduler parameters and hands them to
     ``start(*values, grid=, block=, cluster=)``: a staged kernel's ``launch`` or the twin's.
     ``bias`` is None unless ``cfg.bias``; the kernel gets ``c`` a second time (as the old C)
-    only when ``cfg.beta != 0``, the counters only with the dynamic scheduler.
+    only when ``cfg.beta != 0``, the counters only with the dynamic scheduler, the fp32 scales
+    only with ``cfg.scale`` (one element each for ``"tensor"``, the ``M``- and ``N``-vector for
+    ``"rowwise"``).
     """
 
     @cute.jit
@@ -348,6 +357,8 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
         bias: cute.Tensor | None,
         counters: cute.Tensor | None,
         stream: cuda.CUstream | None = None,
+        scale_a: cute.Tensor | None = None,
+        scale_b: cute.Tensor | None = None,
     ) -> None:
         layouts = make_smem_layouts(cfg)
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
@@ -365,6 +376,8 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
             c if const_expr(cfg.beta != 0.0) else None,
             bias if const_expr(cfg.bias) else None,
             counters if const_expr(cfg.dynamic) else None,
+            scale_a if const_expr(cfg.scaled) else None,
+            scale_b if const_expr(cfg.scaled) else None,
             grid=grid,
             block=(cfg.block_threads, 1, 1),
             cluster=(*cfg.cluster_mn, 1),
@@ -416,9 +429,8 @@ def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
 def compile_for_gpu(cfg: GemmConfig) -> dict[str, Any]:
     """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: compiled}``."""
     a, b = make_inputs(cfg, (256, 256, 64))
-    c = make_output(cfg, 256, 256)
-    counters = to_counters(make_counters_tensor(cfg))
-    args = (to_cute(a), to_cute(b), to_cute(c), to_cute(make_bias(cfg, 256)), counters)
+    c, bias = make_output(cfg, 256, 256), make_bias(cfg, 256)
+    args = kernel_args(cfg, a, b, c, bias, make_counters_tensor(cfg), *make_scales(cfg, 256, 256))
     return {name: cute.compile(fn, *args) for name, fn in kernels(cfg)}
 
 

@@ -2,12 +2,16 @@
 
 Covers the default configuration, the fused epilogue (``alpha``, ``beta``, ``bias``), the
 MN-major operand layouts, the 64-row tiles with one consumer warpgroup, the verification of
-the host plan, and the verifier's refusal of an MMA schedule that gives an A/B stage back
-while its WGMMAs may still read it.
+the host plan, the verifier's refusal of an MMA schedule that gives an A/B stage back
+while its WGMMAs may still read it, and FP8 (e4m3 WGMMA, scales, the operand checks made
+before any launch).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -143,3 +147,188 @@ def test_pingpong_same_code_as_twin(gemm: Any) -> None:
     # each math warpgroup: its own epilogue barrier (ids 1 and 2)
     _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
     assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}
+
+
+# -- FP8 (e4m3 x e4m3 -> bf16) ------------------------------------------------------------------
+# One configuration per family: every tile, both cluster shapes, the dynamic scheduler, ping-pong
+# and the fused epilogue, each with a scale mode (make_plan verifies each one in compile_only).
+FP8_CONFIGS: list[dict[str, Any]] = [
+    {"scale": "none"},
+    {"scale": "tensor", "tile_mn": (128, 128)},
+    {"scale": "rowwise", "tile_mn": (64, 256)},
+    {"scale": "tensor", "tile_mn": (64, 128)},
+    {"scale": "rowwise", "cluster_mn": (2, 1)},
+    {"scale": "tensor", "cluster_mn": (1, 2)},
+    {"scale": "tensor", "scheduler": "dynamic"},
+    {"scale": "rowwise", "kernel": "pingpong", "tile_mn": (64, 128)},
+    {"scale": "rowwise", "alpha": 0.5, "beta": 1.0, "bias": True},
+]
+
+
+@pytest.mark.parametrize("options", FP8_CONFIGS, ids=lambda o: "-".join(map(str, o.values())))
+def test_fp8_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
+    cfg = gemm.GemmConfig(dtype="e4m3", **options)
+    out = gemm.compile_only(cfg)
+    _same(out)
+    assert all(out["ts"][kind] > 0 for kind in NEEDED)
+
+
+def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))[name], *gemm.fake_operands(cfg))
+    return str(ptx)
+
+
+def test_fp8_wgmma_is_e4m3_k32_with_tma_loads(gemm: Any) -> None:
+    cfg = gemm.GemmConfig(dtype="e4m3")
+    assert (cfg.tile_k, cfg.stage_bytes) == (128, (128 + 256) * 128)  # 128 bytes of K per row
+    ptx = _ptx(gemm, cfg)
+    shapes = set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.(\w+)\.(\w+)", ptx))
+    assert shapes == {("m64n256k32", "e4m3", "e4m3")}
+    # A 128-deep K block is four k32 WGMMAs per warpgroup (one issue site in the K loop).
+    assert len(re.findall(r"wgmma\.mma_async", ptx)) == 4
+    assert "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # the bf16 C store
+    assert "stmatrix.sync.aligned.m8n8.x4.shared.b16" in ptx  # 16-bit C through SMEM
+    assert "cvt.rn.bf16x2.f32" in ptx  # the fp32 accumulator rounded to bf16
+
+
+def test_fp8_scales_read_once_per_row_and_column(gemm: Any) -> None:
+    """Per-tensor scales: two loads a tile; rowwise: one per row and column a thread holds.
+
+    A 64 x 256 WGMMA gives each thread 2 rows (r, r + 8) and 256 / 4 = 64 columns (two of
+    every eight), so 2 + 64 distinct scale loads, however many accumulator values share them.
+    """
+    tensor = _ptx(gemm, gemm.GemmConfig(dtype="e4m3", scale="tensor"))
+    rowwise = _ptx(gemm, gemm.GemmConfig(dtype="e4m3", scale="rowwise"))
+    plain = _ptx(gemm, gemm.GemmConfig(dtype="e4m3"))
+    loads = [len(re.findall(r"ld\.global", p)) for p in (plain, tensor, rowwise)]
+    assert loads == [0, 2, 2 + 64]
+
+
+def test_fp8_plan_arms_the_stage_bytes(gemm: Any) -> None:
+    cfg = gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), scale="rowwise")
+    plan = gemm.make_plan(cfg)
+    (ring,) = [r for r in plan.resources if r.name == "ab"]
+    assert ring.pipeline is not None
+    assert ring.pipeline.bytes_per_stage == (128 + 128) * 128
+    assert ring.pipeline.stages == cfg.ab_stages
+
+
+@pytest.mark.parametrize("layout", ["nn", "tt", "nt"])
+def test_fp8_mn_major_is_a_typed_error(gemm: Any, layout: str) -> None:
+    from ts_runtime.errors import UnsupportedOnTarget
+
+    with pytest.raises(UnsupportedOnTarget, match="K-major only") as err:
+        gemm.GemmConfig(dtype="e4m3", layout=layout)
+    assert err.value.target == "sm_90a" and "layout='tn'" in err.value.fix
+
+
+def test_bad_scale_mode_is_rejected(gemm: Any) -> None:
+    with pytest.raises(ValueError, match="scale 'channel'"):
+        gemm.GemmConfig(dtype="e4m3", scale="channel")
+
+
+@dataclasses.dataclass
+class _Tensor:
+    """What ``check_operands`` reads of a torch tensor (no torch on the CPU runners)."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+    itemsize: int
+    ptr: int = 256
+
+    def stride(self, dim: int | None = None) -> Any:
+        return self.strides if dim is None else self.strides[dim]
+
+    def element_size(self) -> int:
+        return self.itemsize
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+def _rows(rows: int, cols: int, dtype: str, pitch: int | None = None) -> _Tensor:
+    size = {"torch.float8_e4m3fn": 1, "torch.float32": 4}.get(dtype, 2)
+    return _Tensor((rows, cols), (pitch or cols, 1), dtype, size)
+
+
+FP8, BF16, F32 = "torch.float8_e4m3fn", "torch.bfloat16", "torch.float32"
+
+
+@pytest.fixture(scope="module")
+def host(gemm: Any) -> Any:
+    return importlib.import_module("_gemm_host")  # beside gemm.py, already on sys.path
+
+
+def _fp8_problem(m: int, n: int, k: int) -> dict[str, Any]:
+    return {
+        "a": _rows(m, k, FP8),
+        "b": _rows(n, k, FP8),
+        "c": _rows(m, n, BF16, pitch=-(-n // 8) * 8),
+        "scale_a": _rows(m, 1, F32),
+        "scale_b": _rows(1, n, F32),
+    }
+
+
+def test_fp8_operands_accepted(gemm: Any, host: Any) -> None:
+    cfg = gemm.GemmConfig(dtype="e4m3", scale="rowwise")
+    host.check_operands(cfg, **_fp8_problem(1000, 1500, 704))
+    host.check_operands(cfg, **_fp8_problem(0, 1500, 704))  # empty: nothing to refuse
+    tensor = gemm.GemmConfig(dtype="e4m3", scale="tensor")
+    one = _Tensor((1,), (1,), F32, 4)
+    host.check_operands(tensor, **{**_fp8_problem(64, 64, 64), "scale_a": one, "scale_b": one})
+    # A ragged K is fine when the row pitch is padded to 16 bytes (TMA zero-fills the rest).
+    padded = {**_fp8_problem(7, 9, 13), "a": _rows(7, 13, FP8, 16), "b": _rows(9, 13, FP8, 16)}
+    host.check_operands(cfg, **padded)
+
+
+def test_fp8_k_not_16_byte_aligned_is_refused(gemm: Any, host: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    cfg = gemm.GemmConfig(dtype="e4m3", scale="rowwise")
+    with pytest.raises(RuntimeConfigError, match=r"pitch of 13 bytes.*FP8 K must be a multiple"):
+        host.check_operands(cfg, **_fp8_problem(7, 9, 13))
+    bf16 = _fp8_problem(7, 9, 13) | {"a": _rows(7, 13, BF16), "b": _rows(9, 13, BF16, 16)}
+    with pytest.raises(RuntimeConfigError, match="pitch of 26 bytes"):
+        host.check_operands(gemm.GemmConfig(), **bf16 | {"scale_a": None, "scale_b": None})
+
+
+def test_fp8_n_major_operand_is_refused(gemm: Any, host: Any) -> None:
+    from ts_runtime.errors import UnsupportedOnTarget
+
+    cfg = gemm.GemmConfig(dtype="e4m3", scale="rowwise")
+    n_major_b = _Tensor((96, 64), (1, 96), FP8, 1)  # the transpose of a K x N buffer
+    with pytest.raises(UnsupportedOnTarget, match="FP8 B is not K-major"):
+        host.check_operands(cfg, **_fp8_problem(64, 96, 64) | {"b": n_major_b})
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"scale_a": _rows(63, 1, F32)}, "scale_a must be a contiguous fp32 tensor of 64"),
+        ({"scale_b": _rows(1, 96, BF16)}, "scale_b must be a contiguous fp32 tensor of 96"),
+        ({"scale_b": None}, "scale_b .* got None"),
+        ({"a": _rows(64, 64, BF16)}, "A is torch.bfloat16, GemmConfig.*takes float8_e4m3fn"),
+        ({"c": _rows(64, 96, FP8)}, "C is torch.float8_e4m3fn.*takes bfloat16"),
+        ({"b": _rows(96, 32, FP8)}, "not M x K, N x K, M x N"),
+    ],
+)
+def test_fp8_bad_operands_are_refused(
+    gemm: Any, host: Any, change: dict[str, Any], message: str
+) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    cfg = gemm.GemmConfig(dtype="e4m3", scale="rowwise")
+    with pytest.raises(RuntimeConfigError, match=message):
+        host.check_operands(cfg, **_fp8_problem(64, 96, 64) | change)
+
+
+def test_scales_without_scale_mode_are_refused(gemm: Any, host: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match="takes none"):
+        host.check_operands(gemm.GemmConfig(dtype="e4m3"), **_fp8_problem(64, 96, 64))
