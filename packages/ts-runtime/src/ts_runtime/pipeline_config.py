@@ -139,7 +139,9 @@ class PipelineConfig:
             warp, warp ``w`` on lane ``w`` (the reference's rule). A 4-tuple
             ``(acquire, commit, wait, release)`` gives each side its own stride: ``(p, p, c,
             c)``, e.g. ``(2, 2, 1, 1)`` for two producer lanes and a consumer that reads every
-            stage in order (different strides within one side are not lowered yet).
+            stage in order (different strides within one side are wrong, a
+            ``RuntimeConfigError``: a commit or release would land on another stage than the
+            acquire or wait it closes).
         async_producer_op: Producer op of async producers (``AsyncThread``).
     """
 
@@ -257,15 +259,23 @@ class PipelineConfig:
             unsupported.append(("mcast_mode_mn", self.mcast_mode_mn, (1, 1)))
         acquire, commit, wait_stride, release = self.interleave_strides
         if acquire != commit or wait_stride != release:
-            # Within a side the cursors would part (the reference then needs advance_on_*):
-            # a commit would land on another stage than its acquire. Not lowered.
+            # Both cursors of a side start on the task's lane l, so its j-th acquire is stage
+            # l + j * acquire and its j-th commit l + j * commit: from the second bracket on, a
+            # commit (release) lands on a stage the task did not fill (read), while the one it
+            # did is never signalled by it. Wrong for every run of two brackets or more.
+            side, a, b = (
+                ("acquire and commit", acquire, commit)
+                if acquire != commit
+                else ("wait and release", wait_stride, release)
+            )
             raise argument_error(
-                f"PipelineConfig.interleave_stride={self.interleave_stride!r}: different "
-                "strides for acquire and commit (or for wait and release) are not supported by "
-                "this TS version; TS supports one stride per side, (p, p, c, c)",
+                f"PipelineConfig.interleave_stride={self.interleave_stride!r}: {side} move by "
+                f"different strides ({a} and {b}); a task's second {side.split()[-1]} would "
+                f"signal stage l + {b} while its second {side.split()[0]} opened stage l + {a}, "
+                "so a stage is signalled before (or without) being filled or read (a race), "
+                "and the one opened is never signalled (a hang)",
                 fix="use one stride per side: interleave_stride=(p, p, c, c), or one stride "
                 "for every role",
-                cls=UnsupportedFeatureError,
             )
         for name, stride in (("producer", acquire), ("consumer", wait_stride)):
             if self.num_stages % stride:
