@@ -2,10 +2,13 @@
 
 For each shape, on the same random inputs in one process, prints one JSON line: each kernel's
 TFLOP/s (after checking it against an fp32 reference), ``torch.matmul``'s (cuBLAS) and their
-ratio. Every kernel is compiled once (dynamic shapes) and reused for all shapes. Usage (GPU)::
+ratio; with ``--dtype fp8`` (e4m3 in, bf16 out) ``torch._scaled_mm``'s on the same inputs and
+scales instead. Every kernel is compiled once (dynamic shapes) and reused for all shapes. The
+twelve-shape sweep of issue 16 is ``bench/gemm_sweep.py``. Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm.py
     source .gpu/setup.sh && python3 bench/gemm.py --tile 128x256 --cluster 2x1 --dtype fp16
+    source .gpu/setup.sh && python3 bench/gemm.py --dtype fp8 --scale tensor
 """
 
 from __future__ import annotations
