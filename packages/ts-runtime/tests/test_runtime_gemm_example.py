@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import itertools
 import math
 import re
 from collections.abc import Callable
@@ -171,6 +172,32 @@ def test_fp8_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
     out = gemm.compile_only(cfg)
     _same(out)
     assert all(out["ts"][kind] > 0 for kind in NEEDED)
+
+
+def test_fp8_every_configuration_verifies(gemm: Any) -> None:
+    """Every valid FP8 tile x cluster x scheduler x kernel x scale plan passes ts-verify."""
+    steps = importlib.import_module("_gemm_steps")  # beside gemm.py, already on sys.path
+    options = itertools.product(
+        steps.TILES, steps.CLUSTERS, steps.SCHEDULERS, steps.KERNELS, steps.SCALES
+    )
+    verified = 0
+    for tile, cluster, scheduler, kernel, scale in options:
+        try:
+            cfg = gemm.GemmConfig(
+                dtype="e4m3",
+                tile_mn=tile,
+                cluster_mn=cluster,
+                scheduler=scheduler,
+                kernel=kernel,
+                scale=scale,
+            )
+        except ValueError:
+            continue  # e.g. ping-pong with 128-row tiles, dynamic with a cluster
+        assert gemm.make_plan(cfg).name in ("gemm", "gemm_pingpong")
+        verified += 1
+    # 4 tiles x 3 clusters x 3 scales (static cooperative) + 4 x 3 (dynamic, 1x1)
+    # + 2 x 3 (ping-pong: 64-row tiles, 1x1, static)
+    assert verified == 36 + 12 + 6
 
 
 def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:
