@@ -304,7 +304,12 @@ def _fp8_problem(m: int, n: int, k: int) -> dict[str, Any]:
 def test_fp8_operands_accepted(gemm: Any, host: Any) -> None:
     cfg = gemm.GemmConfig(dtype="e4m3", scale="rowwise")
     host.check_operands(cfg, **_fp8_problem(1000, 1500, 704))
-    host.check_operands(cfg, **_fp8_problem(0, 1500, 704))  # empty: nothing to refuse
+    # Empty operands: nothing to refuse (torch strides a 1003 x 0 tensor (1, 1), a 2-byte pitch).
+    host.check_operands(cfg, **_fp8_problem(0, 1500, 704))
+    empty_k = {"a": _Tensor((1003, 0), (1, 1), FP8, 1), "b": _Tensor((1501, 0), (1, 1), FP8, 1)}
+    host.check_operands(cfg, **_fp8_problem(1003, 1501, 0) | empty_k)
+    empty_n = {"c": _Tensor((1003, 0), (1, 1), BF16, 2), "b": _Tensor((0, 704), (1, 1), FP8, 1)}
+    host.check_operands(cfg, **_fp8_problem(1003, 0, 704) | empty_n)
     tensor = gemm.GemmConfig(dtype="e4m3", scale="tensor")
     one = _Tensor((1,), (1,), F32, 4)
     host.check_operands(tensor, **{**_fp8_problem(64, 64, 64), "scale_a": one, "scale_b": one})
