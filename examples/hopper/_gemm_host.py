@@ -399,9 +399,8 @@ def _scaled_mm_calls(
     bt = b_in.t()  # column-major K x N, as _scaled_mm wants its second operand
 
     def call(fast: bool) -> Any:
-        return torch._scaled_mm(a_in, bt, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)[
-            :, :n
-        ]
+        out = torch._scaled_mm(a_in, bt, sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+        return out[:, :n]
 
     return {"torch": lambda: call(True), "torch_accurate": lambda: call(False)}, info
 
