@@ -24,16 +24,16 @@ Options (``GemmConfig``, all compile-time):
 
 One CTA per SM (or per cluster slot) walks its output tiles in CUTLASS's persistent tile order
 (``task_scheduling.tiles.TileRaster``). Warpgroup 0 is the producer: it gives registers back
-(``setmaxnreg.dec 40``) and its warp 0 TMA-loads the ``BM x BK`` slice of ``A`` and the
-``BN x BK`` slice of ``B`` of each K block (``BK``: 128 bytes, 64 16-bit or 128 FP8 elements)
-into a multi-stage SMEM ring (``PipelineTmaAsync``; with a cluster the slices are multicast:
-``A`` to the CTAs of the same cluster row, ``B`` to those of the same column). The ``BM / 64`` warpgroups after it are the consumers, cooperative
-on one ``BM x BN`` tile: each one issues the WGMMAs of 64 rows (two of them take
-``setmaxnreg.inc 232``; a single one keeps its initial registers, already more than it needs).
-Per K block they wait for the stage, issue its WGMMAs, commit, wait until at most one WGMMA
-group is in flight and then release the *previous* stage (a release state that lags the read
-state by one), so the tensor cores always have the next block queued. The epilogue converts the
-accumulator to the output dtype ``BM x 32`` sub-tile by sub-tile through a small ring of SMEM
+(``setmaxnreg.dec 40``) and its warp 0 TMA-loads the ``BM x BK`` slice of ``A`` and the ``BN x BK``
+slice of ``B`` of each K block (``BK``: 128 bytes, 64 16-bit or 128 FP8 elements) into a
+multi-stage SMEM ring (``PipelineTmaAsync``; with a cluster the slices are multicast: ``A`` to the
+CTAs of the same cluster row, ``B`` to those of the same column). The ``BM / 64`` warpgroups after
+it are the consumers, cooperative on one ``BM x BN`` tile: each one issues the WGMMAs of 64 rows
+(two of them take ``setmaxnreg.inc 232``; a single one keeps its initial registers, already more
+than it needs). Per K block they wait for the stage, issue its WGMMAs, commit, wait until at most
+one WGMMA group is in flight and then release the *previous* stage (a release state that lags the
+read state by one), so the tensor cores always have the next block queued. The epilogue converts
+the accumulator to the output dtype ``BM x 32`` sub-tile by sub-tile through a small ring of SMEM
 buffers and one thread TMA-stores each sub-tile (ragged ``M``/``N`` are clipped by the store, a
 ragged ``K`` is zero-filled by the loads).
 
@@ -443,7 +443,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
     add_config_args(parser)
     args = parser.parse_args(argv)
-    cfg = parse_config(args)
+    try:
+        cfg = parse_config(args)
+    except ValueError as e:  # GemmConfig's checks (typed TS errors among them): a usage error
+        parser.error(str(e))
     if args.compile_only:
         out = compile_only(cfg)
         print(json.dumps(out, sort_keys=True))
