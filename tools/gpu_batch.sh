@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Every GPU check and benchmark of the repository, in three phases that each fit one
+# device call of at most ten minutes. On the GPU machine, from the repository root:
+#
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh check "$OUT"
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh fuzz  "$OUT"
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh bench "$OUT"
+#
+# Each phase writes a handful of files to the folder it is given (the device returns only a
+# limited number): a log per group of commands and the benchmarks' JSON lines. Commands run
+# one after another (timings must not share the GPU), each under its own time limit, and a
+# failing one does not stop the others; the last line of each log entry is its exit status.
+set -u
+phase="${1:?phase: check, fuzz or bench}"
+out="${2:?output folder}"
+mkdir -p "$out"
+
+# run LOG LIMIT CMD...: append CMD's output (its last 40 lines) and exit status to LOG.
+run() {
+  local log="$1" limit="$2"
+  shift 2
+  {
+    echo "== $*"
+    timeout "$limit" "$@" > /tmp/gpu_batch_cmd.log 2>&1
+    local rc=$?
+    tail -n 40 /tmp/gpu_batch_cmd.log
+    echo "rc=$rc"
+  } >> "$out/$log"
+}
+
+case "$phase" in
+check)
+  for args in grid_stride_copy.py tma_copy.py "tma_copy.py --variant tma_store" \
+    persistent_copy.py varlen_copy.py "varlen_copy.py --scheduler dynamic" bias_act_copy.py \
+    debug_hang.py pdl_pair.py; do
+    # shellcheck disable=SC2086  # the example's options are words
+    run examples.log 120 python3 examples/hopper/$args
+  done
+  for args in "" "--tile 128x128 --cluster 2x1" "--tile 64x128 --kernel pingpong" \
+    "--scheduler dynamic" "--layout nt --alpha 0.5 --beta 1 --bias" \
+    "--dtype e4m3 --scale tensor" "--dtype e4m3 --scale rowwise --cluster 2x1"; do
+    # shellcheck disable=SC2086
+    run gemm.log 150 python3 examples/hopper/gemm.py --mnk 1003 1501 707 $args
+  done
+  run pytest.log 400 python3 -m pytest -q -p no:cacheprovider \
+    tests/test_gemm_edge_shapes.py \
+    packages/ts-runtime/tests/test_runtime_torch_op.py \
+    packages/ts-runtime/tests/test_runtime_harness.py
+  run compat.log 300 python3 bench/compat_gpu.py --only p3
+  ;;
+fuzz)
+  run fuzz.log 560 python3 bench/fuzz_gpu.py --valid 500 --broken 500 --jobs 14
+  ;;
+bench)
+  run bench.log 120 python3 bench/pdl.py --sizes 65536,1048576,16777216 --iters 200 --rounds 5
+  run bench.log 200 python3 bench/gemm_sweep.py
+  run bench.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run bench.log 60 python3 bench/torch_op.py --rounds 3 --iters 1000
+  ;;
+*)
+  echo "unknown phase: $phase (check, fuzz or bench)" >&2
+  exit 2
+  ;;
+esac
