@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# Every GPU check and benchmark of the repository, in three phases that each fit one
+# Every GPU check and benchmark of the repository, in four phases that each fit one
 # device call of at most ten minutes. On the GPU machine, from the repository root:
 #
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh check "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fuzz  "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh bench "$OUT"
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8   "$OUT"
 #
 # Each phase writes a handful of files to the folder it is given (the device returns only a
 # limited number): a log per group of commands and the benchmarks' JSON lines. Commands run
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz or bench}"
+phase="${1:?phase: check, fuzz, bench or fp8}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -58,12 +59,14 @@ fuzz)
 bench)
   run bench.log 120 python3 bench/pdl.py --sizes 65536,1048576,16777216 --iters 200 --rounds 5
   run bench.log 200 python3 bench/gemm_sweep.py
-  run bench.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
-  run bench.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   run bench.log 60 python3 bench/torch_op.py --rounds 3 --iters 1000
   ;;
+fp8)
+  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
+  ;;
 *)
-  echo "unknown phase: $phase (check, fuzz or bench)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench or fp8)" >&2
   exit 2
   ;;
 esac
