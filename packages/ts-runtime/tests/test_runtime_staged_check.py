@@ -91,3 +91,69 @@ def test_check_needs_the_plan() -> None:
     compiled = _kernel(2).compile(cutlass.Int32(8))
     with pytest.raises(RuntimeConfigError, match="carries no plan"):
         Compiled(compiled.kernel).check()
+
+
+def _never_firing_kernel() -> Kernel:
+    """fuzz22 of ``bench/fuzz_gpu.py`` (seed 0), reduced: ring ``late``'s only loop runs once,
+    under ``every(3, start=1)``, which fires on no iteration of it."""
+
+    def tasks(k: KernelContext, n: Any) -> Tasks:
+        group = CooperativeGroupSpec("thread", 32)
+        ring = Ring(
+            name="ring",
+            pipeline_config=PipelineSpec(PipelineType.AsyncAsync, 2, 0, group, group),
+        )
+        late = Ring(
+            name="late",
+            pipeline_config=PipelineSpec(PipelineType.AsyncAsync, 3, 0, group, group),
+        )
+
+        @schedule
+        def produce(r: Any, s: Any) -> None:
+            with domain_loop(n):
+                r.acquire()
+                r.fill()
+                r.commit()
+            with domain_loop(1) as loop, loop.every(3, start=1):
+                s.acquire()
+                s.fill()
+                s.commit()
+
+        @schedule
+        def consume(r: Any, s: Any) -> None:
+            with domain_loop(n):
+                r.wait()
+                r.drain()
+                r.release()
+            with domain_loop(1) as loop, loop.every(3, start=1):
+                s.wait()
+                s.drain()
+                s.release()
+
+        return Tasks(
+            [
+                Task([], [ring, late], 0, 1, schedule=produce(ring, late), name="produce"),
+                Task([ring, late], [], 1, 1, schedule=consume(ring, late), name="consume"),
+            ],
+            {ring: [], late: []},
+        )
+
+    kernel = Kernel(tasks, name="never_firing")
+
+    @kernel.launcher
+    @cute.jit
+    def launch(n: Int32) -> None:
+        kernel.launch(n, grid=(1, 1, 1))
+
+    return kernel
+
+
+def test_a_ring_whose_steps_never_run_needs_no_arrivals() -> None:
+    compiled = _never_firing_kernel().compile(cutlass.Int32(8))
+    report = compiled.check()
+    assert report.ok, report.as_text()
+    # The compiler folded ring `late`'s brackets away: its barriers are initialised, and no
+    # arrive or wait acts on them (what the validator must not call a missing signal).
+    late = next(r for r in report.rings if r.resource == "late")
+    assert late.stages == 3
+    assert not any("`late`" in line and "arrives" in line for line in report.checked)

@@ -30,10 +30,14 @@ from typing import ClassVar
 from ts_ir import (
     WARP_SIZE,
     WARPGROUP_WARPS,
+    ConditionalBlock,
+    DomainLoop,
+    IterationPredicate,
     KernelPlan,
     PipelineSpec,
     Role,
     ScheduleStage,
+    Step,
     TaskSpec,
     register,
     see_also,
@@ -151,12 +155,52 @@ class TranslationReport:
         return "\n".join(lines)
 
 
-def _roles(task: TaskSpec) -> dict[str, set[ScheduleStage]]:
+def _roles(task: TaskSpec, *, live_only: bool = False) -> dict[str, set[ScheduleStage]]:
     out: dict[str, set[ScheduleStage]] = {}
-    for step in task.schedule.steps():
-        if step.stage.is_pipeline_op:
-            out.setdefault(step.resource, set()).add(step.stage)
+    for node, chain in task.schedule.walk():
+        if not isinstance(node, Step) or not node.stage.is_pipeline_op:
+            continue
+        if live_only and not can_run(chain):
+            continue
+        out.setdefault(node.resource, set()).add(node.stage)
     return out
+
+
+_MAX_TRIPS = 4096
+"""Longest constant loop whose iteration predicates :func:`can_run` tries one by one."""
+
+
+def can_run(chain: tuple[object, ...]) -> bool:
+    """False when the plan alone shows a step inside ``chain`` never runs, for any valuation.
+
+    That is: a constant domain loop around it runs zero times, or the iteration predicates
+    that guard it on a constant loop (``every(3, start=1)`` on a loop of one iteration) fire
+    together on none of its iterations. The compiler folds such code away, so the PTX holds
+    no barrier operation for it; anything else (runtime bounds, flags) may run and counts.
+    """
+    loops: list[tuple[DomainLoop, list[IterationPredicate]]] = []
+    for node in chain:
+        if isinstance(node, DomainLoop):
+            loops.append((node, []))
+        elif (
+            isinstance(node, ConditionalBlock)
+            and isinstance(node.guard, IterationPredicate)
+            and loops
+        ):
+            loops[-1][1].append(node.guard)
+    for loop, guards in loops:
+        n = loop.static_trip_count()
+        if n is None:
+            continue
+        if n <= 0:
+            return False
+        if (
+            guards
+            and n <= _MAX_TRIPS
+            and not any(all(g.fires(i, n) for g in guards) for i in range(n))
+        ):
+            return False
+    return True
 
 
 _WAITS = {"full": ScheduleStage.ConsumerWait, "empty": ScheduleStage.ProducerAcquire}
@@ -174,6 +218,7 @@ class _Checker:
             r.name: r.pipeline for r in plan.resources if r.pipeline is not None
         }
         self.roles = {t.name: _roles(t) for t in plan.tasks}
+        self.live_roles = {t.name: _roles(t, live_only=True) for t in plan.tasks}
         self.sites: dict[tuple[str, str, str], list[WaitSite]] = {}
 
     def error(
@@ -312,8 +357,9 @@ class _Checker:
         for ring in self.rings:
             pipe = self.pipes[ring.resource]
             for side in ("full", "empty"):
+                # A signal the plan shows never runs (can_run) leaves no arrive in the PTX.
                 signalled = any(
-                    _SIGNALS[side] in self.roles[t.name].get(ring.resource, set())
+                    _SIGNALS[side] in self.live_roles[t.name].get(ring.resource, set())
                     for t in self.plan.tasks
                 )
                 if signalled and not signals.get((ring.resource, side)):
