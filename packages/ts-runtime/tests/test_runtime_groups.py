@@ -1,6 +1,7 @@
 """Pipeline groups through the staged front door: planned and verified on the host.
 
-The lowering refuses them with a typed error (not lowered yet).
+The lowering takes them (per-member barriers, ``ts_codegen.groups``) except a TMA-fed Fork
+member its producer never loads into, refused with a typed error before any code is generated.
 """
 
 from __future__ import annotations
@@ -98,10 +99,62 @@ def test_member_release_is_reported_at_its_line() -> None:
     assert "TS-V241" in report.codes() and not report.ok
 
 
-def test_lowering_refuses_groups() -> None:
-    plan = Kernel(merge_copy).plan().plan
-    with pytest.raises(UnsupportedFeatureError, match=r"TS-R001: .*PipelineGroup `ab` \(Merge"):
-        check_lowerable_groups(plan)
-    check_lowerable_groups(
-        Kernel(merge_copy).plan().plan.__class__(name="empty", resources=(), tasks=())
+def _tma_pipe() -> PipelineSpec:
+    one, threads = CooperativeGroupSpec("thread", 1), CooperativeGroupSpec("thread", 128)
+    return PipelineSpec(PipelineType.TmaAsync, 2, 1024, one, threads)
+
+
+def fork(k: Any, tiles: Any, *, load_each: bool = False, tma_b: bool = True) -> Tasks:
+    a = Ring(name="fork_a", pipeline_config=_tma_pipe())
+    b = Ring(name="fork_b", pipeline_config=_tma_pipe() if tma_b else _pipe())
+    ab = PipelineGroup(name="ab", members=[a, b], mode=PipelineGroupMode.Fork)
+    out_a, out_b = Sink(name="out_a"), Sink(name="out_b")
+
+    @schedule
+    def load(g: Any) -> None:
+        with domain_loop(tiles):
+            g.fork_a.acquire()
+            g.fork_b.acquire()
+            g.fork_a.load()
+            if load_each:
+                g.fork_b.load()
+            g.commit()
+
+    @schedule
+    def use(r: Any, o: Any) -> None:
+        with domain_loop(tiles):
+            r.wait()
+            r.read()
+            o.store()
+            r.release()
+
+    return Tasks(
+        [
+            Task([], [a, b], 0, 1, schedule=load(ab), name="load"),
+            Task([a], [out_a], 4, 4, schedule=use(a, out_a), name="use_a"),
+            Task([b], [out_b], 8, 4, schedule=use(b, out_b), name="use_b"),
+        ],
+        {out_a: [a], out_b: [b]},
     )
+
+
+def test_merge_is_lowerable() -> None:
+    check_lowerable_groups(Kernel(merge_copy).plan().plan)  # no error
+
+
+def test_tma_fork_member_never_loaded_is_refused() -> None:
+    kernel = Kernel(fork)
+    assert kernel.verify().ok, kernel.verify().as_text()  # the ring model cannot see it
+    with pytest.raises(
+        UnsupportedFeatureError, match=r"TS-R001: .*PipelineGroup `ab` \(Fork\): member `fork_b`"
+    ) as err:
+        check_lowerable_groups(kernel.plan().plan)
+    assert "load into `fork_b`" in str(err.value)
+
+
+@pytest.mark.parametrize("options", [{"load_each": True}, {"tma_b": False}])
+def test_tma_fork_lowerable_when_every_tma_member_is_loaded(options: dict[str, bool]) -> None:
+    def variant(k: Any, tiles: Any) -> Tasks:
+        return fork(k, tiles, **options)
+
+    check_lowerable_groups(Kernel(variant).plan().plan)  # no error

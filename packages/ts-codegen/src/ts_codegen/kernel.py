@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import capture, dsl
+from ts_codegen.groups import lowered_plan
 from ts_codegen.lower import LoweringError, lower_task
 from ts_codegen.work_queues import TileSource
 from ts_ir import WARP_SIZE, WARPGROUP_WARPS, KernelPlan, PipelineType, TaskSpec
@@ -159,9 +160,12 @@ def emit_tasks(
         The created pipelines by resource name.
 
     Raises:
-        LoweringError: A resource missing, a pipeline type or construct not lowered yet, or
-            register counts that differ within a warpgroup.
+        LoweringError: A resource missing, a TMA-fed Fork member never loaded into, a pipeline
+            type or construct not lowered yet, or register counts that differ within a
+            warpgroup.
     """
+    # Groups are emitted as verified: their collapsed steps on every member (ts_codegen.groups).
+    plan = lowered_plan(plan)
     capture.note_lowered(plan)
     live = resources_by_name(resources)
     specs = {r.name: r for r in plan.resources}
