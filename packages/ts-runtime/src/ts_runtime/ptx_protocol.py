@@ -304,6 +304,166 @@ def _follow(
     return frozenset(results)
 
 
+_MAX_RUNS = 27
+"""Most assignments of run constants :func:`_explored` tries (each one exploration)."""
+
+_Key = tuple[int, tuple[int, int]]
+
+
+def _in_cycle(kernel: PtxKernel, block: int) -> bool:
+    """Whether control can come back to ``block`` (its instructions may run more than once)."""
+    seen: set[int] = set()
+    todo = list(kernel.blocks[block].succs)
+    while todo:
+        b = todo.pop()
+        if b == block:
+            return True
+        if b not in seen:
+            seen.add(b)
+            todo.extend(kernel.blocks[b].succs)
+    return False
+
+
+def _run_constants(values: Values, tracked: Iterable[str], thread: int) -> dict[str, list[int]]:
+    """Unknown values the tracked registers' updates select on, each computed once per run.
+
+    E.g. ``selp.b32 %r242, 1, 0, %p32`` with ``%p32 = (%r60 != 0)``, ``%r60`` a runtime flag
+    loaded once before a loop: the phase a wait starts on depends on the flag, and a branch
+    on the same flag (maybe through another ``setp``) decides which waits run. The root
+    (``%r60``) gets one value from each region its comparisons with constants tell apart,
+    so a path sees the predicates of one run together.
+    """
+    kernel = values.kernel
+    block_of = kernel.block_of()
+    roots: set[str] = set()
+    seen: set[str] = set()
+    todo = [a for r in tracked for ins in values.defs.get(r, []) for a in ins.args[1:]]
+    while todo:
+        r = todo.pop()
+        if r in seen or not r.startswith("%p"):
+            continue
+        seen.add(r)
+        ins = values.single_def(r)
+        if ins is None or ins.parts[0] != "setp" or values.concrete(r, thread) is not None:
+            continue
+        x = ins.args[1]
+        root = values.single_def(x)
+        if root is None or values.concrete(ins.args[2], thread) is None:
+            continue
+        if not _in_cycle(kernel, block_of[root.index]):
+            roots.add(x)
+    out: dict[str, list[int]] = {}
+    for x in sorted(roots):
+        consts = {
+            c
+            for ins in kernel.instrs
+            if ins.parts[0] == "setp" and len(ins.args) >= 3 and ins.args[1] == x
+            for c in [values.concrete(ins.args[2], thread)]
+            if c is not None
+        }
+        out[x] = sorted({c + d for c in consts for d in (-1, 0, 1)})
+    return out
+
+
+def _explore(
+    protocol: Protocol,
+    sites: dict[int, WaitSite],
+    tracked: list[str],
+    fixed: dict[str, int | None],
+    thread: int,
+) -> tuple[set[tuple[int, int]], dict[_Key, set[tuple[int, int]]]] | None:
+    """Every (stage, parity) each wait is reached with from the kernel's entry, and the next.
+
+    The tracked registers run concretely from the entry (``fixed`` holds run-constant
+    predicates); each state is (block, position, tracked values, last wait and its state).
+    None when a wait's state is unknown on some path or the states do not stay few.
+    """
+    values = protocol.values
+    blocks = protocol.kernel.blocks
+    first: set[tuple[int, int]] = set()
+    nxt: dict[_Key, set[tuple[int, int]]] = {}
+    names = [*tracked, *fixed]
+    Last = tuple[int, tuple[int, int]] | None
+    todo: list[tuple[int, int, tuple[int | None, ...], Last]] = [
+        (0, 0, tuple(fixed.get(r) for r in names), None)
+    ]
+    seen: set[tuple[int, int, tuple[int | None, ...], Last]] = set()
+    while todo:
+        item = todo.pop()
+        if item in seen:
+            continue
+        seen.add(item)
+        if len(seen) > 4 * _MAX_VISITS:
+            return None
+        b, pos, state, last = item
+        env: dict[str, int | None] = dict(zip(names, state, strict=True))
+        local: dict[str, int | None] = {}
+        block = blocks[b]
+        stopped = False
+        for ins in block.instrs:
+            if ins.index < pos:
+                continue
+            site = sites.get(ins.index)
+            if site is not None:
+                i = _read(values, site.index_reg, thread, env, local)
+                i = site.index_const if site.index_reg is None else i
+                p = _read(values, site.parity, thread, env, local)
+                if i is None or p is None:
+                    return None
+                if last is None:
+                    first.add((i, p))
+                else:
+                    nxt[last].add((i, p))
+                nxt.setdefault((ins.index, (i, p)), set())
+                saved = tuple(env[r] for r in names)
+                todo.append((b, ins.index + 1, saved, (ins.index, (i, p))))
+                stopped = True
+                break
+            for dest in defined_registers(ins):
+                if dest in fixed:
+                    continue  # a run constant keeps the value tried
+                v = values.evaluate(ins, dest, thread, env, local)
+                if dest in env:
+                    env[dest] = v
+                else:
+                    local[dest] = v
+        if stopped:
+            continue
+        succs = block.succs
+        term = block.terminator
+        if term is not None and term.pred and len(succs) == 2:
+            c = _read(values, term.pred, thread, env, local)
+            if c is not None:
+                succs = [succs[0]] if bool(c) != term.negated else [succs[1]]
+        after = tuple(env[r] for r in names)
+        todo.extend(
+            (s, blocks[s].instrs[0].index if blocks[s].instrs else 0, after, last) for s in succs
+        )
+    return first, nxt
+
+
+def _explored(
+    protocol: Protocol, sites: dict[int, WaitSite], tracked: list[str], thread: int
+) -> StateMachine | None:
+    """:class:`StateMachine` from :func:`_explore`, over both values of each run constant."""
+    splits = _run_constants(protocol.values, tracked, thread)
+    runs: list[dict[str, int | None]] = [{}]
+    for reg, candidates in splits.items():
+        runs = [{**run, reg: v} for run in runs for v in candidates]
+        if len(runs) > _MAX_RUNS:
+            return None
+    first: set[tuple[int | None, int | None]] = set()
+    nxt: dict[_Key, set[tuple[int | None, int | None]]] = {}
+    for fixed in runs:
+        found = _explore(protocol, sites, [r for r in tracked if r not in fixed], fixed, thread)
+        if found is None:
+            return None
+        first |= found[0]
+        for key, states in found[1].items():
+            nxt.setdefault(key, set()).update(states)
+    return StateMachine(frozenset(first), {k: frozenset(v) for k, v in nxt.items()})
+
+
 def state_machine(
     protocol: Protocol, sites: Iterable[WaitSite], stages: int, thread: int
 ) -> StateMachine:
@@ -319,6 +479,11 @@ def state_machine(
     by_index = {s.instr.index: s for s in sites}
     regs = [r for s in by_index.values() for r in (s.index_reg, s.parity) if r and r[0] == "%"]
     tracked = sorted(_slice(values, regs) | {r for r in regs if len(values.defs.get(r, [])) != 1})
+    # Precise first: the states each wait is really reached with, from the entry on.
+    explored = _explored(protocol, by_index, tracked, thread)
+    if explored is not None:
+        return explored
+    # Else each wait on its own, with every state its registers can hold, the rest unknown.
     first = _follow(protocol, by_index, tracked, (0, 0, {}), thread)
     block_of = protocol.kernel.block_of()
     nxt: dict[tuple[int, tuple[int, int]], frozenset[tuple[int | None, int | None]] | None] = {}
