@@ -259,4 +259,7 @@ def test_public_api() -> None:
         "run_valuation",
         # ts-runtime's PipelineConfig names the same Hopper alternative as TS-V216.
         "HOPPER_ALTERNATIVE",
+        # ts-runtime reads a multicast TMA ring's per-warp consumer group as the verifier does.
+        "multicast_peers",
+        "per_warp_consumer_group",
     }
