@@ -30,6 +30,7 @@ PARTS: dict[str, dict[str, list[str]]] = {
     "gemm": {"ts": ["gemm.py"], "twin": ["_gemm_twin.py"]},
     "pdl_pair": {"ts": ["pdl_pair.py"], "twin": ["pdl_pair.py"]},
     "merge_copy": {"ts": ["merge_copy.py"], "twin": ["merge_copy.py"]},
+    "fork": {"ts": ["fork.py"], "twin": ["fork.py"]},
 }
 TARGETS = {"tma_copy": 1.0, "gemm": 0.7}
 """Issue 13's targets: TS code lines at most this many times the twin's."""

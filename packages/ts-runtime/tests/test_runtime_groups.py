@@ -1,7 +1,8 @@
 """Pipeline groups through the staged front door: planned and verified on the host.
 
-The lowering takes them (per-member barriers, ``ts_codegen.groups``) except a TMA-fed Fork
-member its producer never loads into, refused with a typed error before any code is generated.
+The lowering takes them (``ts_codegen.groups``) except a TMA Fork whose shared full barrier is
+not lowered (over a cluster, Blackwell kinds), refused with a typed error before any code is
+generated.
 """
 
 from __future__ import annotations
@@ -99,14 +100,16 @@ def test_member_release_is_reported_at_its_line() -> None:
     assert "TS-V241" in report.codes() and not report.ok
 
 
-def _tma_pipe() -> PipelineSpec:
+def _tma_pipe(cluster_mn: tuple[int, int] = (1, 1)) -> PipelineSpec:
     one, threads = CooperativeGroupSpec("thread", 1), CooperativeGroupSpec("thread", 128)
-    return PipelineSpec(PipelineType.TmaAsync, 2, 1024, one, threads)
+    return PipelineSpec(PipelineType.TmaAsync, 2, 1024, one, threads, cluster_mn=cluster_mn)
 
 
-def fork(k: Any, tiles: Any, *, load_each: bool = False, tma_b: bool = True) -> Tasks:
+def fork(
+    k: Any, tiles: Any, *, load_each: bool = False, b_cluster: tuple[int, int] = (1, 1)
+) -> Tasks:
     a = Ring(name="fork_a", pipeline_config=_tma_pipe())
-    b = Ring(name="fork_b", pipeline_config=_tma_pipe() if tma_b else _pipe())
+    b = Ring(name="fork_b", pipeline_config=_tma_pipe(b_cluster))
     ab = PipelineGroup(name="ab", members=[a, b], mode=PipelineGroupMode.Fork)
     out_a, out_b = Sink(name="out_a"), Sink(name="out_b")
 
@@ -138,23 +141,34 @@ def fork(k: Any, tiles: Any, *, load_each: bool = False, tma_b: bool = True) -> 
     )
 
 
-def test_merge_is_lowerable() -> None:
+def test_merge_and_tma_fork_are_lowerable() -> None:
     check_lowerable_groups(Kernel(merge_copy).plan().plan)  # no error
+    plan = Kernel(fork).plan().plan  # one load into fork_a feeds both consumers
+    check_lowerable_groups(plan)
 
 
-def test_tma_fork_member_never_loaded_is_refused() -> None:
-    kernel = Kernel(fork)
-    assert kernel.verify().ok, kernel.verify().as_text()  # the ring model cannot see it
+def test_tma_fork_over_a_cluster_is_refused() -> None:
+    def clustered(k: Any, tiles: Any) -> Tasks:
+        return fork(k, tiles, b_cluster=(2, 1))
+
     with pytest.raises(
-        UnsupportedFeatureError, match=r"TS-R001: .*PipelineGroup `ab` \(Fork\): member `fork_b`"
+        UnsupportedFeatureError,
+        match=r"TS-R001: .*PipelineGroup `ab` \(Fork\): member `fork_b` is a ring over a "
+        r"\(2, 1\) cluster",
     ) as err:
-        check_lowerable_groups(kernel.plan().plan)
-    assert "load into `fork_b`" in str(err.value)
+        check_lowerable_groups(Kernel(clustered).plan().plan)
+    assert "1 x 1 cluster" in str(err.value)
 
 
-@pytest.mark.parametrize("options", [{"load_each": True}, {"tma_b": False}])
-def test_tma_fork_lowerable_when_every_tma_member_is_loaded(options: dict[str, bool]) -> None:
-    def variant(k: Any, tiles: Any) -> Tasks:
-        return fork(k, tiles, **options)
+def test_tma_fork_arms_the_shared_barrier_with_every_loaded_member() -> None:
+    from ts_codegen.groups import fork_shared_full, fork_tx_bytes
 
-    check_lowerable_groups(Kernel(variant).plan().plan)  # no error
+    plan = Kernel(fork).plan().plan
+    assert fork_shared_full(plan) == {"fork_b": "fork_a"}
+    assert fork_tx_bytes(plan) == {"fork_a": 1024}  # the one load
+
+    def both(k: Any, tiles: Any) -> Tasks:
+        return fork(k, tiles, load_each=True)
+
+    assert fork_tx_bytes(Kernel(both).plan().plan) == {"fork_a": 2048}
+    assert fork_shared_full(Kernel(merge_copy).plan().plan) == {}

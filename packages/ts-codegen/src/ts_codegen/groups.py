@@ -1,70 +1,121 @@
-"""Lowering pipeline groups: each member keeps its own ``cutlass.pipeline`` barriers.
+"""Lowering pipeline groups on ``cutlass.pipeline``: what each member's barriers are.
 
 ts-verify proves a plan with groups by writing every collapsed step out per member
 (:func:`ts_ir.expand_groups`: a Merge's ``group.release()`` is a release of every member, a
 Fork's ``group.commit()`` a commit of every member, a FusedMerge's ``group.wait()`` a wait on
-every member) and then checking each member as a ring of its own. The lowering emits exactly
-that expanded plan, so what runs is what was proved:
+every member) and then checking each member as a ring of its own. The lowering emits that
+expanded plan, step for step:
 
 * **Merge / FusedMerge** — every member is its own pipeline (its full and empty barriers);
   the consumer's collapsed release arrives on each member's empty barrier, its collapsed wait
-  waits on each member's full barrier, in member order.
-* **Fork** — the producer's collapsed commit arrives on each member's full barrier.
+  waits on each member's full barrier, in member order. A shared empty barrier (one arrival
+  for all members, as the reference lays it out) would save arrivals but is not what the
+  verifier models, so it is not emitted.
+* **Fork with a thread producer** (``AsyncAsync``): likewise; the collapsed commit arrives on
+  each member's full barrier after the producer's stores.
+* **Fork with a TMA producer** (``TmaAsync`` / ``TmaWgmma``): a TMA load completes the one
+  mbarrier it is given, and a Fork's one load fills the buffer all members view, so per-member
+  full barriers would leave every member but the loaded one armed forever. The members share
+  the first member's full barriers (:func:`fork_shared_full`, ``ts_codegen.dsl.groups``): the
+  first member's acquire arms them with the bytes of every member the producer loads into
+  (:func:`fork_tx_bytes`), each load completes its bytes there, every member's consumers wait
+  there. Each member keeps its own empty barriers, so every acquire waits for its own
+  consumers exactly as in the expansion. The verified model stands: in it, each member's full
+  barrier completes at the collapsed commit (one point for all members, TS-V241), which is
+  where the shared barrier completes (a TMA commit is where its loads land); the producer is
+  one task (TS-V240) that acquires every member of a stage before the commit, so the shared
+  barrier is never more than one phase ahead of any member's consumer.
 
-A shared barrier (one empty barrier whose arrival count covers the consumer once for all
-members, as the reference lays it out) would save arrivals, not change what is synchronized;
-it is not what the verifier models, so it is not emitted.
-
-One case the expansion cannot lower: a Fork whose producer fills its members with TMA. A TMA
-producer's acquire arms the member's full barrier with the stage's bytes and only a TMA load
-into that member completes it, so a member the producer never loads into (one load feeding
-every consumer) would stay armed forever and its consumer hang. :func:`unfilled_fork_members`
-finds those members; ts-runtime refuses them with a typed error before any code is generated
-and :func:`lowered_plan` refuses them for direct callers.
+A TMA Fork on Blackwell pipelines or over a cluster is not lowered: :func:`unlowered_forks`.
 """
 
 from __future__ import annotations
 
 from ts_codegen.lower import LoweringError
-from ts_ir import KernelPlan, PipelineGroupMode, ScheduleStage, expand_groups
+from ts_ir import (
+    KernelPlan,
+    PipelineGroupMode,
+    PipelineGroupSpec,
+    PipelineSpec,
+    PipelineType,
+    ScheduleStage,
+    expand_groups,
+)
 
-__all__ = ["lowered_plan", "unfilled_fork_members"]
+__all__ = ["fork_shared_full", "fork_tx_bytes", "lowered_plan", "unlowered_forks"]
+
+_SHARED_FULL_KINDS = frozenset({PipelineType.TmaAsync, PipelineType.TmaWgmma})
 
 
-def unfilled_fork_members(plan: KernelPlan) -> list[tuple[str, str]]:
-    """``(group, member)`` for each TMA-fed Fork member its producer task never loads into.
+def _pipe(plan: KernelPlan, name: str) -> PipelineSpec | None:
+    return next((r.pipeline for r in plan.resources if r.name == name), None)
 
-    A member counts as loaded when the producer task of the group (the task that runs its
-    collapsed commit) has a producer work step on that member.
+
+def _tma_forks(plan: KernelPlan) -> list[PipelineGroupSpec]:
+    forks = []
+    for g in plan.groups:
+        pipes = [_pipe(plan, m) for m in g.members]
+        if g.mode is PipelineGroupMode.Fork and any(
+            p is not None and p.type.producer_is_tma for p in pipes
+        ):
+            forks.append(g)
+    return forks
+
+
+def unlowered_forks(plan: KernelPlan) -> list[tuple[str, str, str]]:
+    """``(group, member, why)`` for each TMA Fork member whose shared full barrier is not lowered.
+
+    Lowered: ``TmaAsync`` / ``TmaWgmma`` members on one CTA (``cluster_mn`` 1 x 1).
     """
-    found: list[tuple[str, str]] = []
-    names = {r.name for r in plan.resources}
-    for group in plan.groups:
-        if group.mode is not PipelineGroupMode.Fork:
-            continue
+    found = []
+    for g in _tma_forks(plan):
+        for m in g.members:
+            p = _pipe(plan, m)
+            if p is None:
+                continue
+            if p.type not in _SHARED_FULL_KINDS:
+                found.append((g.name, m, f"a {p.type.value} pipeline"))
+            elif p.cluster_mn != (1, 1):
+                found.append((g.name, m, f"a ring over a {p.cluster_mn} cluster"))
+    return found
+
+
+def fork_shared_full(plan: KernelPlan) -> dict[str, str]:
+    """Each TMA Fork member after the first → the first member, whose full barriers it uses."""
+    return {m: g.members[0] for g in _tma_forks(plan) for m in g.members[1:]}
+
+
+def fork_tx_bytes(plan: KernelPlan) -> dict[str, int]:
+    """Each TMA Fork's first member → the bytes its shared full barrier is armed with.
+
+    The sum of the stage bytes of every member the group's producer task loads into (a
+    producer work step on the member); the first member's own when it loads into none.
+    """
+    out: dict[str, int] = {}
+    for g in _tma_forks(plan):
+        loaded: set[str] = set()
         for task in plan.tasks:
             steps = list(task.schedule.steps())
-            if not any(s.resource == group.name for s in steps):
-                continue
-            loaded = {s.resource for s in steps if s.stage is ScheduleStage.ProducerWork}
-            for m in group.members:
-                pipe = plan.resource(m).pipeline if m in names else None
-                if pipe is not None and pipe.type.producer_is_tma and m not in loaded:
-                    found.append((group.name, m))
-    return found
+            if any(s.resource == g.name for s in steps):
+                loaded |= {s.resource for s in steps if s.stage is ScheduleStage.ProducerWork}
+        sizes = {m: _pipe(plan, m) for m in g.members}
+        total = sum(p.bytes_per_stage for m, p in sizes.items() if p is not None and m in loaded)
+        first = sizes[g.members[0]]
+        out[g.members[0]] = total or (first.bytes_per_stage if first is not None else 0)
+    return out
 
 
 def lowered_plan(plan: KernelPlan) -> KernelPlan:
     """The plan the lowering emits: ``plan`` with its group steps written out per member.
 
     Raises:
-        LoweringError: A TMA-fed Fork member its producer never loads into (see the module).
+        LoweringError: A TMA Fork that is not lowered (see :func:`unlowered_forks`).
     """
-    unfilled = unfilled_fork_members(plan)
-    if unfilled:
-        group, member = unfilled[0]
+    unlowered = unlowered_forks(plan)
+    if unlowered:
+        group, member, why = unlowered[0]
         raise LoweringError(
-            f"PipelineGroup `{group}` (Fork): member `{member}` is TMA-fed but its producer "
-            "never loads into it; its full barrier would never complete"
+            f"PipelineGroup `{group}` (Fork): member `{member}` is {why}; a TMA Fork's shared "
+            "full barrier is lowered for TmaAsync / TmaWgmma rings on one CTA only"
         )
     return expand_groups(plan)

@@ -20,7 +20,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import capture, dsl
-from ts_codegen.groups import lowered_plan
+from ts_codegen.dsl.groups import share_full_barriers
+from ts_codegen.groups import fork_shared_full, fork_tx_bytes, lowered_plan
 from ts_codegen.lower import LoweringError, lower_task
 from ts_codegen.work_queues import TileSource
 from ts_ir import WARP_SIZE, WARPGROUP_WARPS, KernelPlan, PipelineType, TaskSpec
@@ -73,7 +74,12 @@ def _register_plan(plan: KernelPlan) -> tuple[dict[str, int | None], dict[int, i
     return fused, shared
 
 
-def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
+def _emit_pipelines(
+    plan: KernelPlan, allocator: Any, groups_of: KernelPlan | None = None
+) -> dict[str, Any]:
+    """Every ring's pipeline; TMA Fork members per ``groups_of`` (the plan before expansion)."""
+    shared_full = fork_shared_full(groups_of) if groups_of is not None else {}
+    tx_override = fork_tx_bytes(groups_of) if groups_of is not None else {}
     pipelines: dict[str, Any] = {}
     for spec in plan.resources:
         p = spec.pipeline
@@ -93,10 +99,13 @@ def _emit_pipelines(plan: KernelPlan, allocator: Any) -> dict[str, Any]:
             stages=p.stages,
             producer=(p.producer_group.agent, p.producer_group.size),
             consumer=(p.consumer_group.agent, p.consumer_group.size),
-            tx_bytes=p.bytes_per_stage,
+            tx_bytes=tx_override.get(spec.name, p.bytes_per_stage),
             storage=dsl.barrier_storage(allocator, p.stages),
             cluster_mn=p.cluster_mn,
         )
+    for member, first in shared_full.items():
+        # One TMA load fills every Fork member's view: all wait on the first's full barriers.
+        pipelines[member] = share_full_barriers(pipelines[member], pipelines[first])
     clusters = {spec.pipeline.cluster_mn for spec in plan.resources if spec.pipeline}
     if len(clusters) > 1:
         raise LoweringError(
@@ -160,12 +169,11 @@ def emit_tasks(
         The created pipelines by resource name.
 
     Raises:
-        LoweringError: A resource missing, a TMA-fed Fork member never loaded into, a pipeline
-            type or construct not lowered yet, or register counts that differ within a
-            warpgroup.
+        LoweringError: A resource missing, a pipeline type, group or construct not lowered yet,
+            or register counts that differ within a warpgroup.
     """
     # Groups are emitted as verified: their collapsed steps on every member (ts_codegen.groups).
-    plan = lowered_plan(plan)
+    written, plan = plan, lowered_plan(plan)
     capture.note_lowered(plan)
     live = resources_by_name(resources)
     specs = {r.name: r for r in plan.resources}
@@ -176,7 +184,7 @@ def emit_tasks(
     if smem_allocator is None:
         # One allocator for every barrier array and slot: separate ones would overlap.
         smem_allocator = dsl.new_smem_allocator()
-    pipelines = _emit_pipelines(plan, smem_allocator)
+    pipelines = _emit_pipelines(plan, smem_allocator, written)
     queues = _tile_sources(plan, live, smem_allocator)
     debug_tasks = {t.name for t in plan.tasks} if debug is True else set(debug or ())
     block_warps = plan.num_warps

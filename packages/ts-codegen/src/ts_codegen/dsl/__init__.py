@@ -376,19 +376,26 @@ def producer_acquire(pipe: Any, state: Any, token: Any = None, arm_if: Any = Non
     ``arm_if`` (TMA producers only): every thread waits, but only where ``arm_if`` holds (the
     task's first warp) is the full barrier armed, once for the whole task.
     """
-    if arm_if is None:
+    from ts_codegen.dsl.groups import SharedFullTmaAsync
+
+    if arm_if is None or isinstance(pipe, SharedFullTmaAsync):  # the latter arms nothing
         pipe.producer_acquire(state, token)
         return
-    if token is None:
-        pipe.sync_object_empty.wait(state.index, state.phase)
-    else:
-        _D.if_generate(token == 0, lambda: pipe.sync_object_empty.wait(state.index, state.phase))
+    wait_empty(pipe, state, token)
 
     def arm(carried: list[Any]) -> list[Any]:
         pipe.sync_object_full.arrive(state.index, pipe.producer_mask)
         return carried
 
     if_then(arm_if, [], arm)
+
+
+def wait_empty(pipe: Any, state: Any, token: Any = None) -> None:
+    """Wait on the stage's empty barrier, unless ``token`` (a try-acquire's result) says so."""
+    if token is None:
+        pipe.sync_object_empty.wait(state.index, state.phase)
+    else:
+        _D.if_generate(token == 0, lambda: pipe.sync_object_empty.wait(state.index, state.phase))
 
 
 def producer_try_acquire(pipe: Any, state: Any) -> Any:
