@@ -52,3 +52,15 @@ def test_same_counts_per_kind_as_twin(result: dict[str, Any]) -> None:
     assert result["ts"] == result["twin"]
     assert result["ts_total"] == result["twin_total"]
     assert result["ts_ops"] == result["twin_ops"]
+
+
+def test_translation_validation_says_it_does_not_model_the_shared_barrier(example: Any) -> None:
+    import cutlass
+
+    from task_scheduling.harness import fake_tensor
+    from ts_runtime import UnsupportedFeatureError
+
+    args = [fake_tensor(cutlass.Float16, SHAPE, row_major=True, align=16) for _ in range(3)]
+    compiled = example.KERNEL.compile(*args)
+    with pytest.raises(UnsupportedFeatureError, match=r"TS-R001: .*`x_square` waits on the full"):
+        compiled.check()

@@ -61,3 +61,14 @@ def test_same_counts_per_kind_as_twin(result: dict[str, Any]) -> None:
     assert result["ts"] == result["twin"]
     assert result["ts_total"] == result["twin_total"]
     assert result["ts_ops"] == result["twin_ops"]
+
+
+def test_ptx_protocol_is_the_lowered_plans(example: Any) -> None:
+    """Translation validation: the PTX's barriers are the per-member rings of the expansion."""
+    import cutlass
+
+    from task_scheduling.harness import fake_tensor
+
+    args = [fake_tensor(cutlass.Float16, SHAPE, row_major=True, align=16) for _ in range(3)]
+    report = example.KERNEL.compile(*args).check()
+    assert report.ok, report.errors

@@ -11,10 +11,10 @@ error and a fix.
 
 from __future__ import annotations
 
-from ts_ir import KernelPlan
+from ts_ir import KernelPlan, expand_groups
 from ts_runtime.errors import UnsupportedFeatureError
 
-__all__ = ["check_lowerable_groups"]
+__all__ = ["check_lowerable_groups", "translation_plan"]
 
 
 def check_lowerable_groups(plan: KernelPlan) -> None:
@@ -37,3 +37,28 @@ def check_lowerable_groups(plan: KernelPlan) -> None:
         fix="drop the group and give each member its own load, acquire, commit (per-member "
         "rings are correct), or use TmaAsync members on a 1 x 1 cluster",
     )
+
+
+def translation_plan(plan: KernelPlan) -> KernelPlan:
+    """The plan translation validation compares a compiled kernel's PTX with.
+
+    The lowered plan: the group steps written out per member, each member on its own barriers.
+
+    Raises:
+        UnsupportedFeatureError: For a TMA Fork (TS-R001): its members share the first
+            member's full barriers, which the PTX check does not model yet.
+    """
+    from ts_codegen.groups import fork_shared_full
+
+    shared = fork_shared_full(plan)
+    if shared:
+        member, first = next(iter(shared.items()))
+        raise UnsupportedFeatureError(
+            f"kernel `{plan.name}`: translation validation of a TMA Fork is not done yet "
+            f"(`{member}` waits on the full barriers of `{first}`, which the PTX check reads "
+            "as a wait on another ring)",
+            resource=member,
+            fix="rely on ts-verify's proof and the example's twin comparison for this kernel, "
+            "or check a variant whose Fork members are AsyncAsync rings",
+        )
+    return expand_groups(plan)
