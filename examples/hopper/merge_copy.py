@@ -114,8 +114,12 @@ class SumOut(MemoryResource):
         add_tiles(tidx - STORE_WARP * 32, a, b, g)
 
 
-def ts_kernel() -> Kernel:
-    """Two load warps, one ring each, merged into one store task by a Merge group."""
+def ts_kernel(fused: bool = False) -> Kernel:
+    """Two load warps, one ring each, merged into one store task by a Merge group.
+
+    ``fused``: a FusedMerge instead, whose consumer also waits once on the group
+    (``ab.wait()``, a wait on each member in order: the same code).
+    """
 
     def tasks(k: KernelContext, atom_a: Any, g_a: Any, atom_b: Any, g_b: Any, dst: Any) -> Tasks:
         tiles_m, tiles_n = k.value(("tiles_m", "tiles_n"), lambda: _tiles(dst))
@@ -132,7 +136,8 @@ def ts_kernel() -> Kernel:
             )
 
         smem_a, smem_b = ring("smem_a", atom_a, g_a), ring("smem_b", atom_b, g_b)
-        ab = PipelineGroup(name="ab", members=[smem_a, smem_b], mode=PipelineGroupMode.Merge)
+        mode = PipelineGroupMode.FusedMerge if fused else PipelineGroupMode.Merge
+        ab = PipelineGroup(name="ab", members=[smem_a, smem_b], mode=mode)
         out = SumOut(name="dst", tensor=dst, tiles_n=tiles_n)
         tiles = (k.block_idx[0], tiles_m * tiles_n, k.grid_dim[0])  # this CTA's tiles
 
@@ -146,8 +151,11 @@ def ts_kernel() -> Kernel:
         @schedule
         def store(g: ResourceProxy, d: ResourceProxy) -> None:
             with domain_loop(*tiles):
-                g.smem_a.wait()
-                g.smem_b.wait()
+                if fused:
+                    g.wait()  # both members' stage
+                else:
+                    g.smem_a.wait()
+                    g.smem_b.wait()
                 d.store(a=g.smem_a.tile(), b=g.smem_b.tile())
                 g.release()  # one release frees the stage of both rings
 

@@ -72,3 +72,19 @@ def test_ptx_protocol_is_the_lowered_plans(example: Any) -> None:
     args = [fake_tensor(cutlass.Float16, SHAPE, row_major=True, align=16) for _ in range(3)]
     report = example.KERNEL.compile(*args).check()
     assert report.ok, report.errors
+
+
+def test_fused_merge_is_the_same_code(example: Any, result: dict[str, Any]) -> None:
+    """A FusedMerge's ``ab.wait()`` is a wait on each member in order: the Merge's PTX."""
+    import cutlass
+
+    from task_scheduling.harness import compile_only, fake_tensor
+
+    fused = example.ts_kernel(fused=True)
+    assert fused.verify().ok, fused.verify().as_text()
+    (group,) = fused.plan().plan.groups
+    assert group.mode.value == "FusedMerge"
+    args = [fake_tensor(cutlass.Float16, SHAPE, row_major=True, align=16) for _ in range(3)]
+    out = compile_only("merge_copy", {"ts": fused.jit_launcher}, args, ops=True)
+    assert out["ts_ops"] == result["twin_ops"]
+    assert fused.compile(*args).check().ok
