@@ -1,11 +1,12 @@
 """Translation validation on NVIDIA's tutorials: what runs is what was verified.
 
 Every conformance case that compiles through ``task_scheduling`` (the copy and persistent
-tutorials, sm_90a and sm_100a) is compiled by the shared harness in its own process
-(``translation_child.py``), with the plans the tutorial's kernel lowered recorded; the
-dumped PTX must run each plan's barrier protocol (:func:`ts_runtime.check_ptx`: barriers,
-arrivals per phase, transaction bytes, wait parity, setmaxnreg, SMEM). The tutorials are read
-from ``../shared/conformance`` in place, never copied.
+tutorials, sm_90a and sm_100a; the simple and split-K GEMMs, sm_100a) is compiled by the
+shared harness in its own process (``translation_child.py``), with the plans the tutorial's
+kernel lowered recorded; the dumped PTX must run each plan's barrier protocol
+(:func:`ts_runtime.check_ptx`: barriers, arrivals per phase, transaction bytes, wait parity,
+setmaxnreg, SMEM). The tutorials are read from ``../shared/conformance`` in place, never
+copied.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ CASES = [
     f"{name}@{arch}"
     for arch in ("sm_90a", "sm_100a")
     for name in ("01_copy_grid_stride", "01_copy_tma", "03_persistent_skip", "03_varlen_dynamic")
+] + [
+    # Blackwell GEMMs: UMMA sides arrive by tcgen05.commit (one per committing warp); the
+    # split-K tutorial keeps an mbarrier of its own beside the plan's (ignored).
+    "02_gemm_simple@sm_100a",
+    "06_gemm_split_k@sm_100a",
 ]
 
 pytestmark = pytest.mark.skipif(

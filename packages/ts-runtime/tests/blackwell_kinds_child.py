@@ -107,9 +107,44 @@ def host() -> None:
     kernel().launch(grid=(1, 1, 1), block=(5 * 32, 1, 1))
 
 
+def _translation(plans: list[Any], ptx: str) -> dict[str, Any]:
+    """Translation validation of the PTX against the plan, and against the plan with the
+    UMMA side's group one arrival larger (which no barrier of the PTX counts)."""
+    from ts_runtime import check_ptx
+
+    plan = plans[0]
+    report = check_ptx(plan, ptx)
+    ring = next(r for r in plan.resources if r.name == "ring")
+    pipe = ring.pipeline
+    side = "consumer_group" if KIND.endswith("Umma") else "producer_group"
+    group = getattr(pipe, side)
+    bigger = dataclasses.replace(group, size=group.size + 1)
+    other = dataclasses.replace(
+        plan,
+        resources=tuple(
+            dataclasses.replace(r, pipeline=dataclasses.replace(pipe, **{side: bigger}))
+            if r is ring
+            else r
+            for r in plan.resources
+        ),
+    )
+    return {
+        "codes": report.codes(),
+        "checked": list(report.checked),
+        "bigger_group": check_ptx(other, ptx).codes(),
+    }
+
+
 if __name__ == "__main__":
+    import json
+
+    from ts_codegen.capture import capture_compiles
+
     del cutlass  # imported for the DSL's side effects only
-    _, ptx = compile_ptx(host)
+    with capture_compiles() as cap:
+        _, ptx = compile_ptx(host)
     print("PTX_BEGIN")
     print(ptx)
     print("PTX_END")
+    plans = [p for c in cap.compiles for p in c.plans]
+    print("TSX_RESULT " + json.dumps(_translation(plans, ptx)))

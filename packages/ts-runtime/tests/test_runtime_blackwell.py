@@ -5,11 +5,13 @@ read when the DSL is imported, and this session compiles for sm_90a). The PTX mu
 side the way the hardware protocol of the kind says: a UMMA side with ``tcgen05.commit`` (an
 ``mbarrier::arrive::one``), a TMA or CLC producer with ``mbarrier.arrive.expect_tx``, an
 AsyncThread side with a plain ``mbarrier.arrive``. The expectations below are written from the
-kinds' definitions, not read from the lowering.
+kinds' definitions, not read from the lowering. The child also runs translation validation
+(:func:`ts_runtime.check_ptx`) on the PTX.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -59,6 +61,15 @@ def test_kind_compiles_for_sm100a_with_its_arrivals(kind: str) -> None:
     assert bool(plain_arrives) == plain, plain_arrives
     assert ptx.count("mbarrier.init.shared.b64") == 4 * (2 if kind == "TmaUmma" else 1)
     assert "wgmma" not in ptx
+    # Translation validation: the PTX runs the plan's protocol, a tcgen05.commit counted as
+    # one arrival of its warp; a plan whose commit side counts one arrival more is refused.
+    # (ClcFetchAsync's arrivals into the cluster's CTAs are not read yet: UMMA kinds only.)
+    tsx = json.loads(proc.stdout.split("TSX_RESULT ", 1)[1].splitlines()[0])
+    if commits:
+        assert tsx["codes"] == [], tsx
+        umma_task = "producer" if kind.startswith("Umma") else "consumer"
+        assert any(f"task `{umma_task}` arrives 1x" in line for line in tsx["checked"]), tsx
+        assert "TS-X102" in tsx["bigger_group"], tsx
 
 
 @pytest.mark.parametrize("kind", ["UmmaUmma", "ClcFetchAsync"])

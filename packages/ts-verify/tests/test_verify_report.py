@@ -262,4 +262,6 @@ def test_public_api() -> None:
         # ts-runtime reads a multicast TMA ring's per-warp consumer group as the verifier does.
         "multicast_peers",
         "per_warp_consumer_group",
+        # ts-runtime's translation validation counts a tcgen05.commit as the verifier does.
+        "umma_arrivals",
     }

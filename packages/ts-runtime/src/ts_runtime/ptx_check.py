@@ -5,10 +5,12 @@ CuTe DSL's ``cutlass.pipeline`` classes made of it. :func:`check_ptx` recovers t
 from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
 
 * **barriers** (``TS-X101``): one array of ``2 x stages`` mbarriers per pipelined resource, in
-  the plan's resource order, full barriers then empty ones, one constant count per side;
+  the plan's resource order, full barriers then empty ones, one constant count per side
+  (barriers the program initialises beside them, outside that run, are its own: ignored);
 * **arrivals** (``TS-X102``): every arrive site of a task counts, per phase, what the plan's
   signals make (the arrivals one signal makes against the group size) times the
-  threads of the task that run it;
+  threads of the task that run it (``tcgen05.commit``: the warps); a ring whose signals
+  the plan shows never run (:func:`can_run`) needs none;
 * **bytes** (``TS-X103``): ``expect_tx`` announces ``bytes_per_stage``; TMA / bulk copies
   complete bytes only on full barriers of TMA rings;
 * **parity** (``TS-X104``): producers wait on empty barriers starting on parity 1, consumers
@@ -53,6 +55,7 @@ from ts_runtime.ptx_protocol import (
     state_machine,
 )
 from ts_runtime.ptx_values import SMEM
+from ts_verify import umma_arrivals
 
 register(TRANSLATION_ENTRIES)
 
@@ -220,6 +223,7 @@ class _Checker:
         self.roles = {t.name: _roles(t) for t in plan.tasks}
         self.live_roles = {t.name: _roles(t, live_only=True) for t in plan.tasks}
         self.sites: dict[tuple[str, str, str], list[WaitSite]] = {}
+        self.foreign: set[int] = set()
 
     def error(
         self, code: str, message: str, *, resource: str = "", task: str = "", line: int = 0
@@ -246,7 +250,7 @@ class _Checker:
             slots.append((a.const, op))
         slots.sort(key=lambda s: s[0])
         want = sum(2 * p.stages for p in self.pipes.values())
-        if len(slots) != want:
+        if len(slots) < want:
             names = ", ".join(f"`{n}` ({2 * p.stages})" for n, p in self.pipes.items()) or "none"
             self.error(
                 "TS-X101",
@@ -255,7 +259,16 @@ class _Checker:
                 line=slots[0][1].instr.line if slots else 0,
             )
             return
-        k = 0
+        # A program may keep barriers of its own beside the plan's (a hand-written split-K
+        # reduction's): the plan's are the first run of slots laid out as its rings.
+        start = self._own_window(slots) if len(slots) > want else 0
+        self.foreign = {o for o, _ in slots[:start] + slots[start + want :]}
+        if self.foreign:
+            self.checked.append(
+                f"{len(self.foreign)} mbarrier(s) the plan does not own (SMEM "
+                f"{sorted(self.foreign)}), ignored"
+            )
+        k = start
         for name, pipe in self.pipes.items():
             mine = slots[k : k + 2 * pipe.stages]
             k += 2 * pipe.stages
@@ -293,6 +306,19 @@ class _Checker:
                 f"empty count {ring.empty_count}"
             )
 
+    def _own_window(self, slots: list[tuple[int, BarrierOp]]) -> int:
+        """Where in ``slots`` the plan's barriers start (0 when nowhere: TS-X101 says why).
+
+        The first run of consecutive 8-byte slots as long as all its rings' arrays together.
+        """
+        want = sum(2 * p.stages for p in self.pipes.values())
+        offsets = [o for o, _ in slots]
+        for i in range(len(slots) - want + 1):
+            run = offsets[i : i + want]
+            if run == [run[0] + 8 * j for j in range(want)]:
+                return i
+        return 0
+
     def locate(self, op: BarrierOp) -> tuple[RingBarriers, str, str | None, int | None] | None:
         """(ring, side, index register, constant stage) of a barrier operation."""
         a = op.address
@@ -315,6 +341,14 @@ class _Checker:
         for op in self.p.barriers:
             if op.kind == "init" or not op.threads:
                 continue
+            a = op.address
+            if (
+                a is not None
+                and a.coef(SMEM) == 1
+                and not a.others(SMEM)
+                and a.const in self.foreign
+            ):
+                continue  # a barrier of the program's own, not the plan's
             where = self.locate(op)
             tasks = self.tasks_of(op.warps)
             if where is None:
@@ -455,7 +489,7 @@ class _Checker:
         role = Role.PRODUCER if side == "full" else Role.CONSUMER
         signal = (
             ScheduleStage.ProducerAcquire
-            if (side == "full" and pipe.type.producer_is_tma)
+            if (side == "full" and pipe.type.producer_expects_tx)
             else _SIGNALS[side]
         )
         if signal not in roles and _SIGNALS[side] not in roles:
@@ -470,7 +504,7 @@ class _Checker:
             )
             return 0
         if op.tx_bytes is not None or op.kind == "expect_tx":
-            if side != "full" or not pipe.type.producer_is_tma:
+            if side != "full" or not pipe.type.producer_expects_tx:
                 self.error(
                     "TS-X103",
                     f"task `{task.name}` announces transaction bytes on the {side}"
@@ -495,6 +529,11 @@ class _Checker:
             t for t in op.threads if task.warp_start * WARP_SIZE <= t < task.warp_end * WARP_SIZE
         ]
         per_signal = len(mine) * (op.count or 0)
+        how = f"{len(mine)} thread(s) x {op.count}"
+        if op.kind == "commit":
+            # tcgen05.commit: one arrival per warp that runs it (an elected thread's).
+            warps = {t // WARP_SIZE for t in mine}
+            per_signal, how = len(warps), f"a tcgen05.commit by {len(warps)} warp(s)"
         group = pipe.producer_group if role is Role.PRODUCER else pipe.consumer_group
         plan_per_signal = _plan_arrivals(task, pipe, role)
         count = ring.full_count if side == "full" else ring.empty_count
@@ -517,8 +556,8 @@ class _Checker:
                 f"ring `{name}`: its {side} barriers count {count} arrival(s) per phase (PTX line "
                 f"{ring.init_line}); the plan completes a phase with {signals} signal(s) of task "
                 f"`{task.name}` ({group.size} {group.agent} arrival(s), {plan_per_signal} per "
-                f"signal), and one signal here is {per_signal} arrival(s) ({len(mine)} thread(s)"
-                f" x {op.count}), so the barrier should count {signals * per_signal}",
+                f"signal), and one signal here is {per_signal} arrival(s) ({how}), so the barrier "
+                f"should count {signals * per_signal}",
                 resource=name,
                 task=task.name,
                 line=line,
@@ -612,12 +651,17 @@ def _plan_arrivals(task: TaskSpec, pipe: PipelineSpec, role: Role) -> int:
     """Arrivals one commit (producer) or release (consumer) of ``task`` makes, in the plan.
 
     The plan's own reading of its declarations (the rule ts-verify checks group sizes by): a
-    TMA producer arms the full barrier from one elected thread; a side signalled by the
-    task's first warp only counts that warp; otherwise every warp (or thread) of the task.
+    UMMA side's ``tcgen05.commit`` is one arrival per signaling warp
+    (:func:`ts_verify.umma_arrivals`); a TMA producer arms the full barrier from one elected
+    thread; a side signalled by the task's first warp only counts that warp; otherwise every
+    warp (or thread) of the task.
     """
+    umma = umma_arrivals(task, pipe, role)
+    if umma is not None:
+        return umma  # tcgen05.commit: one arrival per signaling warp, whatever its threads
     if role is Role.PRODUCER:
         group, signaling = pipe.producer_group, pipe.producer_signaling
-        if pipe.type.producer_is_tma:
+        if pipe.type.producer_expects_tx:
             return 1
     else:
         group, signaling = pipe.consumer_group, pipe.consumer_signaling

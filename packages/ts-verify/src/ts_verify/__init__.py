@@ -11,6 +11,7 @@ check is :func:`verify`'s; one valuation's run is exported for drawing timelines
 """
 
 from ts_verify.__about__ import __version__ as __version__
+from ts_verify.blackwell import umma_arrivals
 from ts_verify.budgets import HOPPER_ALTERNATIVE
 from ts_verify.diagnostics import (
     VERIFY_CATALOG,
@@ -45,5 +46,6 @@ __all__ = [
     "per_warp_consumer_group",
     "run_valuation",
     "split_lanes",
+    "umma_arrivals",
     "verify",
 ]
