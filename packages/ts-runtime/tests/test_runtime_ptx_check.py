@@ -212,3 +212,25 @@ def test_error_codes_are_explained() -> None:
         assert entry(code).layer == "ts-runtime"
     with pytest.raises(ValueError, match="unknown"):
         TranslationError("TS-X999", "nothing")
+
+
+def test_a_barrier_of_the_programs_own_is_ignored(captured: dict[str, Captured]) -> None:
+    """A program may initialise and use an mbarrier of its own beside the plan's rings (the
+    split-K tutorial's reduction barrier): not the plan's, so neither counted nor reported."""
+    plan, ptx = _tma(captured)
+    init = re.search(r"mbarrier\.init\.shared\.b64\s+\[(%r\d+)\+(\d+)\], (%r\d+);", ptx)
+    assert init is not None
+    base, offset, count = init.group(1), int(init.group(2)), init.group(3)
+    own = f"[{base}+{offset - 16}]"  # below the rings, one free slot between
+    extra = f"mbarrier.init.shared.b64 {own}, {count};\n\tmbarrier.arrive.shared.b64 _, {own};\n\t"
+    mixed = _sub(ptx, r"mbarrier\.init\.shared\.b64", extra + "mbarrier.init.shared.b64")
+    report = check_ptx(plan, mixed)
+    assert report.ok, report.as_text()
+    assert f"SMEM [{offset - 16}]), ignored" in report.as_text()
+    # Next to the rings (no free slot between) it cannot be told apart: reported, not guessed.
+    touching = _sub(
+        ptx,
+        r"mbarrier\.init\.shared\.b64",
+        extra.replace(f"+{offset - 16}]", f"+{offset - 8}]") + "mbarrier.init.shared.b64",
+    )
+    assert not check_ptx(plan, touching).ok
