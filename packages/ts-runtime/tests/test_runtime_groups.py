@@ -158,6 +158,11 @@ def test_tma_fork_over_a_cluster_is_refused() -> None:
     ) as err:
         check_lowerable_groups(Kernel(clustered).plan().plan)
     assert "1 x 1 cluster" in str(err.value)
+    from ts_codegen import LoweringError
+    from ts_codegen.groups import lowered_plan
+
+    with pytest.raises(LoweringError, match=r"`fork_b` is a ring over a \(2, 1\) cluster"):
+        lowered_plan(Kernel(clustered).plan().plan)  # the code generator's own guard
 
 
 def test_tma_fork_arms_the_shared_barrier_with_every_loaded_member() -> None:
