@@ -177,3 +177,18 @@ def test_tma_fork_arms_the_shared_barrier_with_every_loaded_member() -> None:
 
     assert fork_tx_bytes(Kernel(both).plan().plan) == {"fork_a": 2048}
     assert fork_shared_full(Kernel(merge_copy).plan().plan) == {}
+
+
+def test_smem_allocator_takes_the_group_and_reserves_nothing_for_it() -> None:
+    from ts_runtime import RuntimeConfigError
+    from ts_runtime.memory import SmemAllocator
+
+    a, b = Ring(name="ga", pipeline_config=_pipe()), Ring(name="gb", pipeline_config=_pipe())
+    group = PipelineGroup(name="g", members=[a, b], mode=PipelineGroupMode.Merge)
+    alloc = SmemAllocator()
+    alloc.add_resource(a)
+    alloc.add_resource(b)
+    assert alloc.add_pipeline_group(group) is group
+    assert alloc.barrier_smem_bytes == 2 * 2 * 16  # the members' own barriers, 2 stages each
+    with pytest.raises(RuntimeConfigError, match=r"expected a PipelineGroup, got"):
+        alloc.add_pipeline_group(a)

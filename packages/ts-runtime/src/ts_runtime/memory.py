@@ -204,6 +204,24 @@ class SmemAllocator:
         self._barrier_bytes += int(stages) * 16
         return resource
 
+    def add_pipeline_group(self, group: Any) -> Any:
+        """Accept a ``PipelineGroup`` (the reference's call); it reserves no SMEM of its own.
+
+        TS lowers a group on its members' own mbarriers (``docs/groups.rst``), which
+        :meth:`add_resource` counts for each member, so the group adds no bytes (the
+        reference lays out ``N + 1`` barrier arrays per stage for the group instead).
+        """
+        self._check_open("add_pipeline_group")
+        from ts_trace import PipelineGroup
+
+        if not isinstance(group, PipelineGroup):
+            raise argument_error(
+                f"SmemAllocator.add_pipeline_group: expected a PipelineGroup, got "
+                f"{describe_value(group)}",
+                fix="pass the PipelineGroup(name=..., members=[...], mode=...) itself",
+            )
+        return group
+
     def add_alias_group(self, phases: Sequence[Sequence[SmemAllocation]]) -> None:
         """Let the phases (lists of allocations) share one region: never live together.
 
