@@ -108,13 +108,14 @@ def test_wrong_program_is_a_typed_value_error(stem: str) -> None:
 # Programs whose compiled PTX is read back and compared with their verified plan (translation
 # validation, ts_runtime.check_ptx): the pipeline options whose lowering is easiest to get
 # subtly wrong (lanes, a stride per side, signaling over a cluster, releases into every CTA of a
-# multicast). Warp lanes (p34) seed the cursor from the warp index at run time, which the
-# checker does not follow yet.
+# multicast). Warp lanes (p34) seed the cursor from the warp index at run time: the checker
+# follows each warp of the task from its own thread.
 TRANSLATION_CHECKED = [
     "p14_async_interleave_lanes",
     "p16_async_signaling_threads",
     "p32_async_cluster_cta_leader",
     "p33_cluster_one_cta_tasks",
+    "p34_async_warp_lanes",
     "p35_async_stride_per_side",
     "p37_tma_multicast_cluster",
 ]
@@ -133,3 +134,26 @@ def test_program_ptx_runs_its_verified_protocol(stem: str) -> None:
     for plan in plans:
         report = check_ptx(plan, ptx)
         assert report.ok, report.as_text()
+
+
+def test_warp_lanes_that_all_start_on_stage_zero_are_reported() -> None:
+    """p34 with the load task's cursor seeded with 0, not its warp index: warp 1 then waits
+    on lane 0's first stage, not its own (the lane the plan gives it)."""
+    import re
+
+    from ts_codegen.capture import capture_compiles
+    from ts_runtime import check_ptx
+
+    module = _load("p34_async_warp_lanes")
+    with capture_compiles() as cap:
+        ptx = _ptx(module.compile_fake(ARCH))
+    plan = [*cap.pending, *(p for c in cap.compiles for p in c.plans)][0]
+    assert check_ptx(plan, ptx).ok
+    # The loop's stage register starts as the warp index (its only copy from a register).
+    seeds = re.findall(r"^\s*mov\.b32\s+(%r\d+), (%r\d+);$", ptx, flags=re.M)
+    assert seeds, "no register copy seeds a cursor"
+    reg, _ = seeds[0]
+    bad = re.sub(rf"mov\.b32\s+{re.escape(reg)}, %r\d+;", f"mov.b32 {reg}, 0;", ptx, count=1)
+    report = check_ptx(plan, bad)
+    assert "TS-X104" in report.codes(), report.as_text()
+    assert any("warp 1" in str(e) and e.task == "load" for e in report.errors), report.as_text()

@@ -10,7 +10,7 @@ from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
 * **arrivals** (``TS-X102``): every arrive site of a task counts, per phase, what the plan's
   signals make (the arrivals one signal makes against the group size) times the
   threads of the task that run it (``tcgen05.commit``: the warps); a ring whose signals
-  the plan shows never run (:func:`can_run`) needs none;
+  the plan shows never run (:func:`ts_runtime.ptx_plan.can_run`) needs none;
 * **bytes** (``TS-X103``): ``expect_tx`` announces ``bytes_per_stage``; TMA / bulk copies
   complete bytes only on full barriers of TMA rings;
 * **parity** (``TS-X104``): producers wait on empty barriers starting on parity 1, consumers
@@ -32,20 +32,17 @@ from typing import ClassVar
 from ts_ir import (
     WARP_SIZE,
     WARPGROUP_WARPS,
-    ConditionalBlock,
-    DomainLoop,
-    IterationPredicate,
     KernelPlan,
     PipelineSpec,
     Role,
     ScheduleStage,
-    Step,
     TaskSpec,
     register,
     see_also,
 )
 from ts_runtime.catalog_translation import TRANSLATION_ENTRIES
 from ts_runtime.ptx_cfg import entry_names, parse_kernel
+from ts_runtime.ptx_plan import plan_arrivals, roles, warp_lane_tasks
 from ts_runtime.ptx_protocol import (
     BarrierOp,
     Protocol,
@@ -54,8 +51,7 @@ from ts_runtime.ptx_protocol import (
     recover,
     state_machine,
 )
-from ts_runtime.ptx_values import SMEM
-from ts_verify import umma_arrivals
+from ts_runtime.ptx_values import SMEM, Affine
 
 register(TRANSLATION_ENTRIES)
 
@@ -158,54 +154,6 @@ class TranslationReport:
         return "\n".join(lines)
 
 
-def _roles(task: TaskSpec, *, live_only: bool = False) -> dict[str, set[ScheduleStage]]:
-    out: dict[str, set[ScheduleStage]] = {}
-    for node, chain in task.schedule.walk():
-        if not isinstance(node, Step) or not node.stage.is_pipeline_op:
-            continue
-        if live_only and not can_run(chain):
-            continue
-        out.setdefault(node.resource, set()).add(node.stage)
-    return out
-
-
-_MAX_TRIPS = 4096
-"""Longest constant loop whose iteration predicates :func:`can_run` tries one by one."""
-
-
-def can_run(chain: tuple[object, ...]) -> bool:
-    """False when the plan alone shows a step inside ``chain`` never runs, for any valuation.
-
-    That is: a constant domain loop around it runs zero times, or the iteration predicates
-    that guard it on a constant loop (``every(3, start=1)`` on a loop of one iteration) fire
-    together on none of its iterations. The compiler folds such code away, so the PTX holds
-    no barrier operation for it; anything else (runtime bounds, flags) may run and counts.
-    """
-    loops: list[tuple[DomainLoop, list[IterationPredicate]]] = []
-    for node in chain:
-        if isinstance(node, DomainLoop):
-            loops.append((node, []))
-        elif (
-            isinstance(node, ConditionalBlock)
-            and isinstance(node.guard, IterationPredicate)
-            and loops
-        ):
-            loops[-1][1].append(node.guard)
-    for loop, guards in loops:
-        n = loop.static_trip_count()
-        if n is None:
-            continue
-        if n <= 0:
-            return False
-        if (
-            guards
-            and n <= _MAX_TRIPS
-            and not any(all(g.fires(i, n) for g in guards) for i in range(n))
-        ):
-            return False
-    return True
-
-
 _WAITS = {"full": ScheduleStage.ConsumerWait, "empty": ScheduleStage.ProducerAcquire}
 _SIGNALS = {"full": ScheduleStage.ProducerCommit, "empty": ScheduleStage.ConsumerRelease}
 
@@ -220,10 +168,11 @@ class _Checker:
         self.pipes: dict[str, PipelineSpec] = {
             r.name: r.pipeline for r in plan.resources if r.pipeline is not None
         }
-        self.roles = {t.name: _roles(t) for t in plan.tasks}
-        self.live_roles = {t.name: _roles(t, live_only=True) for t in plan.tasks}
+        self.roles = {t.name: roles(t) for t in plan.tasks}
+        self.live_roles = {t.name: roles(t, live_only=True) for t in plan.tasks}
         self.sites: dict[tuple[str, str, str], list[WaitSite]] = {}
         self.foreign: set[int] = set()
+        self.warp_lanes = warp_lane_tasks(plan)
 
     def error(
         self, code: str, message: str, *, resource: str = "", task: str = "", line: int = 0
@@ -321,15 +270,25 @@ class _Checker:
 
     def locate(self, op: BarrierOp) -> tuple[RingBarriers, str, str | None, int | None] | None:
         """(ring, side, index register, constant stage) of a barrier operation."""
-        a = op.address
+        found = self._locate(op.address)
+        if found is None or (found[2] is None and found[3] is None):
+            # The stage index may be computed (a warp's lane, mod the stages): read the
+            # address as base + 8 * one register.
+            operand = _barrier_operand(op)
+            slots = self.p.values.slot_address(operand) if operand else None
+            again = self._locate(slots)
+            if again is not None and (again[2] is not None or again[3] is not None):
+                return again
+            return None
+        return found
+
+    def _locate(self, a: Affine | None) -> tuple[RingBarriers, str, str | None, int | None] | None:
         if a is None or a.coef(SMEM) != 1:
             return None
         for ring in self.rings:
             for side, base in (("full", ring.offset), ("empty", ring.offset + 8 * ring.stages)):
                 if base <= a.const < base + 8 * ring.stages:
                     reg, const = index_term(a, base)
-                    if reg is None and const is None:
-                        return None
                     if const is not None and const >= ring.stages:
                         return None
                     return ring, side, reg, const
@@ -442,39 +401,54 @@ class _Checker:
             # moves by its own stride (interleave_stride=(p, p, c, c)).
             step, stages = max(pipe.side_stride(side == "empty"), 1), ring.stages
             line = sites[0].instr.line
-            sm = state_machine(self.p, sites, stages, task.warp_start * WARP_SIZE)
-            bad_first = [
-                (i, p)
-                for i, p in sm.first or ()
-                if p is not None and (p != start or (i is not None and i >= step))
-            ]
-            if bad_first:
-                self.error(
-                    "TS-X104",
-                    f"task `{tname}` ({who} of ring `{name}`) first waits on stage / parity "
-                    f"{sorted(bad_first, key=str)}; the plan's first {side} phase is parity "
-                    f"{start} at stage 0 (or the task's interleave lane)",
-                    resource=name,
-                    task=tname,
-                    line=line,
+            # With warp lanes, warp w of the task starts on its lane, stage w (mod the
+            # stride), read from the warp index at run time: each warp is followed.
+            lanes = tname in self.warp_lanes and pipe.interleave > 1
+            warps: list[int | None] = [*range(task.num_warps)] if lanes else [None]
+            for w in warps:
+                who_w = who if w is None else f"{who}, warp {w}"
+                sm = state_machine(self.p, sites, stages, (task.warp_start + (w or 0)) * WARP_SIZE)
+                bad_first = [
+                    (i, p)
+                    for i, p in sm.first or ()
+                    if p is not None
+                    and (
+                        p != start
+                        or (i is not None and i >= step)
+                        or (w is not None and i is not None and i != w % step)
+                    )
+                ]
+                if bad_first:
+                    self.error(
+                        "TS-X104",
+                        f"task `{tname}` ({who_w} of ring `{name}`) first waits on stage / "
+                        f"parity {sorted(bad_first, key=str)}; the plan's first {side} phase is "
+                        f"parity {start} at stage 0 (or the task's interleave lane)",
+                        resource=name,
+                        task=tname,
+                        line=line,
+                    )
+                stuck = _not_advancing(sm.next_states, stages, step)
+                if stuck is not None:
+                    at = self.p.kernel.instrs[stuck].line
+                    self.error(
+                        "TS-X104",
+                        f"task `{tname}` ({who_w}): from its wait on ring `{name}` ({side}) at "
+                        f"PTX line {at} to the next one, the stage / parity do not advance by "
+                        f"whole stages with the parity flipping exactly when the stage wraps "
+                        f"around {stages} stage(s)",
+                        resource=name,
+                        task=tname,
+                        line=at,
+                    )
+                    break
+            else:
+                lanes_text = f", {len(warps)} warp lanes" if lanes else ""
+                self.checked.append(
+                    f"task `{tname}` waits on ring `{name}` ({side}) from parity {start}, "
+                    f"flipping on wrap ({len(sites)} wait site(s), first at line {line}"
+                    f"{lanes_text})"
                 )
-            stuck = _not_advancing(sm.next_states, stages, step)
-            if stuck is not None:
-                self.error(
-                    "TS-X104",
-                    f"task `{tname}`: from its wait on ring `{name}` ({side}) at PTX line "
-                    f"{self.p.kernel.instrs[stuck].line} to the next one, the stage / parity do "
-                    f"not advance by whole stages with the parity flipping exactly when the "
-                    f"stage wraps around {stages} stage(s)",
-                    resource=name,
-                    task=tname,
-                    line=self.p.kernel.instrs[stuck].line,
-                )
-                continue
-            self.checked.append(
-                f"task `{tname}` waits on ring `{name}` ({side}) from parity {start}, "
-                f"flipping on wrap ({len(sites)} wait site(s), first at line {line})"
-            )
 
     def arrive(
         self,
@@ -525,9 +499,10 @@ class _Checker:
                 )
             if op.kind == "expect_tx":
                 return 0
-        mine = [
-            t for t in op.threads if task.warp_start * WARP_SIZE <= t < task.warp_end * WARP_SIZE
-        ]
+        lanes = task.name in self.warp_lanes and pipe.interleave > 1
+        # With warp lanes each warp signals its own lane's stage: one signal is one warp's.
+        first = task.warp_start if lanes else task.warp_end - 1
+        mine = [t for t in op.threads if task.warp_start <= t // WARP_SIZE <= first]
         per_signal = len(mine) * (op.count or 0)
         how = f"{len(mine)} thread(s) x {op.count}"
         if op.kind == "commit":
@@ -535,7 +510,8 @@ class _Checker:
             warps = {t // WARP_SIZE for t in mine}
             per_signal, how = len(warps), f"a tcgen05.commit by {len(warps)} warp(s)"
         group = pipe.producer_group if role is Role.PRODUCER else pipe.consumer_group
-        plan_per_signal = _plan_arrivals(task, pipe, role)
+        signaller = dataclasses.replace(task, num_warps=1) if lanes else task
+        plan_per_signal = plan_arrivals(signaller, pipe, role)
         count = ring.full_count if side == "full" else ring.empty_count
         if op.count is None:
             self.error(
@@ -647,25 +623,17 @@ class _Checker:
                 )
 
 
-def _plan_arrivals(task: TaskSpec, pipe: PipelineSpec, role: Role) -> int:
-    """Arrivals one commit (producer) or release (consumer) of ``task`` makes, in the plan.
-
-    The plan's own reading of its declarations (the rule ts-verify checks group sizes by): a
-    UMMA side's ``tcgen05.commit`` is one arrival per signaling warp
-    (:func:`ts_verify.umma_arrivals`); a TMA producer arms the full barrier from one elected
-    thread; a side signalled by the task's first warp only counts that warp; otherwise every
-    warp (or thread) of the task.
-    """
-    umma = umma_arrivals(task, pipe, role)
-    if umma is not None:
-        return umma  # tcgen05.commit: one arrival per signaling warp, whatever its threads
-    if role is Role.PRODUCER:
-        group, signaling = pipe.producer_group, pipe.producer_signaling
-        if pipe.type.producer_expects_tx:
-            return 1
-    else:
-        group, signaling = pipe.consumer_group, pipe.consumer_signaling
-    return group.arrivals_for(1 if signaling.has_task_warp_leader() else task.num_warps)
+def _barrier_operand(op: BarrierOp) -> str:
+    """The ``[...]`` operand naming the barrier an operation acts on ("" when none)."""
+    a = op.instr.args
+    mem = [x for x in a if x.startswith("[")]
+    if op.kind == "init":
+        return a[0] if a else ""
+    if op.kind == "wait":
+        return a[1] if len(a) > 1 else ""
+    if op.kind == "complete_tx":
+        return mem[-1] if len(mem) >= 2 else ""
+    return mem[0] if mem else ""
 
 
 def _advance(i: int, p: int, k: int, stages: int) -> tuple[int, int]:

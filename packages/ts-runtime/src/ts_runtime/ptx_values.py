@@ -364,6 +364,36 @@ class Values:
                 return x.scaled(y.const).plus(self.affine(a[3]))
         return opaque
 
+    def slot_address(self, operand: str) -> Affine | None:
+        """``operand`` as ``base + 8 * index`` with ``index`` one register when it is so.
+
+        :meth:`address` expands the index too (``%r59 - (%r59 & -4)`` for a stage computed
+        ``mod`` the stages from a warp's lane): here a register scaled by 8 (an mbarrier
+        slot) stays one term, so the index a barrier array is read with is its register.
+        """
+        parsed = parse_address(operand)
+        if parsed is None:
+            return None
+        base, off = parsed
+        return self._slots(base, 0).plus(Affine(off))
+
+    def _slots(self, operand: str, depth: int) -> Affine:
+        ins = self.single_def(operand) if depth < 16 else None
+        if ins is None or operand in self.kernel.shared_symbols:
+            return self.affine(operand)
+        head, a = ins.parts[0], ins.args
+        if head in ("mov", "cvt", "cvta", "mapa") and len(a) >= 2:
+            return self._slots(a[1], depth + 1)
+        if head in ("add", "sub") and len(a) == 3:
+            x, y = self._slots(a[1], depth + 1), self._slots(a[2], depth + 1)
+            return x.plus(y, 1 if head == "add" else -1)
+        if head == "shl" and len(a) == 3 and parse_int(a[2]) == 3 and a[1].startswith("%"):
+            return Affine(0, ((a[1], 8),))
+        plain_mul = head == "mul" and "hi" not in ins.parts and "wide" not in ins.parts
+        if plain_mul and len(a) == 3 and parse_int(a[2]) == 8 and a[1].startswith("%"):
+            return Affine(0, ((a[1], 8),))
+        return self.affine(operand)
+
     def address(self, operand: str) -> Affine | None:
         """A memory operand ``[reg+off]`` as an affine form (None when not an address)."""
         parsed = parse_address(operand)
