@@ -1,8 +1,8 @@
 """Pipeline groups through the staged front door: planned and verified on the host.
 
 The lowering takes them (``ts_codegen.groups``) except a TMA Fork whose shared full barrier is
-not lowered (over a cluster, Blackwell kinds), refused with a typed error before any code is
-generated.
+not lowered (over a cluster, TMA mixed with thread producers), refused with a typed error
+before any code is generated.
 """
 
 from __future__ import annotations
@@ -106,10 +106,15 @@ def _tma_pipe(cluster_mn: tuple[int, int] = (1, 1)) -> PipelineSpec:
 
 
 def fork(
-    k: Any, tiles: Any, *, load_each: bool = False, b_cluster: tuple[int, int] = (1, 1)
+    k: Any,
+    tiles: Any,
+    *,
+    load_each: bool = False,
+    b_cluster: tuple[int, int] = (1, 1),
+    b_thread: bool = False,
 ) -> Tasks:
     a = Ring(name="fork_a", pipeline_config=_tma_pipe())
-    b = Ring(name="fork_b", pipeline_config=_tma_pipe(b_cluster))
+    b = Ring(name="fork_b", pipeline_config=_pipe() if b_thread else _tma_pipe(b_cluster))
     ab = PipelineGroup(name="ab", members=[a, b], mode=PipelineGroupMode.Fork)
     out_a, out_b = Sink(name="out_a"), Sink(name="out_b")
 
@@ -163,6 +168,17 @@ def test_tma_fork_over_a_cluster_is_refused() -> None:
 
     with pytest.raises(LoweringError, match=r"`fork_b` is a ring over a \(2, 1\) cluster"):
         lowered_plan(Kernel(clustered).plan().plan)  # the code generator's own guard
+
+
+def test_tma_fork_mixed_with_a_thread_producer_is_refused() -> None:
+    def mixed(k: Any, tiles: Any) -> Tasks:
+        return fork(k, tiles, b_thread=True)
+
+    with pytest.raises(
+        UnsupportedFeatureError,
+        match=r"member `fork_b` is fed by threads \(AsyncAsync\) beside TMA-fed members",
+    ):
+        check_lowerable_groups(Kernel(mixed).plan().plan)
 
 
 def test_tma_fork_arms_the_shared_barrier_with_every_loaded_member() -> None:

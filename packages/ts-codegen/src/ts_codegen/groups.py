@@ -13,20 +13,22 @@ expanded plan, step for step:
   verifier models, so it is not emitted.
 * **Fork with a thread producer** (``AsyncAsync``): likewise; the collapsed commit arrives on
   each member's full barrier after the producer's stores.
-* **Fork with a TMA producer** (``TmaAsync`` / ``TmaWgmma``): a TMA load completes the one
-  mbarrier it is given, and a Fork's one load fills the buffer all members view, so per-member
-  full barriers would leave every member but the loaded one armed forever. The members share
-  the first member's full barriers (:func:`fork_shared_full`, ``ts_codegen.dsl.groups``): the
-  first member's acquire arms them with the bytes of every member the producer loads into
-  (:func:`fork_tx_bytes`), each load completes its bytes there, every member's consumers wait
-  there. Each member keeps its own empty barriers, so every acquire waits for its own
-  consumers exactly as in the expansion. The verified model stands: in it, each member's full
-  barrier completes at the collapsed commit (one point for all members, TS-V241), which is
-  where the shared barrier completes (a TMA commit is where its loads land); the producer is
-  one task (TS-V240) that acquires every member of a stage before the commit, so the shared
-  barrier is never more than one phase ahead of any member's consumer.
+* **Fork with a TMA producer** (``TmaAsync``, ``TmaWgmma``, ``TmaUmma`` members, mixed or not):
+  a TMA load completes the one mbarrier it is given, and a Fork's one load fills the buffer
+  all members view, so per-member full barriers would leave every member but the loaded one
+  armed forever. The members share the first member's full barriers (:func:`fork_shared_full`,
+  ``ts_codegen.dsl.groups``): the first member's acquire arms them with the bytes of every
+  member the producer loads into (:func:`fork_tx_bytes`), each load completes its bytes there,
+  every member's consumers wait there. Each member keeps its own empty barriers, so every
+  acquire waits for its own consumers exactly as in the expansion. The verified model stands:
+  in it, each member's full barrier completes at the collapsed commit (one point for all
+  members, TS-V241), which is where the shared barrier completes (a TMA commit is where its
+  loads land); the producer is one task (TS-V240) that acquires every member of a stage before
+  the commit, so the shared barrier is never more than one phase ahead of any member's
+  consumer.
 
-A TMA Fork on Blackwell pipelines or over a cluster is not lowered: :func:`unlowered_forks`.
+A TMA Fork over a cluster, or one that mixes TMA and thread producers, is not lowered:
+:func:`unlowered_forks`.
 """
 
 from __future__ import annotations
@@ -37,14 +39,11 @@ from ts_ir import (
     PipelineGroupMode,
     PipelineGroupSpec,
     PipelineSpec,
-    PipelineType,
     ScheduleStage,
     expand_groups,
 )
 
 __all__ = ["fork_shared_full", "fork_tx_bytes", "lowered_plan", "unlowered_forks"]
-
-_SHARED_FULL_KINDS = frozenset({PipelineType.TmaAsync, PipelineType.TmaWgmma})
 
 
 def _pipe(plan: KernelPlan, name: str) -> PipelineSpec | None:
@@ -65,7 +64,7 @@ def _tma_forks(plan: KernelPlan) -> list[PipelineGroupSpec]:
 def unlowered_forks(plan: KernelPlan) -> list[tuple[str, str, str]]:
     """``(group, member, why)`` for each TMA Fork member whose shared full barrier is not lowered.
 
-    Lowered: ``TmaAsync`` / ``TmaWgmma`` members on one CTA (``cluster_mn`` 1 x 1).
+    Lowered: members that are all TMA-fed, on one CTA (``cluster_mn`` 1 x 1).
     """
     found = []
     for g in _tma_forks(plan):
@@ -73,8 +72,8 @@ def unlowered_forks(plan: KernelPlan) -> list[tuple[str, str, str]]:
             p = _pipe(plan, m)
             if p is None:
                 continue
-            if p.type not in _SHARED_FULL_KINDS:
-                found.append((g.name, m, f"a {p.type.value} pipeline"))
+            if not p.type.producer_is_tma:
+                found.append((g.name, m, f"fed by threads ({p.type.value}) beside TMA-fed members"))
             elif p.cluster_mn != (1, 1):
                 found.append((g.name, m, f"a ring over a {p.cluster_mn} cluster"))
     return found
@@ -116,6 +115,6 @@ def lowered_plan(plan: KernelPlan) -> KernelPlan:
         group, member, why = unlowered[0]
         raise LoweringError(
             f"PipelineGroup `{group}` (Fork): member `{member}` is {why}; a TMA Fork's shared "
-            "full barrier is lowered for TmaAsync / TmaWgmma rings on one CTA only"
+            "full barrier is lowered for TMA-fed members on one CTA only"
         )
     return expand_groups(plan)

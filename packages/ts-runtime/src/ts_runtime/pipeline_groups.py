@@ -4,8 +4,8 @@ A ``PipelineGroup`` (``ts_trace.PipelineGroup``, the reference's ``pipeline_grou
 is planned and verified like any kernel: ts-verify checks the declaration and where the
 collapsed operations are written (TS-V240, TS-V241) and then every member as a ring of its own
 (:mod:`ts_verify.groups`). The lowering emits that same expansion (:mod:`ts_codegen.groups`);
-a Fork fed by TMA shares its first member's full barriers, which is lowered for Hopper TMA
-rings on one CTA. Any other TMA Fork stops here, before any code is generated, with a typed
+a Fork fed by TMA shares its first member's full barriers, which is lowered for TMA-fed
+members on one CTA. Any other TMA Fork stops here, before any code is generated, with a typed
 error and a fix.
 """
 
@@ -32,10 +32,10 @@ def check_lowerable_groups(plan: KernelPlan) -> None:
     raise UnsupportedFeatureError(
         f"kernel `{plan.name}`: PipelineGroup `{group}` (Fork): member `{member}` is {why}; "
         "a TMA Fork's members share the first member's full barriers, which is lowered for "
-        "TmaAsync / TmaWgmma rings on one CTA only",
+        "TMA-fed members on one CTA only",
         resource=member,
         fix="drop the group and give each member its own load, acquire, commit (per-member "
-        "rings are correct), or use TmaAsync members on a 1 x 1 cluster",
+        "rings are correct), or use TMA-fed members only, on a 1 x 1 cluster",
     )
 
 

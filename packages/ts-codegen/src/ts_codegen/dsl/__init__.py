@@ -376,9 +376,9 @@ def producer_acquire(pipe: Any, state: Any, token: Any = None, arm_if: Any = Non
     ``arm_if`` (TMA producers only): every thread waits, but only where ``arm_if`` holds (the
     task's first warp) is the full barrier armed, once for the whole task.
     """
-    from ts_codegen.dsl.groups import SharedFullTmaAsync
+    from ts_codegen.dsl.groups import SharedFull
 
-    if arm_if is None or isinstance(pipe, SharedFullTmaAsync):  # the latter arms nothing
+    if arm_if is None or isinstance(pipe, SharedFull):  # the latter arms nothing
         pipe.producer_acquire(state, token)
         return
     wait_empty(pipe, state, token)
