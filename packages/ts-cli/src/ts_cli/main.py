@@ -258,11 +258,8 @@ def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
     dump = Path(os.environ["CUTE_DSL_DUMP_DIR"])
     _progress(f"compiling {plan.name} for {os.environ['CUTE_DSL_ARCH']}")
     try:
-        with _quiet(args.json):
-            from ts_codegen.capture import capture_compiles
-
-            with capture_compiles() as capture:
-                result = compile_only()
+        with _quiet(args.json), _capture() as capture:
+            result = compile_only()
     except Exception as err:
         if not has_ts_code(err):
             what = f"{args.kernel.partition(':')[0]}: compile_only()"
@@ -285,6 +282,15 @@ def cmd_compile(plan: KernelPlan, args: argparse.Namespace) -> int:
         result["ok"] = same and bool(reports) and all(r.ok for r in reports)
     print(json.dumps(result, sort_keys=True, default=str))
     return EXIT_OK if result["ok"] else EXIT_KERNEL_ERRORS
+
+
+def _capture() -> Any:
+    """Record what compiles lower, for ``--check`` (nothing to record without ts-codegen)."""
+    try:
+        from ts_codegen.capture import capture_compiles
+    except ImportError:
+        return contextlib.nullcontext(argparse.Namespace(compiles=[]))
+    return capture_compiles()
 
 
 def _prepare_ptx_dump(args: argparse.Namespace) -> None:
@@ -572,8 +578,8 @@ def _run(argv: list[str], ctx: _Context) -> int:
     if args.command == "explain":
         return cmd_explain(args)
     if args.command == "compile":
+        _prepare_ptx_dump(args)  # first: a wrong --arch is a usage error wherever it runs
         _require_codegen(args.kernel)
-        _prepare_ptx_dump(args)
     try:
         with _quiet(ctx.as_json):
             args.module = load_module(args.kernel)
