@@ -46,7 +46,23 @@ def captured(load_example: Callable[[str], Any]) -> dict[str, Captured]:
     return out
 
 
-@pytest.mark.parametrize("example", EXAMPLES)
+# Examples whose protocol the checker does not read yet, and why (strict: a fix shows here).
+NOT_READ = {
+    # The lowered plan drops the group; its members share the first member's full barriers,
+    # which the check reads as a wait on another ring (docs/verification.rst).
+    "fork": "a TMA Fork's shared full barriers are not modelled yet",
+}
+
+
+@pytest.mark.parametrize(
+    "example",
+    [
+        pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=NOT_READ[e]))
+        if e in NOT_READ
+        else e
+        for e in EXAMPLES
+    ],
+)
 def test_example_runs_its_plan(example: str, captured: dict[str, Captured]) -> None:
     kernels = captured[example]
     assert kernels, f"{example}: compile_only() lowered no TS plan"
