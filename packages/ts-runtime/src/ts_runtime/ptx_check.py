@@ -159,7 +159,7 @@ _SIGNALS = {"full": ScheduleStage.ProducerCommit, "empty": ScheduleStage.Consume
 
 
 class _Checker:
-    def __init__(self, plan: KernelPlan, protocol: Protocol) -> None:
+    def __init__(self, plan: KernelPlan, protocol: Protocol, window: int = 0) -> None:
         self.plan = plan
         self.p = protocol
         self.errors: list[TranslationError] = []
@@ -172,6 +172,7 @@ class _Checker:
         self.live_roles = {t.name: roles(t, live_only=True) for t in plan.tasks}
         self.sites: dict[tuple[str, str, str], list[WaitSite]] = {}
         self.foreign: set[int] = set()
+        self.window = window
         self.warp_lanes = warp_lane_tasks(plan)
 
     def error(
@@ -210,7 +211,8 @@ class _Checker:
             return
         # A program may keep barriers of its own beside the plan's (a hand-written split-K
         # reduction's): the plan's are the first run of slots laid out as its rings.
-        start = self._own_window(slots) if len(slots) > want else 0
+        windows = self.windows(slots)
+        start = windows[min(self.window, len(windows) - 1)] if windows else 0
         self.foreign = {o for o, _ in slots[:start] + slots[start + want :]}
         if self.foreign:
             self.checked.append(
@@ -255,18 +257,18 @@ class _Checker:
                 f"empty count {ring.empty_count}"
             )
 
-    def _own_window(self, slots: list[tuple[int, BarrierOp]]) -> int:
-        """Where in ``slots`` the plan's barriers start (0 when nowhere: TS-X101 says why).
+    def windows(self, slots: list[tuple[int, BarrierOp]]) -> list[int]:
+        """Where in ``slots`` the plan's barriers may start (none: TS-X101 says why).
 
-        The first run of consecutive 8-byte slots as long as all its rings' arrays together.
+        Every run of consecutive 8-byte slots as long as all its rings' arrays together.
         """
         want = sum(2 * p.stages for p in self.pipes.values())
         offsets = [o for o, _ in slots]
-        for i in range(len(slots) - want + 1):
-            run = offsets[i : i + want]
-            if run == [run[0] + 8 * j for j in range(want)]:
-                return i
-        return 0
+        return [
+            i
+            for i in range(len(slots) - want + 1)
+            if offsets[i : i + want] == [offsets[i] + 8 * j for j in range(want)]
+        ]
 
     def locate(self, op: BarrierOp) -> tuple[RingBarriers, str, str | None, int | None] | None:
         """(ring, side, index register, constant stage) of a barrier operation."""
@@ -676,16 +678,43 @@ def _not_advancing(
 
 def _check_entry(plan: KernelPlan, ptx: str, entry: str | None) -> TranslationReport:
     kernel = parse_kernel(ptx, entry)
-    checker = _Checker(plan, recover(kernel))
-    checker.barriers()
-    if not checker.errors:
-        checker.operations()
-        checker.sequences()
-    checker.registers()
-    checker.smem()
-    return TranslationReport(
-        kernel.name, tuple(checker.rings), tuple(checker.errors), tuple(checker.checked)
-    )
+    protocol = recover(kernel)
+    best: TranslationReport | None = None
+    # With barriers of the program's own beside the plan's, each place the plan's run of
+    # barriers could start is tried (the plan's own makes no difference; else the fewest).
+    window, windows = 0, 1
+    while window < windows:
+        checker = _Checker(plan, protocol, window)
+        checker.barriers()
+        windows = max(1, len(checker.windows(_inits(protocol))))
+        if not checker.errors:
+            checker.operations()
+            checker.sequences()
+        checker.registers()
+        checker.smem()
+        report = TranslationReport(
+            kernel.name, tuple(checker.rings), tuple(checker.errors), tuple(checker.checked)
+        )
+        if report.ok:
+            return report
+        if best is None or len(report.errors) < len(best.errors):
+            best = report
+        window += 1
+    assert best is not None
+    return best
+
+
+def _inits(protocol: Protocol) -> list[tuple[int, BarrierOp]]:
+    """The ``mbarrier.init`` s at constant SMEM offsets, by offset."""
+    out = [
+        (op.address.const, op)
+        for op in protocol.barriers
+        if op.kind == "init"
+        and op.address is not None
+        and op.address.coef(SMEM) == 1
+        and not op.address.others(SMEM)
+    ]
+    return sorted(out, key=lambda s: s[0])
 
 
 def check_ptx(plan: KernelPlan, ptx: str, entry: str | None = None) -> TranslationReport:
