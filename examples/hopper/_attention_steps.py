@@ -1,0 +1,462 @@
+"""The Hopper attention kernel's configuration, host builders and per-step device code.
+
+``AttentionConfig`` fixes what is compile-time (head dim, dtype, mask, GQA group, KV block,
+ring depths); the builders make the two tiled MMAs (``S = Q K^T`` from SMEM, ``O += P V`` with
+``P`` in registers), the swizzled SMEM layouts and the TMA atoms. The device half is one
+small function per step of a math warpgroup's schedule: ``qk`` (issue ``S = Q K^T``),
+``softmax`` (mask, online max / sum, ``P`` to 16 bit), ``pv`` (issue ``O += P V``) and
+``store`` (normalise, LSE, TMA store of ``O``). See ``attention.py``.
+
+Tensors (all contiguous): ``q`` / ``o`` are ``(B * H, S, D)``, ``k`` / ``v`` are
+``(B * Hkv, S, D)`` with ``H = group * Hkv`` (query head ``bh`` reads KV head ``bh // group``),
+``lse`` is fp32 ``(B * H, S)``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils.hopper_helpers as sm90
+from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import Constexpr
+from cutlass.tensor_utils import LayoutEnum
+
+WARPGROUP = 128
+BLOCK_M = 64  # query rows of one math warpgroup's tile (one WGMMA M)
+LOAD_WARP = 0
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232
+SMS = 132
+SMEM_BYTES = 232448
+SMEM_RESERVED = 1024
+LOG2_E = 1.4426950408889634
+DTYPES: dict[str, Any] = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
+HEAD_DIMS = (64, 128)
+STAGE_BYTES = 16384  # one K (or V) block: 16 KB, so BN = 8192 / D rows
+
+
+@dataclasses.dataclass(frozen=True)
+class AttentionConfig:
+    """Compile-time shape of the attention kernel.
+
+    Attributes:
+        head_dim: ``D`` (64 or 128).
+        dtype: ``"bf16"`` or ``"fp16"`` (Q, K, V and O; fp32 accumulation and softmax).
+        causal: Query ``i`` sees keys ``j <= i`` (square attention): KV blocks past the
+            diagonal are never loaded, the diagonal block is masked.
+        group: Query heads per KV head (GQA; 1 is plain multi-head attention).
+        kv_stages: Depth of the K ring and of the V ring (per math warpgroup).
+        scale: Softmax scale (None: ``1 / sqrt(D)``).
+    """
+
+    head_dim: int = 128
+    dtype: str = "bf16"
+    causal: bool = False
+    group: int = 1
+    kv_stages: int = 2
+    scale: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.head_dim not in HEAD_DIMS:
+            raise ValueError(f"head_dim {self.head_dim} not in {HEAD_DIMS}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
+        if self.group < 1:
+            raise ValueError("group (query heads per KV head) must be >= 1")
+        if self.kv_stages < 1:
+            raise ValueError("kv_stages must be >= 1")
+        if self.smem_bytes > SMEM_BYTES - SMEM_RESERVED:
+            raise ValueError(f"{self} needs {self.smem_bytes} bytes of SMEM")
+
+    @property
+    def element(self) -> Any:
+        """The CuTe DSL element type of Q, K, V and O."""
+        return DTYPES[self.dtype]
+
+    @property
+    def block_n(self) -> int:
+        """Keys per KV block (a 16 KB stage: 128 for D = 64, 64 for D = 128)."""
+        return STAGE_BYTES // (2 * self.head_dim)
+
+    @property
+    def q_bytes(self) -> int:
+        """Bytes of one Q tile (also one O epilogue buffer)."""
+        return BLOCK_M * self.head_dim * 2
+
+    @property
+    def smem_bytes(self) -> int:
+        """SMEM of both math warpgroups: Q, the K and V rings and the O buffer each."""
+        return 2 * (2 * self.q_bytes + 2 * self.kv_stages * STAGE_BYTES)
+
+    @property
+    def softmax_scale(self) -> float:
+        """The scale applied to ``Q K^T``."""
+        return self.scale if self.scale is not None else 1.0 / math.sqrt(self.head_dim)
+
+    @property
+    def scale_log2(self) -> float:
+        """``scale * log2(e)``: the softmax runs in base 2 (``exp2``)."""
+        return self.softmax_scale * LOG2_E
+
+    @property
+    def block_threads(self) -> int:
+        """The producer warpgroup and two math warpgroups."""
+        return 3 * WARPGROUP
+
+
+# ---------------------------------------------------------------------------------------------
+# host builders (inside the @cute.jit launcher)
+# ---------------------------------------------------------------------------------------------
+
+
+def make_qk_mma(cfg: AttentionConfig) -> Any:
+    """``S = Q K^T``: ``64 x BN`` per warpgroup, Q and K K-major in SMEM (K = head dim)."""
+    k_major = warpgroup.OperandMajorMode.K
+    tiler = (BLOCK_M, cfg.block_n)
+    return sm90.make_trivial_tiled_mma(
+        cfg.element, cfg.element, k_major, k_major, cutlass.Float32, (1, 1, 1), tiler
+    )
+
+
+def make_pv_mma(cfg: AttentionConfig) -> Any:
+    """``O += P V``: ``64 x D`` per warpgroup; ``P`` from registers, ``V`` D-major in SMEM."""
+    return sm90.make_trivial_tiled_mma(
+        cfg.element,
+        cfg.element,
+        warpgroup.OperandMajorMode.K,
+        warpgroup.OperandMajorMode.MN,
+        cutlass.Float32,
+        (1, 1, 1),
+        (BLOCK_M, cfg.head_dim),
+        warpgroup.OperandSource.RMEM,
+    )
+
+
+def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
+    """Swizzled SMEM layouts: Q ``(64, D, 1)``, K ``(BN, D, st)``, V ``(D, BN, st)``, O."""
+    d, bn, el = cfg.head_dim, cfg.block_n, cfg.element
+    row, col = LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR
+    q = sm90.make_smem_layout_a(row, (BLOCK_M, bn, d), el, 1)
+    k = sm90.make_smem_layout_b(row, (BLOCK_M, bn, d), el, cfg.kv_stages)
+    # V is the B operand of P V read as (N = D) x (K = BN), D contiguous: MN-major.
+    v = sm90.make_smem_layout_b(col, (BLOCK_M, d, bn), el, cfg.kv_stages)
+    o = sm90.make_smem_layout_epi(el, row, (BLOCK_M, d), 1)
+    return q, k, v, o
+
+
+def seq_view(t: Any) -> Any:
+    """``(BH, S, D)`` row-major as ``(S, D, BH)``: rows, the contiguous head dim, heads."""
+    shape = (t.shape[1], t.shape[2], t.shape[0])
+    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=(t.stride[1], 1, t.stride[0])))
+
+
+def dim_view(t: Any) -> Any:
+    """``(BH, S, D)`` row-major as ``(D, S, BH)``: V as the MN-major B operand of ``P V``."""
+    shape = (t.shape[2], t.shape[1], t.shape[0])
+    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=(1, t.stride[1], t.stride[0])))
+
+
+def make_tma_atoms(
+    cfg: AttentionConfig, q: Any, k: Any, v: Any, o: Any, layouts: tuple[Any, Any, Any, Any]
+) -> tuple[Any, ...]:
+    """TMA atoms and coordinate tensors ``(atom_q, tQ, atom_k, tK, atom_v, tV, atom_o, tO)``."""
+    lq, lk, lv, lo = layouts
+    d, bn = cfg.head_dim, cfg.block_n
+    load = cpasync.CopyBulkTensorTileG2SOp()
+
+    def first(layout: Any) -> Any:
+        return cute.slice_(layout, (None, None, 0))
+
+    atom_q, t_q = cpasync.make_tiled_tma_atom(load, seq_view(q), first(lq), (BLOCK_M, d))
+    atom_k, t_k = cpasync.make_tiled_tma_atom(load, seq_view(k), first(lk), (bn, d))
+    atom_v, t_v = cpasync.make_tiled_tma_atom(load, dim_view(v), first(lv), (d, bn))
+    store = cpasync.CopyBulkTensorTileS2GOp()
+    atom_o, t_o = cpasync.make_tiled_tma_atom(store, seq_view(o), first(lo), (BLOCK_M, d))
+    return atom_q, t_q, atom_k, t_k, atom_v, t_v, atom_o, t_o
+
+
+# ---------------------------------------------------------------------------------------------
+# producer side: TMA views and loads
+# ---------------------------------------------------------------------------------------------
+
+
+def tma_views(atom: Any, gmem: Any, smem: Any, box: tuple[int, int]) -> tuple[Any, Any]:
+    """``(g, s)``: ``g[(None, i, j, l)]`` is box ``(i, j)`` of batch ``l``, ``s[(None, st)]``."""
+    tiles = cute.flat_divide(gmem, box)  # (box0, box1, tiles0, tiles1, L)
+    s, g = cpasync.tma_partition(
+        atom, 0, cute.make_layout(1), cute.group_modes(smem, 0, 2), cute.group_modes(tiles, 0, 2)
+    )
+    return g, s
+
+
+def tma_load(atom: Any, views: tuple[Any, Any], i: Any, j: Any, l: Any, st: Any, bar: Any) -> None:
+    """TMA-load box ``(i, j)`` of batch ``l`` into stage ``st`` (completes on ``bar``)."""
+    g, s = views
+    cute.copy(atom, g[(None, i, j, l)], s[(None, st)], tma_bar_ptr=bar)
+
+
+# ---------------------------------------------------------------------------------------------
+# math warpgroup: per-thread state and the steps
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class MathState:
+    """One math thread's registers and WGMMA descriptors (built once, used every tile).
+
+    Attributes:
+        frag_q / frag_k / frag_v: WGMMA descriptors over the Q tile, the K and V rings.
+        acc_s: ``S`` (fp32, the QK accumulator); acc_o: ``O`` (fp32, the PV accumulator).
+        p: ``P`` in 16 bit, laid out as the register A operand of the PV WGMMA.
+        coords: ``(row, col)`` of every ``acc_s`` element within the ``64 x BN`` block.
+        row_max / row_sum: the online softmax statistics of this thread's two rows.
+        tidx: the thread's index in its warpgroup; wg: the warpgroup (0 or 1).
+    """
+
+    frag_q: Any
+    frag_k: Any
+    frag_v: Any
+    acc_s: Any
+    acc_o: Any
+    p: Any
+    coords: Any
+    row_max: Any
+    row_sum: Any
+    tidx: Any
+    wg: int
+
+
+def math_setup(
+    cfg: AttentionConfig, qk_mma: Any, pv_mma: Any, s_q: Any, s_k: Any, s_v: Any, wg: int
+) -> MathState:
+    """The state of this thread of math warpgroup ``wg`` (CTA warpgroup ``1 + wg``)."""
+    tidx_cta, _, _ = cute.arch.thread_idx()
+    tidx = tidx_cta - (1 + wg) * WARPGROUP
+    thr_qk = qk_mma.get_slice(tidx)
+    thr_pv = pv_mma.get_slice(tidx)
+    bn, d = cfg.block_n, cfg.head_dim
+    frag_q = qk_mma.make_fragment_A(thr_qk.partition_A(s_q))
+    frag_k = qk_mma.make_fragment_B(thr_qk.partition_B(s_k))
+    frag_v = pv_mma.make_fragment_B(thr_pv.partition_B(s_v))
+    acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((BLOCK_M, bn)), cutlass.Float32)
+    acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((BLOCK_M, d)), cutlass.Float32)
+    p = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, bn)), cfg.element)
+    coords = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, bn)))
+    row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
+    row_sum = cute.make_rmem_tensor((2,), cutlass.Float32)
+    return MathState(frag_q, frag_k, frag_v, acc_s, acc_o, p, coords, row_max, row_sum, tidx, wg)
+
+
+@cute.jit
+def begin_tile(st: MathState) -> None:
+    """A new query tile: ``O = 0``, running max ``-inf``, running sum 0."""
+    st.acc_o.fill(0.0)
+    for h in range_constexpr(2):
+        st.row_max[h] = -cutlass.Float32.inf
+        st.row_sum[h] = 0.0
+
+
+@cute.jit
+def qk(qk_mma: Any, st: MathState, stage: Any) -> None:
+    """Issue ``S = Q K^T`` for the K block in ``stage`` (one WGMMA per 16 of D); commit."""
+    warpgroup.fence()
+    for kk in range_constexpr(cute.size(st.frag_q, mode=[2])):
+        qk_mma.set(warpgroup.Field.ACCUMULATE, kk != 0)
+        cute.gemm(
+            qk_mma, st.acc_s, st.frag_q[(None, None, kk, 0)], st.frag_k[(None, None, kk, stage)],
+            st.acc_s,
+        )
+    warpgroup.commit_group()
+
+
+@cute.jit
+def pv(pv_mma: Any, st: MathState, stage: Any) -> None:
+    """Issue ``O += P V`` for the V block in ``stage`` (P from registers); commit."""
+    warpgroup.fence()  # P and the rescaled O were written by ordinary instructions
+    pv_mma.set(warpgroup.Field.ACCUMULATE, True)
+    for kk in range_constexpr(cute.size(st.p, mode=[2])):
+        cute.gemm(pv_mma, st.acc_o, st.p[(None, None, kk)], st.frag_v[(None, None, kk, stage)], st.acc_o)
+    warpgroup.commit_group()
+
+
+def row_half(i: int) -> int:
+    """Which of the thread's two rows accumulator value ``i`` belongs to.
+
+    A WGMMA accumulator fragment is ``((2, 2, N / 8), 1, 1)``: column pair, row (``r`` or
+    ``r + 8``), 8-column group. The same order is the register A operand's (per 16 columns
+    ``((2, 2, 2))``), so ``P``'s value ``i`` is ``S``'s value ``i``.
+    """
+    return (i // 2) % 2
+
+
+@cute.jit
+def softmax(
+    cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seqlen: Any
+) -> None:
+    """Online softmax of the waited ``S`` block ``n`` of query tile ``m``; ``P`` to 16 bit.
+
+    Keys past the sequence end (the last block) and, with ``causal``, past the query row (the
+    diagonal blocks) are masked to ``-inf`` first. The new row max rescales the running sum
+    and ``O`` (``exp2`` of the max difference, ``scale * log2(e)`` folded); the max is taken
+    over the four threads of a quad, the sum stays per thread until ``store``.
+    """
+    bn = cfg.block_n
+    s = st.acc_s
+    n_vals = cute.size(s)
+    col0 = n * bn
+    # Keys at or past ``limit`` are masked: the sequence end and, with ``causal``, the row
+    # after the query's own (one comparison per value, on the blocks that need it only).
+    row0 = m * BLOCK_M
+    first_limit = seqlen
+    if const_expr(cfg.causal):
+        first_limit = cutlass.min(seqlen, row0 + 1)  # type: ignore[attr-defined]
+    if col0 + bn > first_limit:
+        for i in range_constexpr(n_vals):
+            r, c = st.coords[i]
+            limit = seqlen
+            if const_expr(cfg.causal):
+                limit = cutlass.min(seqlen, row0 + r + 1)  # type: ignore[attr-defined]
+            if col0 + c >= limit:
+                s[i] = -cutlass.Float32.inf
+    scale = cutlass.Float32(cfg.scale_log2)
+    for h in range_constexpr(2):
+        mx = st.row_max[h]
+        for i in range_constexpr(n_vals):
+            if const_expr(row_half(i) == h):
+                mx = cute.arch.fmax(mx, s[i])
+        mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
+        # A row with every key masked so far keeps max -inf: shift by 0 so exp2 gives 0, not NaN.
+        base = mx * scale
+        if mx == -cutlass.Float32.inf:
+            base = cutlass.Float32(0.0)
+        old = st.row_max[h] * scale
+        if st.row_max[h] == -cutlass.Float32.inf:
+            old = base
+        keep = cute.math.exp2(old - base, fastmath=True)
+        st.row_max[h] = mx
+        total = st.row_sum[h] * keep
+        for i in range_constexpr(n_vals):
+            if const_expr(row_half(i) == h):
+                e = cute.math.exp2(s[i] * scale - base, fastmath=True)
+                total = total + e
+                st.p[i] = e.to(cfg.element)
+        st.row_sum[h] = total
+        for i in range_constexpr(cute.size(st.acc_o)):
+            if const_expr(row_half(i) == h):
+                st.acc_o[i] = st.acc_o[i] * keep
+
+
+@dataclasses.dataclass
+class StoreViews:
+    """One math thread's epilogue views (built once).
+
+    Attributes:
+        r2s: the register -> SMEM tiled copy (``stmatrix``); acc: ``O`` re-tiled for it;
+        frag: ``O`` converted to 16 bit; s_dst: its SMEM destination; o_coords: ``(row, col)``
+        of every ``O`` value in the ``64 x D`` tile; t_s / t_g: the TMA store views;
+        barrier: the warpgroup's named barrier; is_store_warp: the warpgroup's first warp.
+    """
+
+    r2s: Any
+    acc: Any
+    frag: Any
+    s_dst: Any
+    o_coords: Any
+    t_s: Any
+    t_g: Any
+    barrier: Any
+    is_store_warp: Any
+
+
+def store_setup(
+    cfg: AttentionConfig, pv_mma: Any, st: MathState, atom_o: Any, t_o: Any, s_o: Any
+) -> StoreViews:
+    """The epilogue views of this thread (named barrier ``1 + wg`` over its warpgroup)."""
+    el = cfg.element
+    store_op = sm90.get_smem_store_op(LayoutEnum.ROW_MAJOR, el, cutlass.Float32)
+    stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), el)
+    r2s = cute.make_tiled_copy_S(store_op, cute.make_tiled_copy_C_atom(stmatrix, pv_mma))
+    thr = r2s.get_slice(st.tidx)
+    frag = cute.make_rmem_tensor(cute.shape(thr.partition_S(s_o))[:3], el)
+    thr_pv = pv_mma.get_slice(st.tidx)
+    o_coords = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, cfg.head_dim)))
+    t_g, t_s = tma_views(atom_o, t_o, s_o, (BLOCK_M, cfg.head_dim))
+    barrier = cpipe.NamedBarrier(barrier_id=1 + st.wg, num_threads=WARPGROUP)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    is_store_warp = warp == (1 + st.wg) * WARPGROUP // 32
+    return StoreViews(
+        r2s, r2s.retile(st.acc_o), frag, thr.partition_D(s_o), o_coords, t_s, t_g, barrier,
+        is_store_warp,
+    )
+
+
+@cute.jit
+def store(
+    cfg: Constexpr[AttentionConfig],
+    st: MathState,
+    sv: StoreViews,
+    atom_o: Any,
+    lse: Any,
+    m: Any,
+    bh: Any,
+    seqlen: Any,
+) -> None:
+    """Write tile ``m`` of head ``bh``: ``O / rowsum`` by TMA store, LSE by plain stores.
+
+    The row sums are summed over the quad first. A row with no visible key (sum 0) gets
+    ``O = 0`` and ``LSE = -inf``. The store warp waits until its previous TMA store has read
+    the buffer before anyone overwrites it; rows past ``seqlen`` are clipped by the TMA store
+    and skipped for the LSE.
+    """
+    lane = st.tidx % 4
+    for h in range_constexpr(2):
+        total = cute.arch.warp_reduction_sum(st.row_sum[h], threads_in_group=4)
+        inv = cutlass.Float32(0.0)
+        lse_h = -cutlass.Float32.inf
+        if total > 0.0:
+            inv = cute.arch.rcp_approx(total)
+            # natural-log LSE of the scaled scores: (max * scale * log2 e + log2 sum) * ln 2
+            lse_h = (st.row_max[h] * cutlass.Float32(cfg.scale_log2) + cute.math.log2(total)) * (
+                cutlass.Float32(1.0 / LOG2_E)
+            )
+        for i in range_constexpr(cute.size(st.acc_o)):
+            if const_expr(row_half(i) == h):
+                st.acc_o[i] = st.acc_o[i] * inv
+        row = m * BLOCK_M + sv.o_coords[2 * h][0]
+        if lane == 0:
+            if row < seqlen:
+                lse[(bh, row)] = lse_h
+    if sv.is_store_warp:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+    sv.barrier.arrive_and_wait()
+    for v in range_constexpr(cute.size(sv.frag)):
+        sv.frag[v] = sv.acc[v].to(cfg.element)
+    cute.copy(sv.r2s, sv.frag, sv.s_dst[(None, None, None, 0)])
+    cute.arch.fence_proxy("async.shared", space="cta")
+    sv.barrier.arrive_and_wait()
+    if sv.is_store_warp:
+        with cute.arch.elect_one():
+            cute.copy(atom_o, sv.t_s[(None, 0)], sv.t_g[(None, m, 0, bh)])
+            cute.arch.cp_async_bulk_commit_group()
+
+
+@cute.jit
+def store_drain(sv: StoreViews) -> None:
+    """Before exit: the store warp's TMA stores have read SMEM."""
+    if sv.is_store_warp:
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+@cute.jit
+def mma_wait(outstanding: Constexpr[int]) -> None:
+    """Wait until at most ``outstanding`` WGMMA groups of this warpgroup are in flight."""
+    warpgroup.wait_group(outstanding)
