@@ -13,6 +13,7 @@ from ts_ir import (
     ResourceSpec,
     Schedule,
     TaskSpec,
+    TileSchedulerType,
     render_mermaid,
     render_plan_table,
     render_schedule,
@@ -107,6 +108,23 @@ def test_plan_table_default_registers_and_no_tasks(sample_plan: KernelPlan) -> N
     table = render_plan_table(dataclasses.replace(sample_plan, tasks=(task,)))
     assert table.splitlines()[0] == "load (w4-5)"
     assert render_plan_table(dataclasses.replace(sample_plan, tasks=())) == "kernel gemm: no tasks"
+
+
+def test_plan_table_and_mermaid_show_cta_gates_and_schedulers(sample_plan: KernelPlan) -> None:
+    task = dataclasses.replace(sample_plan.tasks[0], cta_rank=0)
+    wq = dataclasses.replace(
+        sample_plan.resource("wq"), scheduler=TileSchedulerType.StaticPersistent
+    )
+    plan = dataclasses.replace(
+        sample_plan,
+        tasks=(task, *sample_plan.tasks[1:]),
+        resources=(wq, *sample_plan.resources[1:]),
+    )
+    assert render_plan_table(plan).splitlines()[0].startswith("load (w4, 40 regs, CTA 0 only) |")
+    lines = [line.strip() for line in render_mermaid(plan).splitlines()]
+    assert 'r0_wq["wq<br/>WorkQueue<br/>StaticPersistent scheduler"]' in lines
+    assert 't0_load(["load<br/>w4, 40 regs, CTA 0 only"])' in lines
+    assert 't1_mma(["mma<br/>w0-3, 232 regs"])' in lines
 
 
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"

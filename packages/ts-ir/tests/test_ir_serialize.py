@@ -41,6 +41,7 @@ from ts_ir import (
     SourceLocation,
     Step,
     TaskSpec,
+    TileSchedulerType,
     WorkAttr,
     WorkMethodSpec,
     WorkTileLoop,
@@ -290,6 +291,38 @@ def test_smem_extra_round_trips_and_is_absent_when_empty(sample_plan: KernelPlan
     plan = dataclasses.replace(sample_plan, smem_extra=(scratch,))
     assert json.loads(to_json(plan))["data"]["smem_extra"][0]["size_bytes"] == 4096
     assert from_json(to_json(plan)) == plan
+
+
+def test_cta_gate_and_scheduler_round_trip_and_are_absent_when_unset(
+    sample_plan: KernelPlan,
+) -> None:
+    data = json.loads(to_json(sample_plan))["data"]
+    assert all("cta_rank" not in t for t in data["tasks"])
+    assert all("scheduler" not in r for r in data["resources"])
+    wq = dataclasses.replace(
+        sample_plan.resource("wq"), scheduler=TileSchedulerType.AtomicDynamicPersistent
+    )
+    plan = dataclasses.replace(
+        sample_plan,
+        tasks=(dataclasses.replace(sample_plan.tasks[0], cta_rank=1), *sample_plan.tasks[1:]),
+        resources=tuple(wq if r.name == "wq" else r for r in sample_plan.resources),
+    )
+    data = json.loads(to_json(plan))["data"]
+    assert data["tasks"][0]["cta_rank"] == 1 and "cta_rank" not in data["tasks"][1]
+    assert data["resources"][0]["scheduler"] == "AtomicDynamicPersistent"
+    assert from_json(to_json(plan)) == plan
+    # Fingerprints (the JSON without locations) tell the gated plan from the ungated one.
+    assert plan_to_dict(plan, with_locations=False) != plan_to_dict(
+        sample_plan, with_locations=False
+    )
+    bad = json.loads(to_json(plan))
+    bad["data"]["tasks"][0]["cta_rank"] = "0"
+    with pytest.raises(IRFormatError, match=r"tasks\[0\]\.cta_rank"):
+        from_json(json.dumps(bad))
+    bad = json.loads(to_json(plan))
+    bad["data"]["resources"][0]["scheduler"] = "Hardware"
+    with pytest.raises(IRFormatError, match=r"resources\[0\]\.scheduler"):
+        from_json(json.dumps(bad))
 
 
 def test_side_strides_round_trip_and_are_absent_for_one_stride(sample_plan: KernelPlan) -> None:

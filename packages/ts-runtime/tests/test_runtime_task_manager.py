@@ -264,6 +264,7 @@ def test_run_only_on_cta_id_needs_the_ring_partners_on_the_same_cta() -> None:
     with pytest.raises(UnsupportedFeatureError, match="run_only_on_cta_id") as info:
         TaskManager(tasks(None), {dst: [smem]})
     assert info.value.task == "load_schedule" and info.value.resource == "smem"
+    assert info.value.code == "TS-R001"  # the verifier's TS-V250, raised typed
     assert TaskManager(tasks(0), {dst: [smem]}).report.ok
 
 

@@ -205,7 +205,8 @@ def test_static_queue_step_on_a_dynamic_queue_is_refused_at_its_line() -> None:
     err = info.value
     assert (err.task, err.resource) == ("read", "tiles")
     assert "read_next_tile" in err.fix
-    assert f"test_runtime_work_queue.py:{_line_of('the static queue')}" in str(err)
+    assert f'test_runtime_work_queue.py", line {_line_of("the static queue")}' in str(err)
+    assert err.code == "TS-R005"  # the verifier's TS-V251, raised typed
 
 
 def _line_of(marker: str) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from ts_ir.enums import PipelineType, Role, SignalingThreads, WorkAttr
+from ts_ir.enums import PipelineType, Role, SignalingThreads, TileSchedulerType, WorkAttr
 from ts_ir.errors import INT32_MAX, ArgumentError, describe_value, require_int
 from ts_ir.groups import PipelineGroupSpec
 from ts_ir.schedule import (
@@ -297,6 +297,9 @@ class ResourceSpec:
         is_work_queue: True for the persistent work queue.
         is_barrier: True for pure barrier resources (no payload).
         location: Where the resource class is defined.
+        scheduler: A work queue's tile scheduler (None: not a queue, or not known). A dynamic
+            scheduler hands each tile over through the queue's pipeline, which decides which
+            queue steps are meaningful (``ts_verify`` checks them).
     """
 
     name: str
@@ -307,6 +310,7 @@ class ResourceSpec:
     is_work_queue: bool = False
     is_barrier: bool = False
     location: SourceLocation = UNKNOWN_LOCATION
+    scheduler: TileSchedulerType | None = None
 
     def work_method(self, label: str) -> WorkMethodSpec | None:
         """The work method with the given label, or None."""
@@ -329,6 +333,9 @@ class TaskSpec:
         destinations: Resources the task produces into.
         schedule: The traced schedule.
         location: Where the task was declared.
+        cta_rank: The CTA rank within its cluster that the task runs on, or None for every
+            CTA (the reference's ``run_only_on_cta_id``). The plan is verified per CTA, so
+            tasks sharing a ring must be gated alike (``ts_verify`` checks it).
     """
 
     name: str
@@ -339,6 +346,7 @@ class TaskSpec:
     destinations: tuple[str, ...]
     schedule: Schedule
     location: SourceLocation = UNKNOWN_LOCATION
+    cta_rank: int | None = None
 
     @property
     def warp_end(self) -> int:

@@ -86,7 +86,8 @@ def _task_resources(task: TaskSpec) -> str:
     last = task.warp_end - 1
     warps = f"w{task.warp_start}" if task.num_warps == 1 else f"w{task.warp_start}-{last}"
     regs = "" if task.num_registers is None else f", {task.num_registers} regs"
-    return warps + regs
+    gate = "" if task.cta_rank is None else f", CTA {task.cta_rank} only"
+    return warps + regs + gate
 
 
 def render_plan_table(plan: KernelPlan) -> str:
@@ -163,6 +164,8 @@ def render_mermaid(plan: KernelPlan, direction: str = "LR") -> str:
         parts = [r.name, r.kind]
         if r.pipeline is not None:
             parts.append(f"pipeline {r.pipeline.type.value} x{r.pipeline.stages} stages")
+        if r.scheduler is not None:
+            parts.append(f"{r.scheduler.value} scheduler")
         resource_node(r.name, "<br/>".join(parts))
 
     def ref(name: str) -> str:

@@ -28,6 +28,7 @@ from ts_ir.enums import (
     Role,
     ScheduleStage,
     SignalingThreads,
+    TileSchedulerType,
     WorkAttr,
 )
 from ts_ir.errors import ArgumentError
@@ -265,6 +266,8 @@ def _resource_to_dict(r: ResourceSpec, with_locations: bool) -> dict[str, Any]:
         "is_work_queue": r.is_work_queue,
         "is_barrier": r.is_barrier,
     }
+    if r.scheduler is not None:  # only when set: older plans keep their JSON and fingerprint
+        d["scheduler"] = r.scheduler.value
     return _with_location(d, r.location, with_locations)
 
 
@@ -289,6 +292,8 @@ def plan_to_dict(plan: KernelPlan, *, with_locations: bool = True) -> dict[str, 
             "destinations": list(t.destinations),
             "schedule": schedule,
         }
+        if t.cta_rank is not None:  # as with "scheduler": only when set
+            task["cta_rank"] = t.cta_rank
         tasks.append(_with_location(task, t.location, with_locations))
     out: dict[str, Any] = {
         "name": plan.name,
@@ -672,6 +677,9 @@ def _resource_from_dict(value: object, path: str) -> ResourceSpec:
         is_work_queue=_field(d, "is_work_queue", bool, path),
         is_barrier=_field(d, "is_barrier", bool, path),
         location=_location(d, path),
+        scheduler=None
+        if d.get("scheduler") is None
+        else _enum(TileSchedulerType, _field(d, "scheduler", str, path), f"{path}.scheduler"),
     )
 
 
@@ -686,6 +694,7 @@ def _task_from_dict(value: object, path: str) -> TaskSpec:
         destinations=_str_tuple(d, "destinations", path),
         schedule=_schedule_from(d.get("schedule"), f"{path}.schedule"),
         location=_location(d, path),
+        cta_rank=_opt_field(d, "cta_rank", int, path),
     )
 
 

@@ -52,7 +52,14 @@ def plan_fingerprint(plan: Any) -> str:
         # plan's declarations instead.
         data = (
             [
-                (t.name, t.warp_start, t.num_warps, t.num_registers, t.schedule.fingerprint())
+                (
+                    t.name,
+                    t.warp_start,
+                    t.num_warps,
+                    t.num_registers,
+                    t.cta_rank,
+                    t.schedule.fingerprint(),
+                )
                 for t in kp.tasks
             ],
             [dataclasses.replace(r, location=UNKNOWN_LOCATION) for r in kp.resources],
@@ -60,6 +67,7 @@ def plan_fingerprint(plan: Any) -> str:
             kp.smem_alias_groups,
             kp.smem_capacity,
             kp.block_warps,
+            kp.smem_extra,
         )
     return hashlib.sha256(repr(data).encode()).hexdigest()[:16]
 

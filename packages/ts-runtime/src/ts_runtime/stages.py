@@ -10,8 +10,8 @@ reference's API) are two ways to call the same three functions:
   findings a user fixes in the declaration raised as the runtime's typed errors;
 * :func:`lower_plan` — ``ts_codegen.emit_tasks`` inside the ``@cute.kernel``.
 
-Every check of the plan is ts-verify's. What stays here is about Python objects that the plan
-does not carry: which CTA rank a task is gated to, and which scheduler a work queue has.
+Every check of the plan is ts-verify's: what the checks need of the Python objects (a task's CTA
+gate, a work queue's scheduler) is recorded in the plan by ``ts_trace.build_plan``.
 """
 
 from __future__ import annotations
@@ -106,65 +106,6 @@ def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
     return dataclasses.replace(plan, resources=tuple(resources))
 
 
-def _check_cta_gates(tasks: Sequence[Task]) -> None:
-    """Tasks that share a pipelined resource run on the same CTA ranks.
-
-    The plan is verified per CTA. Where every task on a ring runs on the same CTA rank, that
-    CTA runs the verified protocol and the others do not touch the ring; a ring between a
-    restricted and an unrestricted task would see only one side in the other CTAs (a hang),
-    unless the signals are routed to the leader CTA, which is not lowered.
-    """
-    for t in tasks:
-        if t.run_only_on_cta_id is None:
-            continue
-        rings = {id(r): r for r in t.resources if getattr(r, "pipeline_config", None)}
-        for u in tasks:
-            if u is t or u.run_only_on_cta_id == t.run_only_on_cta_id:
-                continue
-            shared = [r for r in u.resources if id(r) in rings]
-            if shared:
-                name = resource_name(shared[0])
-                raise UnsupportedFeatureError(
-                    f"task `{t.name}` runs only on CTA {t.run_only_on_cta_id} of its cluster, "
-                    f"but task `{u.name}` (run_only_on_cta_id={u.run_only_on_cta_id}) shares "
-                    f"the pipelined resource `{name}` with it: in the other CTAs one side of "
-                    "the ring would wait forever",
-                    task=t.name,
-                    resource=name,
-                    fix=f"give `{u.name}` run_only_on_cta_id={t.run_only_on_cta_id} too",
-                )
-
-
-def _check_queue_steps(tasks: Sequence[Task], plan: KernelPlan) -> None:
-    """``get_and_advance_work_tile`` is the static queue's step; a dynamic queue hands over.
-
-    A dynamic queue's tiles travel through its pipeline (``fetch_next_tile`` /
-    ``read_next_tile``). The reference-style static step there would read the current tile and
-    skip the hand-over: refused at the user's line rather than lowered into a wrong kernel.
-    """
-    queues: dict[str, Any] = {
-        resource_name(r): r
-        for t in tasks
-        for r in t.resources
-        if getattr(type(r), "is_work_queue", False)
-        and getattr(getattr(r, "tile_scheduler_config", None), "is_dynamic", False)
-    }
-    for spec in plan.tasks:
-        for step in spec.schedule.steps():
-            if step.resource in queues and step.label == "get_and_advance_work_tile":
-                cfg = queues[step.resource].tile_scheduler_config
-                raise RuntimeConfigError(
-                    f"{step.location}: task `{spec.name}` calls "
-                    f"`{step.resource}.get_and_advance_work_tile()`, but the queue's "
-                    f"{cfg.tile_scheduler_type.value} scheduler hands each tile over through "
-                    "its pipeline, which that step does not read",
-                    task=spec.name,
-                    resource=step.resource,
-                    fix="call fetch_next_tile() in the fetching task and read_next_tile() in "
-                    "the others (docs/persistent.rst), or use the static scheduler",
-                )
-
-
 def plan_tasks(
     tasks: Sequence[Task],
     graph: Mapping[MemoryResource, Sequence[MemoryResource]],
@@ -182,8 +123,7 @@ def plan_tasks(
     budget.
 
     Raises:
-        RuntimeConfigError: No tasks, a non-Task, an empty graph, a ring shared across CTA
-            gates, or a dynamic queue read with the static queue's step.
+        RuntimeConfigError: No tasks, a non-Task or an empty graph.
         ts_trace.PlanError: Inconsistent tasks or graph (duplicate names, unlisted resources).
     """
     tasks = list(tasks)
@@ -197,7 +137,6 @@ def plan_tasks(
             "the resource dependency graph is empty",
             fix="pass {downstream: [upstreams...]} listing every resource of the tasks",
         )
-    _check_cta_gates(tasks)
     alias_groups: tuple[tuple[tuple[str, ...], ...], ...] = ()
     allocations: tuple[SmemAllocation, ...] = ()
     if isinstance(smem_allocator, SmemAllocator):
@@ -218,7 +157,6 @@ def plan_tasks(
     plan = _per_warp_tma_groups(dataclasses.replace(plan, smem_extra=extra))
     if tmem is not None:
         plan = dataclasses.replace(plan, tmem=tmem.specs(), tmem_capacity=tmem.capacity)
-    _check_queue_steps(tasks, plan)
     return plan
 
 
@@ -243,12 +181,24 @@ def _typed_error(plan: KernelPlan, d: Diagnostic, target: Target) -> RuntimeConf
             resource=d.resource,
             fix=d.fix,
         )
+    if d.code in _REFUSED:
+        cls = UnsupportedFeatureError if d.code == "TS-V250" else RuntimeConfigError
+        return cls(
+            at_line(d.message, at) if at is not None else d.message,
+            task=d.task,
+            resource=d.resource,
+            fix=d.fix,
+        )
     # TS-V209: the whole kernel is over budget; the user's line is where it is put together.
     return SmemBudgetError(at_line(d.message), task=d.task, resource=d.resource, fix=d.fix)
 
 
-_TYPED = ("TS-V216", "TS-V203", "TS-V209")
-"""Codes raised as typed runtime errors, in this order (the target's first)."""
+_REFUSED = ("TS-V250", "TS-V251")
+"""What the runtime cannot lower whatever the options: a ring shared across CTA gates (TS-R001,
+not lowered), a dynamic queue read with the static step (TS-R005)."""
+
+_TYPED = (*_REFUSED, "TS-V216", "TS-V203", "TS-V209")
+"""Codes raised as typed runtime errors, in this order (what cannot be lowered first)."""
 
 
 def verify_plan(
@@ -261,9 +211,11 @@ def verify_plan(
 ) -> Report:
     """Verify ``plan`` for ``target`` (stage 2): ts-verify's report, typed where it can be.
 
-    A pipeline type the target cannot run (TS-V216) raises :class:`UnsupportedOnTarget`; a
-    group size that contradicts the tasks (TS-V203) :class:`GroupSizeError`; SMEM over budget
-    (TS-V209) :class:`SmemBudgetError`. With ``skip_validation`` the last two, and the
+    A ring shared across CTA gates (TS-V250) raises :class:`UnsupportedFeatureError`; a
+    dynamic queue read with the static queue's step (TS-V251) :class:`RuntimeConfigError`; a
+    pipeline type the target cannot run (TS-V216) :class:`UnsupportedOnTarget`; a group size
+    that contradicts the tasks (TS-V203) :class:`GroupSizeError`; SMEM over budget (TS-V209)
+    :class:`SmemBudgetError`. With ``skip_validation`` the last two, and the
     verification errors, are warnings (stacklevel counted from the caller). Any other error
     raises :class:`ts_verify.VerificationError` when ``raise_verification``; otherwise it stays
     in the returned report.
@@ -274,7 +226,7 @@ def verify_plan(
             if d.code != code:
                 continue
             err = _typed_error(plan, d, target)
-            if not skip_validation or code == "TS-V216":  # the target's cannot be compiled
+            if not skip_validation or code not in ("TS-V203", "TS-V209"):  # cannot be lowered
                 raise err
             warnings.warn(str(err), stacklevel=stacklevel + 1)
             break
@@ -336,5 +288,5 @@ def lower_plan(
         context=context,
         debug=[t.name for t in tasks if t.debug_print or debug_bounded_waits],
         task_caches={t.name: t.make_task_cache for t in tasks},
-        cta_gates={t.name: t.run_only_on_cta_id for t in tasks if t.run_only_on_cta_id is not None},
+        cta_gates={t.name: t.cta_rank for t in plan.tasks if t.cta_rank is not None},
     )

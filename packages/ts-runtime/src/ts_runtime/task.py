@@ -106,7 +106,7 @@ class Task:
             waits as bounded waits that trap with a message (see ``TaskManager``).
         run_only_on_cta_id: Run the task only on this CTA rank of its cluster (rank 0 without
             clusters). Every task that shares a pipelined resource with it must be restricted
-            to the same rank (the ``TaskManager`` checks it).
+            to the same rank (``ts_verify`` checks it, TS-V250).
 
     Raises:
         TaskDeclarationError: A warp range, register count or schedule that cannot work.
@@ -335,6 +335,7 @@ class Task:
             self.num_registers,
             self.name,
             self.location,
+            self.run_only_on_cta_id,
         )
 
     def __repr__(self) -> str:

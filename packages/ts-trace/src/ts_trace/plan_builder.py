@@ -23,6 +23,7 @@ from ts_ir import (
     SmemAllocationSpec,
     SourceLocation,
     TaskSpec,
+    TileSchedulerType,
     WorkMethodSpec,
 )
 from ts_ir.errors import ArgumentError
@@ -47,6 +48,7 @@ class TaskDeclaration:
         num_registers: ``setmaxnreg`` target, or None.
         name: Task name ("" means: the schedule's name).
         location: Where the declaration was written (filled in automatically).
+        run_only_on_cta_id: The CTA rank within its cluster the task runs on (None: every CTA).
     """
 
     src_resources: Sequence[MemoryResource]
@@ -57,6 +59,7 @@ class TaskDeclaration:
     num_registers: int | None = None
     name: str = ""
     location: SourceLocation = dataclasses.field(default_factory=user_location)
+    run_only_on_cta_id: int | None = None
 
     def __post_init__(self) -> None:
         what = f"TaskDeclaration `{self.name}`" if isinstance(self.name, str) else "TaskDeclaration"
@@ -85,6 +88,14 @@ class TaskDeclaration:
                 f"{type(regs).__name__}",
                 location=self.location,
                 fix="pass a multiple of 8 in [24, 256], or None",
+            )
+        rank = self.run_only_on_cta_id
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 0):
+            raise PlanError(
+                "TS-T020",
+                f"{what}: run_only_on_cta_id={rank!r:.40} must be None or a CTA rank (an int >= 0)",
+                location=self.location,
+                fix="pass the rank within the cluster, e.g. run_only_on_cta_id=0, or None",
             )
         if not isinstance(self.name, str):
             raise PlanError(
@@ -260,7 +271,20 @@ def resource_spec_of(resource: MemoryResource) -> ResourceSpec:
         is_work_queue=cls.is_work_queue,
         is_barrier=bool(resource.is_barrier),
         location=definition_location(cls),
+        scheduler=_scheduler_of(resource) if cls.is_work_queue else None,
     )
+
+
+def _scheduler_of(queue: MemoryResource) -> TileSchedulerType | None:
+    """A work queue's scheduler, read from its ``tile_scheduler_config`` (None: not known).
+
+    Read by duck typing, like ``pipeline_config``: the runtime's ``WorkQueue`` holds a config
+    whose ``tile_scheduler_type`` says it; a declaration without the runtime may hold the
+    :class:`ts_ir.TileSchedulerType` itself.
+    """
+    cfg = getattr(queue, "tile_scheduler_config", None)
+    kind = cfg if isinstance(cfg, TileSchedulerType) else getattr(cfg, "tile_scheduler_type", None)
+    return kind if isinstance(kind, TileSchedulerType) else None
 
 
 def _collect_resources(
@@ -365,6 +389,7 @@ def build_plan(
                 destinations=tuple(resource_name(r) for r in t.dst_resources),
                 schedule=t.schedule,
                 location=t.location,
+                cta_rank=t.run_only_on_cta_id,
             )
         )
     edges = tuple(

@@ -19,10 +19,14 @@ __all__ = ["VERIFY_ENTRIES"]
 
 from ts_verify.catalog_group_rules import GROUP_ENTRIES
 from ts_verify.catalog_kernel_rules import KERNEL_ENTRIES
+from ts_verify.catalog_launch_rules import LAUNCH_ENTRIES
 from ts_verify.catalog_pdl_rules import PDL_ENTRIES
 from ts_verify.catalog_task_rules import TASK_ENTRIES
 
 VERIFY_ENTRIES: tuple[CatalogEntry, ...] = tuple(
-    sorted((*TASK_ENTRIES, *KERNEL_ENTRIES, *PDL_ENTRIES, *GROUP_ENTRIES), key=lambda e: e.code)
+    sorted(
+        (*TASK_ENTRIES, *KERNEL_ENTRIES, *PDL_ENTRIES, *GROUP_ENTRIES, *LAUNCH_ENTRIES),
+        key=lambda e: e.code,
+    )
 )
 """The entries of every ``TS-Vxxx`` code, sorted by code."""

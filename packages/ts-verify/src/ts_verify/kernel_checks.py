@@ -21,6 +21,7 @@ from ts_ir import (
     Step,
     Target,
     TaskSpec,
+    TileSchedulerType,
     WorkTileLoop,
 )
 from ts_verify.blackwell import check_blackwell_rings, umma_arrivals
@@ -42,6 +43,8 @@ __all__ = [
 REGISTER_FILE = 65536
 """32-bit registers per SM (sm_90)."""
 
+
+_STATIC = TileSchedulerType.StaticPersistent
 
 _BY_RESOURCE: dict[int, tuple[TaskSpec, dict[str, tuple[Step, ...]]]] = {}
 
@@ -371,6 +374,78 @@ def _work_queues(plan: KernelPlan) -> Iterator[Diagnostic]:
         )
 
 
+def _cta_gates(plan: KernelPlan) -> Iterator[Diagnostic]:
+    """TS-V250: tasks that share a ring run on the same CTA ranks.
+
+    The plan is verified per CTA. Where every task on a ring runs on one CTA rank, that CTA
+    runs the verified protocol and the others never touch the ring; a ring between a gated and
+    an ungated (or otherwise gated) task has one side only in the other CTAs, which hangs,
+    unless signals were routed across the cluster, which TS does not lower. Reported once per
+    gated task, for its first such partner (a pair gated to two ranks, once).
+    """
+    rings = {r.name for r in plan.resources if r.pipeline is not None}
+    reported: set[frozenset[str]] = set()
+    for t in plan.tasks:
+        if t.cta_rank is None:
+            continue
+        mine = [r for r in (*t.sources, *t.destinations) if r in rings]
+        for u in plan.tasks:
+            if u is t or u.cta_rank == t.cta_rank or frozenset((t.name, u.name)) in reported:
+                continue
+            shared = [r for r in mine if r in (*u.sources, *u.destinations)]
+            if not shared:
+                continue
+            reported.add(frozenset((t.name, u.name)))
+            yield Diagnostic(
+                "TS-V250",
+                f"task `{t.name}` runs only on CTA {t.cta_rank} of its cluster "
+                f"(run_only_on_cta_id={t.cta_rank}), but task `{u.name}` "
+                f"(run_only_on_cta_id={u.cta_rank}) shares the pipelined resource "
+                f"`{shared[0]}` with it: in the other CTAs one side of the ring would wait "
+                "forever",
+                task=t.name,
+                resource=shared[0],
+                location=t.location,
+                fix=f"give `{u.name}` run_only_on_cta_id={t.cta_rank} too",
+            )
+            break
+
+
+_STATIC_STEP = "get_and_advance_work_tile"
+"""The reference's per-tile queue step: the current tile, read without the queue's pipeline."""
+
+
+def _queue_steps(plan: KernelPlan) -> Iterator[Diagnostic]:
+    """TS-V251: a dynamic queue's tiles are read through its pipeline, not the static step.
+
+    A dynamic scheduler claims each tile at run time and hands it over through the queue's
+    pipeline (``fetch_next_tile`` / ``read_next_tile``); the static step would read the current
+    tile and skip the hand-over, so the tasks would disagree on their tiles.
+    """
+    dynamic = {
+        r.name: r.scheduler
+        for r in plan.resources
+        if r.is_work_queue and r.scheduler is not None and r.scheduler is not _STATIC
+    }
+    for t in plan.tasks:
+        for s in t.schedule.steps():
+            scheduler = dynamic.get(s.resource)
+            if scheduler is None or s.label != _STATIC_STEP:
+                continue
+            yield Diagnostic(
+                "TS-V251",
+                f"task `{t.name}` calls `{s.resource}.{_STATIC_STEP}()`, but the queue's "
+                f"{scheduler.value} scheduler hands each tile over through its pipeline, which "
+                "that step does not read",
+                task=t.name,
+                resource=s.resource,
+                step=f"#{s.id} {s.describe()}",
+                location=s.location,
+                fix="call fetch_next_tile() in the fetching task and read_next_tile() in the "
+                "others (docs/persistent.rst), or use the static scheduler",
+            )
+
+
 def _dependency_cycles(plan: KernelPlan) -> Iterator[Diagnostic]:
     """TS-V215 (a warning) for each cycle of the declared dependency graph.
 
@@ -415,6 +490,7 @@ def check_kernel(plan: KernelPlan, target: Target | None = None) -> list[Diagnos
         out.extend(check(plan))
     out.extend(check_budgets(plan, target))
     out.extend(check_tmem(plan, target))
-    for check in (_dependencies, _dependency_cycles, _work_queues, check_pdl):
+    later = (_dependencies, _dependency_cycles, _work_queues, _cta_gates, _queue_steps, check_pdl)
+    for check in later:
         out.extend(check(plan))
     return out
