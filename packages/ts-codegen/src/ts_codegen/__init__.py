@@ -10,10 +10,11 @@ from ts_codegen.dsl.tiles import PersistentTiles, TileRaster, WorkTile
 from ts_codegen.kernel import emit_tasks, resources_by_name
 from ts_codegen.lower import LoweringError, TaskLowering, lower_task
 from ts_codegen.ptx import count_instructions, diff_counts, opcode_counts
-from ts_codegen.work_queues import AtomicTiles, StaticTiles, TileSource
+from ts_codegen.work_queues import AtomicTiles, ClcTiles, StaticTiles, TileSource
 
 __all__ = [
     "AtomicTiles",
+    "ClcTiles",
     "LoweringError",
     "PersistentTiles",
     "StaticTiles",

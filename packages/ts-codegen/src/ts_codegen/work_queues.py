@@ -23,15 +23,22 @@ Two sources are provided:
   claimed by one fetching warp and handed to the CTA's other tasks through a small SMEM queue
   (an AsyncAsync pipeline plus one Int32 slot per stage). The last CTA to run out of tiles
   zeroes the counters, so no host memset is needed between launches.
+* :class:`ClcTiles`: Blackwell's hardware scheduler (cluster launch control, sm_100a). The grid
+  holds one cluster per tile; a CTA's first tile is its own, and each further one is a cluster
+  that had not started yet, cancelled by one fetching warp (``clusterlaunchcontrol.try_cancel``)
+  whose 16-byte answer lands in the queue's ``ClcFetchAsync`` ring. Every task, the fetching
+  one included, reads the answer (``clusterlaunchcontrol.query_cancel``); a failed request ends
+  the loop.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ts_codegen.dsl import clc as dsl_clc
 from ts_codegen.dsl import tiles as dsl_tiles
 
-__all__ = ["AtomicTiles", "StaticTiles", "TileSource"]
+__all__ = ["AtomicTiles", "ClcTiles", "StaticTiles", "TileSource"]
 
 
 @runtime_checkable
@@ -117,12 +124,14 @@ class AtomicTiles(StaticTiles):
             raise ValueError("the work-tile loop body neither fetched nor read the next tile")
         return dsl_tiles.scheduler_at(cursor, index)
 
-    def fetch(self, stage_idx: Any) -> Any:
+    def fetch(self, stage_idx: Any, barrier: Any = None) -> Any:
         """Claim the next tile (one warp), publish it in slot ``stage_idx``, return its index.
 
         A CTA that claims an index past the last tile counts itself out (it fetches no more);
-        the last one resets the counters.
+        the last one resets the counters. ``barrier`` (the stage's full barrier) is not needed:
+        the ring's commit publishes the slot.
         """
+        del barrier
         sched = dsl_tiles.static_scheduler(self.params)
         ctas = dsl_tiles.scheduler_num_ctas(sched)
         idx = dsl_tiles.counter_fetch(self.counters) + ctas
@@ -136,3 +145,75 @@ class AtomicTiles(StaticTiles):
     def read(self, stage_idx: Any) -> Any:
         """The index the fetching warp published in slot ``stage_idx``."""
         return dsl_tiles.slot_read(self.slots, stage_idx)
+
+
+class ClcTiles(StaticTiles):
+    """Dynamic persistent schedule by cluster launch control (Blackwell, sm_100a).
+
+    The grid has one cluster per work index (:meth:`grid_shape`); cluster ``c`` starts at
+    index ``c`` (its ``blockIdx.z``), exactly as the static schedule's first tile. A further
+    tile is a cluster the fetching warp cancelled before it started: its work index is the
+    z of the cancelled cluster's first CTA. A failed request (nothing left to cancel) reads as
+    index ``num_tiles``, past the last tile, which ends every task's loop.
+
+    Args:
+        params: A :class:`~ts_codegen.TileRaster`, CUTLASS ``PersistentTileSchedulerParams``,
+            or CUTLASS ``ClcDynamicPersistentTileSchedulerParams`` (its problem shape, cluster,
+            swizzle and raster order are read).
+        response_ptr: SMEM for the responses (16 bytes per queue stage, 16-byte aligned), as the
+            reference's ``TileSchedulerConfig`` takes it; None: carved from the kernel's SMEM.
+        fetched_output: The work queue's task-local output holding the read index.
+    """
+
+    def __init__(
+        self, params: Any, response_ptr: Any = None, fetched_output: str = "next_tile"
+    ) -> None:
+        super().__init__(clc_raster(params))
+        self.response_ptr = response_ptr
+        self.fetched_output = fetched_output
+        self.slots: Any = None
+        # The cluster shape decides whether the answer is multicast to every CTA of it.
+        cm, cn = self.params.cluster_shape_mn
+        self.multicast = cm * cn > 1
+
+    def prepare(self, smem_allocator: Any, stages: int) -> None:
+        """One 16-byte response slot per queue stage."""
+        self.slots = dsl_clc.response_slots(smem_allocator, stages, self.response_ptr)
+
+    def next_cursor(self, cursor: Any, fetched: Any) -> Any:
+        """The schedule at the index every task read from the answer (the fetching one too)."""
+        if fetched is None:
+            raise ValueError(
+                "the work-tile loop body did not read the CLC answer (read_next_tile): with "
+                "cluster launch control every task, the fetching one too, reads it"
+            )
+        return dsl_tiles.scheduler_at(cursor, fetched)
+
+    def fetch(self, stage_idx: Any, barrier: Any = None) -> None:
+        """Ask the hardware to cancel an unstarted cluster; the answer completes ``barrier``."""
+        if barrier is None:
+            raise ValueError("a CLC fetch needs the stage's full barrier (stage_info.barrier)")
+        dsl_clc.issue_try_cancel(self.slots, stage_idx, barrier, multicast=self.multicast)
+
+    def read(self, stage_idx: Any) -> Any:
+        """The work index of the answer in stage ``stage_idx`` (``num_tiles`` when none)."""
+        index, cancelled = dsl_clc.read_response(self.slots, stage_idx)
+        total = dsl_tiles.TileRaster.of(self.params).num_tiles
+        return dsl_tiles.select_int(cancelled, index, total)
+
+
+def clc_raster(params: Any) -> Any:
+    """``params`` as a :class:`~ts_codegen.TileRaster` (CUTLASS CLC parameters are read)."""
+    if isinstance(params, dsl_tiles.TileRaster) or hasattr(params, "problem_layout_ncluster_mnl"):
+        return params
+    try:
+        shape = tuple(params.problem_shape_ntile_mnl)
+        cluster = tuple(params.cluster_shape_mn)
+        swizzle = int(params.swizzle_size)
+        along_m = bool(getattr(params, "raster_along_m", getattr(params, "_raster_along_m", True)))
+    except AttributeError as err:
+        raise TypeError(
+            f"tile scheduler parameters {params!r} are neither a ts_codegen.TileRaster nor "
+            "CUTLASS tile scheduler parameters"
+        ) from err
+    return dsl_tiles.TileRaster(shape, (*cluster, 1), swizzle, along_m)

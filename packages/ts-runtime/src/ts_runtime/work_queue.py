@@ -15,8 +15,12 @@ of work tiles in ``with work_tile_loop(wq):``. Two schedulers hand the tiles out
   other pipeline. The last CTA to run out of tiles zeroes the counters: no host memset between
   launches.
 
-CLC (Blackwell's hardware scheduler) is rejected on Hopper targets with
-:class:`~ts_runtime.UnsupportedOnTarget`.
+* **CLC dynamic** (``create_clc_dynamic_persistent_tile_scheduler_params``, Blackwell): the
+  grid holds one cluster per tile and one fetching warp cancels clusters that have not started
+  (``clusterlaunchcontrol.try_cancel``) to take over their tiles. The answer lands in the
+  queue's ``ClcFetchAsync`` ring, which every task reads, the fetching one too
+  (``wq.wait(); wq.read_next_tile(); wq.release()``); the first failed request ends the loop.
+  On Hopper targets it is rejected with :class:`~ts_runtime.UnsupportedOnTarget`.
 
 The scheduler parameters are a ``ts_codegen.TileRaster``, or CUTLASS's deprecated
 ``PersistentTileSchedulerParams`` as the reference's programs pass them (their fields are read).
@@ -73,29 +77,56 @@ class TileSchedulerConfig:
 
     @staticmethod
     def create_clc_dynamic_persistent_tile_scheduler_params(
-        tile_scheduler_params: Any, response_ptr: Any
+        tile_scheduler_params: Any, response_ptr: Any = None
     ) -> TileSchedulerConfig:
-        """A CLC (cluster launch control) dynamic schedule: Blackwell only.
+        """A CLC (cluster launch control) dynamic schedule: Blackwell (sm_100a) only.
+
+        The grid holds one cluster per tile (:meth:`grid_shape`); a running CTA takes over the
+        tiles of clusters that have not started yet. The ``WorkQueue`` needs a ``ClcFetchAsync``
+        pipeline (``create_clc_fetch_async_pipeline_cfg(stages, 16, <one thread>, <every
+        thread of every task in the loop>)``): one fetching task runs ``wq.acquire();
+        wq.fetch_next_tile(); wq.commit()`` per tile, and every task, the fetching one too,
+        ``wq.wait(); wq.read_next_tile(); wq.release()``.
+
+        Args:
+            tile_scheduler_params: A ``ts_codegen.TileRaster``, or CUTLASS
+                ``ClcDynamicPersistentTileSchedulerParams`` / ``PersistentTileSchedulerParams``,
+                with cluster shape 1 x 1.
+            response_ptr: SMEM for the 16-byte responses, one per queue stage (16-byte
+                aligned); None carves them from the kernel's SMEM.
 
         Raises:
-            UnsupportedOnTarget: On Hopper (and older) targets.
+            UnsupportedOnTarget: On Hopper (and older) targets (TS-R002).
+            RuntimeConfigError: A cluster shape other than 1 x 1.
         """
         target = current_target()
         if not is_blackwell_or_later(target):
             raise UnsupportedOnTarget(
-                "TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params: CLC "
-                f"(clusterlaunchcontrol.try_cancel) needs Blackwell (sm_100a), but the target is "
-                f"{target}",
+                at_line(
+                    "TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params: "
+                    "CLC (clusterlaunchcontrol.try_cancel) needs Blackwell (sm_100a), but the "
+                    f"target is {target}"
+                ),
                 pipeline_type="ClcFetchAsync",
                 target=target,
                 fix="on Hopper use create_atomic_dynamic_persistent_tile_scheduler_params"
                 "(params, counters) (a global atomic tile counter) or the static scheduler",
             )
-        raise UnsupportedOnTarget(
-            "the CLC dynamic scheduler is not lowered yet",
-            pipeline_type="ClcFetchAsync",
-            target=target,
-            fix="use create_atomic_dynamic_persistent_tile_scheduler_params",
+        cluster = tuple(getattr(tile_scheduler_params, "cluster_shape_mn", (1, 1)))
+        if cluster != (1, 1):
+            # A cluster's CTAs must all learn the same answer: that is a multicast ring over
+            # the cluster, which the Blackwell lowering does not build yet.
+            raise RuntimeConfigError(
+                at_line(
+                    "create_clc_dynamic_persistent_tile_scheduler_params: the CLC scheduler is "
+                    f"lowered for single-CTA clusters, but the parameters have cluster shape "
+                    f"{cluster}"
+                ),
+                fix="use cluster shape (1, 1, 1) with the CLC scheduler, or the static "
+                "scheduler for clusters",
+            )
+        return TileSchedulerConfig(
+            TileSchedulerType.ClcDynamicPersistent, tile_scheduler_params, response_ptr
         )
 
     @staticmethod
@@ -137,7 +168,17 @@ class TileSchedulerConfig:
         return self.tile_scheduler_type is not TileSchedulerType.StaticPersistent
 
     def grid_shape(self, max_active_clusters: Any) -> Any:
-        """The launch grid: one CTA (cluster) per tile, at most ``max_active_clusters``."""
+        """The launch grid: one CTA (cluster) per tile, at most ``max_active_clusters``.
+
+        With CLC every tile gets its cluster (``max_active_clusters`` is not a limit there):
+        the hardware starts as many as fit, and the running ones cancel and take over the
+        others' tiles. A smaller grid would leave tiles that no cluster owns.
+        """
+        if self.tile_scheduler_type is TileSchedulerType.ClcDynamicPersistent:
+            from ts_codegen.work_queues import clc_raster
+
+            raster = clc_raster(self.tile_scheduler_params)
+            return raster.get_grid_shape(raster.num_tiles)
         return self.tile_scheduler_params.get_grid_shape(max_active_clusters)
 
 
@@ -186,6 +227,19 @@ class WorkQueue(MemoryResource):
                 fix="pass pipeline_config=PipelineConfig.create_async_async_pipeline_cfg(2, "
                 "<fetching warp: 32 threads>, <threads of the other tasks>)",
             )
+        kind = self.tile_scheduler_config.tile_scheduler_type
+        clc = kind is TileSchedulerType.ClcDynamicPersistent
+        if clc and _pipeline_kind(self.pipeline_config) != "ClcFetchAsync":
+            raise RuntimeConfigError(
+                at_line(
+                    f"WorkQueue `{self.name}`: the CLC scheduler's answers complete the queue's "
+                    f"full barriers with 16 transaction bytes, but its pipeline is "
+                    f"{_pipeline_kind(self.pipeline_config)}"
+                ),
+                resource=self.name,
+                fix="pass pipeline_config=PipelineConfig.create_clc_fetch_async_pipeline_cfg("
+                "2, 16, <one thread>, <threads of every task in the work-tile loop>)",
+            )
         self.next_tile = TaskLocalVariable(dtype="Int32", default=0)
         self.work_tile = TaskLocalVariable(dtype="WorkTileInfo", default=None)
         self._source: Any = None
@@ -198,6 +252,8 @@ class WorkQueue(MemoryResource):
             cfg = self.tile_scheduler_config
             if cfg.tile_scheduler_type is TileSchedulerType.AtomicDynamicPersistent:
                 self._source = ts_codegen.AtomicTiles(cfg.tile_scheduler_params, cfg.counters)
+            elif cfg.tile_scheduler_type is TileSchedulerType.ClcDynamicPersistent:
+                self._source = ts_codegen.ClcTiles(cfg.tile_scheduler_params, cfg.response_ptr)
             else:
                 self._source = ts_codegen.StaticTiles(cfg.tile_scheduler_params)
         return self._source
@@ -228,10 +284,12 @@ class WorkQueue(MemoryResource):
     def fetch_next_tile(self, stage_info: Any) -> None:
         """Claim the next tile (one warp) and publish it in the acquired stage.
 
-        The fetching task's own loop continues with the claimed tile (producer work has no
-        task-local outputs; the tile source remembers the index).
+        Atomic scheduler: the fetching task's own loop continues with the claimed tile
+        (producer work has no task-local outputs; the tile source remembers the index). CLC:
+        the request's answer completes the stage's full barrier later, and the fetching task
+        reads it like every other task (``read_next_tile``).
         """
-        self._dynamic("fetch_next_tile").fetch(stage_info.stage_idx)
+        self._dynamic("fetch_next_tile").fetch(stage_info.stage_idx, stage_info.barrier)
 
     @consumer_work(returns=next_tile)
     def read_next_tile(self, stage_info: Any) -> Any:
@@ -246,6 +304,14 @@ class WorkQueue(MemoryResource):
                 f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands tiles "
                 "out without fetching",
                 resource=self.name,
-                fix=f"remove the {what}() step, or use the atomic dynamic scheduler",
+                fix=f"remove the {what}() step, or use a dynamic scheduler (atomic or CLC)",
             )
         return source
+
+
+def _pipeline_kind(config: Any) -> str:
+    """The pipeline type of a ``PipelineConfig`` / ``PipelineSpec`` by name ("none" without)."""
+    if config is None:
+        return "none"
+    kind = getattr(config, "pipeline_type", None) or getattr(config, "type", None)
+    return str(getattr(kind, "value", kind))

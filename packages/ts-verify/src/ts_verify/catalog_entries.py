@@ -17,6 +17,7 @@ from ts_ir import CatalogEntry
 
 __all__ = ["VERIFY_ENTRIES"]
 
+from ts_verify.catalog_blackwell_rules import BLACKWELL_ENTRIES
 from ts_verify.catalog_group_rules import GROUP_ENTRIES
 from ts_verify.catalog_kernel_rules import KERNEL_ENTRIES
 from ts_verify.catalog_launch_rules import LAUNCH_ENTRIES
@@ -25,7 +26,14 @@ from ts_verify.catalog_task_rules import TASK_ENTRIES
 
 VERIFY_ENTRIES: tuple[CatalogEntry, ...] = tuple(
     sorted(
-        (*TASK_ENTRIES, *KERNEL_ENTRIES, *PDL_ENTRIES, *GROUP_ENTRIES, *LAUNCH_ENTRIES),
+        (
+            *TASK_ENTRIES,
+            *KERNEL_ENTRIES,
+            *PDL_ENTRIES,
+            *GROUP_ENTRIES,
+            *LAUNCH_ENTRIES,
+            *BLACKWELL_ENTRIES,
+        ),
         key=lambda e: e.code,
     )
 )

@@ -14,6 +14,7 @@ import time
 from ts_ir import KernelPlan, Target, expand_groups
 from ts_verify.aliasing import alias_pairs, check_aliasing
 from ts_verify.brackets import check_task_brackets
+from ts_verify.clc import check_clc
 from ts_verify.declarations import check_declarations
 from ts_verify.diagnostics import Diagnostic, Report, Severity
 from ts_verify.groups import check_groups
@@ -57,6 +58,7 @@ def verify(plan: KernelPlan, *, target: Target | None = None) -> Report:
     for task in plan.tasks:
         found.extend(check_task_brackets(plan, task))
     found.extend(check_kernel(plan, target))
+    found.extend(check_clc(plan))
     # Warnings (a dependency cycle) are reported and change nothing else.
     warned = [d for d in found if d.severity is not Severity.ERROR]
     found = [d for d in found if d.severity is Severity.ERROR]

@@ -63,6 +63,7 @@ __all__ = [
     "scheduler_linear_index",
     "scheduler_num_ctas",
     "scheduler_tile",
+    "select_int",
     "slot_read",
     "slot_write",
     "smem_slots",
@@ -427,6 +428,11 @@ def tile_coord(tile: Any) -> Any:
 def min_int(a: Any, b: Any) -> Any:
     """``min(a, b)`` of two DSL integers."""
     return _D.min(Int32(a), Int32(b))
+
+
+def select_int(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b`` of two DSL integers, without a branch."""
+    return Int32(arith.select(Boolean(cond).ir_value(), Int32(a).ir_value(), Int32(b).ir_value()))
 
 
 def when(cond: Any, then: Callable[[], None]) -> None:
