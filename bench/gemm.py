@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=50, help="timed launches per kernel")
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
-    cfg = gemm.parse_config(args)
 
     cache: dict[Any, dict[str, Any]] = {}
 
@@ -50,11 +49,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ok = True
     for mnk in SHAPES:
-        # The scheduler swizzle is fitted to N (a few compiled variants at most).
-        shape_cfg = gemm.fit_swizzle(cfg, mnk[1])
+        # --config auto: the per-shape table's schedule; the swizzle is fitted to the shape
+        # (a few compiled variants at most).
+        shape_cfg, source = gemm.config_for(args, mnk)
         compiled = compiled_for(shape_cfg)
         r = gemm.run_case(shape_cfg, compiled, mnk, args.iters)
-        r["bench"] = "gemm"
+        r["bench"], r["config_source"] = "gemm", source
         if "ts" in r:
             r["ts_over_twin"] = r["ts"]["tflops"] / r["twin"]["tflops"]
         ok &= all(r[name]["ok"] for name in compiled)

@@ -22,10 +22,12 @@ from _gemm_steps import (
     DTYPES,
     KERNELS,
     LAYOUTS,
+    RASTERS,
     SCALES,
     SCHEDULERS,
     TILES,
     GemmConfig,
+    fit_swizzle,
 )
 from cutlass.tensor_utils import LayoutEnum
 
@@ -412,8 +414,14 @@ def run_case(
     iters: int,
     timed: bool = True,
     rounds: int = 6,
+    extras: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the compiled kernels and torch's GEMM on the same inputs; check, time, TFLOP/s.
+
+    ``extras`` adds other plain GEMMs (``C = A @ B^T``, no epilogue options) to the same run:
+    ``{name: factory}``, ``factory(a, b, c)`` giving a no-argument launch (e.g. CUTLASS's
+    CuTe example, ``bench/_cute_example.py``); each is checked and timed like the kernels, and
+    one whose factory or first launch raises is reported (``{"error": ...}``) and not timed.
 
     torch's GEMM is ``torch.matmul`` (cuBLAS), or ``torch._scaled_mm`` for FP8 (same FP8
     inputs and scales, bf16 out; see ``_scaled_mm_calls``). Every kernel and torch's result is
@@ -444,6 +452,19 @@ def run_case(
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
+    plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")
+    for name, factory in (extras or {}).items():
+        c = make_output(plain, m, n)
+        try:
+            call = factory(a, b, c)
+            call()
+            torch.cuda.synchronize()
+        except Exception as e:  # an outside kernel: report it, keep measuring the others
+            result[name] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
+            continue
+        ok, err = check(c, a, b, plain)
+        result[name] = {"ok": ok, "rel_err": err}
+        calls[name] = call
     if not timed or flop == 0:
         return result  # an empty problem has nothing to time
     if cfg.fp8:
@@ -474,55 +495,132 @@ def run_case(
             best[name] = min(best[name], time_ms(calls[name], iters))
     for name, ms in best.items():
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
-    for name in compiled:
+    for name in [*compiled, *(n for n in extras or {} if n in calls)]:
         for base in ("torch", "torch_accurate"):
             if base in calls:
                 result[f"{name}_over_{base}"] = result[name]["tflops"] / result[base]["tflops"]
     return result
 
 
+SCHEDULE_FLAGS = (
+    "tile",
+    "cluster",
+    "scheduler",
+    "kernel",
+    "stages",
+    "swizzle",
+    "raster",
+    "epi_n",
+    "epi_stages",
+)
+"""The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
+whichever of them the command line does not give from the per-shape table."""
+
+
+def _explicit(args: argparse.Namespace) -> dict[str, Any]:
+    """The schedule fields the command line gives (an option left out is None)."""
+    out: dict[str, Any] = {}
+    for flag in SCHEDULE_FLAGS:
+        value = getattr(args, flag, None)
+        if value is None:
+            continue
+        if flag in ("tile", "cluster"):
+            m, n = (int(x) for x in value.split("x"))
+            out[f"{flag}_mn"] = (m, n)
+        else:
+            out[flag] = value
+    return out
+
+
 def parse_config(args: argparse.Namespace) -> GemmConfig:
-    """A ``GemmConfig`` from the CLI options."""
-    tile = tuple(int(x) for x in args.tile.split("x"))
-    cluster = tuple(int(x) for x in args.cluster.split("x"))
+    """A ``GemmConfig`` from the CLI options (``GemmConfig``'s defaults for those left out).
+
+    This is the fixed configuration (``--config default``); ``config_for`` applies
+    ``--config auto`` for one problem shape.
+    """
+    return dataclasses.replace(_math_config(args), **_explicit(args))
+
+
+def _math_config(args: argparse.Namespace) -> GemmConfig:
+    """The options that set what is computed (dtype, layout, epilogue, scales), no schedule."""
     return GemmConfig(
-        tile_mn=(tile[0], tile[1]),
-        cluster_mn=(cluster[0], cluster[1]),
         dtype=DTYPE_ALIASES.get(args.dtype, args.dtype),
-        stages=args.stages,
-        swizzle=args.swizzle,
         layout=args.layout,
         alpha=args.alpha,
         beta=args.beta,
         bias=args.bias,
-        scheduler=args.scheduler,
-        kernel=args.kernel,
         scale=args.scale,
     )
 
 
+def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
+    """The configuration for one problem: ``(cfg, source)``, the swizzle fitted to it.
+
+    ``--config auto`` (the default) takes the schedule from the per-shape table
+    (``_gemm_table.pick``: the shape's class, or the fallback rule) and then the schedule
+    options the command line gives; ``--config default`` takes ``GemmConfig``'s defaults
+    instead. ``source`` says which (``table:<class>``, ``rule:<class>``, ``default``), with
+    ``+flags`` when options overrode it.
+
+    Raises:
+        ValueError: The options and the table's pick make an invalid configuration (the
+            message says which options to add or to use ``--config default``).
+    """
+    from _gemm_table import pick
+
+    if getattr(args, "config", "auto") != "auto":
+        return fit_swizzle(parse_config(args), mnk[1], mnk[0]), "default"
+    picked, source = pick(mnk, _math_config(args))
+    explicit = _explicit(args)
+    try:
+        cfg = dataclasses.replace(picked, **explicit)
+    except ValueError as e:
+        raise ValueError(
+            f"--config auto picked {source} for {mnk}, and the options {sorted(explicit)} "
+            f"do not fit it ({e}); give the other schedule options too, or --config default"
+        ) from e
+    return fit_swizzle(cfg, mnk[1], mnk[0]), source + ("+flags" if explicit else "")
+
+
 def add_config_args(parser: argparse.ArgumentParser) -> None:
-    """The kernel-configuration options (shared with ``bench/gemm.py``)."""
+    """The kernel-configuration options (shared with ``bench/gemm.py``).
+
+    The schedule options default to None (``GemmConfig``'s value, or with ``--config auto``
+    the per-shape table's) so that ``config_for`` can tell which ones were given.
+    """
+    parser.add_argument(
+        "--config",
+        choices=("auto", "default"),
+        default="auto",
+        help="auto: the schedule from the per-shape table (examples/hopper/gemm_table.json) "
+        "or its fallback rule, then the schedule options given; default: GemmConfig's "
+        "defaults and the options given",
+    )
     parser.add_argument(
         "--dtype",
         choices=sorted([*DTYPES, *DTYPE_ALIASES]),
         default="bf16",
         help="A and B (C too, but bf16 for e4m3; fp8 = e4m3)",
     )
-    parser.add_argument("--tile", choices=[f"{m}x{n}" for m, n in TILES], default="128x256")
-    parser.add_argument("--cluster", choices=[f"{m}x{n}" for m, n in CLUSTERS], default="1x1")
-    parser.add_argument("--scheduler", choices=list(SCHEDULERS), default="static")
+    parser.add_argument("--tile", choices=[f"{m}x{n}" for m, n in TILES], default=None)
+    parser.add_argument("--cluster", choices=[f"{m}x{n}" for m, n in CLUSTERS], default=None)
+    parser.add_argument("--scheduler", choices=list(SCHEDULERS), default=None)
     parser.add_argument(
         "--kernel",
         choices=list(KERNELS),
-        default="cooperative",
+        default=None,
         help="consumer warpgroups share each tile (cooperative) or take tiles in turns "
         "(pingpong: 64-row tiles)",
     )
-    parser.add_argument("--stages", type=int, default=0, help="A/B stages (0: as many as fit)")
+    parser.add_argument("--stages", type=int, default=None, help="A/B stages (0: as many as fit)")
     parser.add_argument(
-        "--swizzle", type=int, default=8, help="max tile-scheduler swizzle (fit to N per run)"
+        "--swizzle", type=int, default=None, help="max tile-scheduler swizzle (fit per problem)"
     )
+    parser.add_argument(
+        "--raster", choices=list(RASTERS), default=None, help="tile order: along M or along N"
+    )
+    parser.add_argument("--epi-n", type=int, default=None, help="epilogue sub-tile columns")
+    parser.add_argument("--epi-stages", type=int, default=None, help="epilogue SMEM buffers")
     parser.add_argument(
         "--layout",
         choices=sorted(LAYOUTS),

@@ -63,6 +63,9 @@ LAYOUTS: dict[str, tuple[LayoutEnum, LayoutEnum]] = {
 DEFAULT_MNK = (8192, 8192, 8192)
 SCHEDULERS = ("static", "dynamic")
 KERNELS = ("cooperative", "pingpong")
+# The tile scheduler's raster: "m" walks down M first inside a swizzle group of N columns
+# (CUTLASS's default), "n" along N inside a group of M rows.
+RASTERS = ("m", "n")
 QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
@@ -112,6 +115,8 @@ class GemmConfig:
             one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
             ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
             ``alpha``; the kernel takes ``scale_a`` / ``scale_b`` as arguments only then.
+        raster: ``"m"`` (tiles walked along M inside swizzle groups of cluster columns) or
+            ``"n"`` (along N inside groups of cluster rows); only the tile order changes.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -128,6 +133,7 @@ class GemmConfig:
     scheduler: str = "static"
     kernel: str = "cooperative"
     scale: str = "none"
+    raster: str = "m"
 
     def __post_init__(self) -> None:
         if self.tile_mn not in TILES:
@@ -152,6 +158,8 @@ class GemmConfig:
             raise ValueError("pingpong takes 64-row tiles, a 1x1 cluster, the static scheduler")
         if self.scale not in SCALES:
             raise ValueError(f"scale {self.scale!r} not in {SCALES}")
+        if self.raster not in RASTERS:
+            raise ValueError(f"raster {self.raster!r} not in {RASTERS}")
         if self.fp8 and self.layout != "tn":
             # Hopper's WGMMA reads 8-bit operands from SMEM K-major only (no transpose bit).
             raise UnsupportedOnTarget(
@@ -291,14 +299,19 @@ class GemmConfig:
         return SMS // self.cluster_size
 
 
-def fit_swizzle(cfg: GemmConfig, n: int) -> GemmConfig:
-    """Fit the scheduler swizzle to a problem with ``N = n``.
+def fit_swizzle(cfg: GemmConfig, n: int, m: int | None = None) -> GemmConfig:
+    """Fit the scheduler swizzle to a problem with ``N = n`` (and ``M = m``).
 
     Returns:
         ``cfg`` with the largest power-of-two swizzle ``<= cfg.swizzle`` that divides the
-        problem's cluster-column count (so the scheduler adds no padded, empty tiles).
+        problem's cluster-column count (cluster-row count for ``raster="n"``, which groups
+        rows: then ``m`` is needed), so the scheduler adds no padded, empty tiles.
     """
-    columns = -(-n // cfg.tile_mn[1]) // cfg.cluster_mn[1]
+    along_n = cfg.raster == "n"
+    extent, axis = (m, 0) if along_n else (n, 1)
+    if extent is None:
+        raise ValueError("fit_swizzle: raster 'n' groups cluster rows, pass m (the problem's M)")
+    columns = -(-extent // cfg.tile_mn[axis]) // cfg.cluster_mn[axis]
     swizzle = 1
     while swizzle * 2 <= cfg.swizzle and columns % (swizzle * 2) == 0:
         swizzle *= 2
@@ -371,7 +384,7 @@ def make_tma_atoms(
 def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
     """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN)`` tile grid."""
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), 1)
-    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle)
+    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=cfg.raster == "m")
 
 
 def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:

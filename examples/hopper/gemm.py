@@ -21,6 +21,10 @@ Options (``GemmConfig``, all compile-time):
   GEMMs take them as ``torch._scaled_mm`` does.
 * tiles ``128x256``, ``128x128`` (two consumer warpgroups, 384 threads) and ``64x256``,
   ``64x128`` (one consumer warpgroup, 256 threads).
+* ``--config auto`` (the default) takes the schedule options (tile, cluster, kernel,
+  scheduler, stages, swizzle, raster, epilogue sub-tile) from the per-shape table
+  ``gemm_table.json`` written by ``gemm_tune.py`` (``_gemm_table.pick``); the options given on
+  the command line override it, ``--config default`` ignores it.
 
 One CTA per SM (or per cluster slot) walks its output tiles in CUTLASS's persistent tile order
 (``task_scheduling.tiles.TileRaster``). Warpgroup 0 is the producer: it gives registers back
@@ -49,6 +53,7 @@ Usage::
 
     python examples/hopper/gemm.py --compile-only            # CPU: PTX instruction counts
     python examples/hopper/gemm.py --mnk 8192 8192 8192      # GPU: run, check, TFLOP/s
+    python examples/hopper/gemm.py --mnk 8192 8192 8192 --config default   # no table
     python examples/hopper/gemm.py --mnk 1000 1500 700 --tile 128x128 --cluster 2x1
     python examples/hopper/gemm.py --mnk 1003 1501 707 --layout nt --alpha 0.5 --beta 1 --bias
     python examples/hopper/gemm.py --mnk 8192 8192 8192 --dtype fp8 --scale rowwise
@@ -69,6 +74,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass.cute as cute
 from _gemm_host import (
     add_config_args,
+    config_for,
     fake_operands,
     kernel_args,
     make_bias,
@@ -76,7 +82,6 @@ from _gemm_host import (
     make_inputs,
     make_output,
     make_scales,
-    parse_config,
     run_case,
 )
 
@@ -89,7 +94,6 @@ from _gemm_steps import (
     WARPGROUP,
     GemmConfig,
     epilogue_fuse,
-    fit_swizzle,
     make_scheduler_params,
     make_smem_layouts,
     make_tiled_mma,
@@ -426,12 +430,15 @@ def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
     return out
 
 
-def compile_for_gpu(cfg: GemmConfig) -> dict[str, Any]:
-    """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: compiled}``."""
+def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: compiled}``.
+
+    ``only`` names the kernels to compile (``("ts",)``: the TS kernel alone); all by default.
+    """
     a, b = make_inputs(cfg, (256, 256, 64))
     c, bias = make_output(cfg, 256, 256), make_bias(cfg, 256)
     args = kernel_args(cfg, a, b, c, bias, make_counters_tensor(cfg), *make_scales(cfg, 256, 256))
-    return {name: cute.compile(fn, *args) for name, fn in kernels(cfg)}
+    return {name: cute.compile(fn, *args) for name, fn in kernels(cfg) if not only or name in only}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,21 +450,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
     add_config_args(parser)
     args = parser.parse_args(argv)
+    mnk = (args.mnk[0], args.mnk[1], args.mnk[2])
     try:
-        cfg = parse_config(args)
+        # --config auto (the default): the per-shape table's schedule for this shape
+        cfg, source = config_for(args, mnk)
     except ValueError as e:  # GemmConfig's checks (typed TS errors among them): a usage error
         parser.error(str(e))
     if args.compile_only:
         out = compile_only(cfg)
+        out["config_source"] = source
         print(json.dumps(out, sort_keys=True))
         twin = out["twin"]
         needed = ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg")
         return 0 if out["same_counts"] and all(twin[kind] > 0 for kind in needed) else 1
     if not gpu_ready(__file__):
         return 2
-    cfg = fit_swizzle(cfg, args.mnk[1])
     compiled = compile_for_gpu(cfg)
-    out = run_case(cfg, compiled, (args.mnk[0], args.mnk[1], args.mnk[2]), args.iters)
+    out = run_case(cfg, compiled, mnk, args.iters)
+    out["config_source"] = source
     print(json.dumps(out, sort_keys=True))
     return 0 if all(out[name]["ok"] for name in compiled) else 1
 

@@ -1,0 +1,197 @@
+"""The Hopper GEMM's per-shape configuration table and the heuristic that reads it.
+
+A problem ``M x N x K`` falls in a *shape class*: a bucket of ``M``, of ``N`` and of ``K`` and
+how many waves of 128 x 256 tiles it gives the 132 SMs (``shape_class``). The table
+(``gemm_table.json`` beside this file, written by ``gemm_tune.py``) holds the fastest verified
+configuration per dtype and class; ``pick`` looks the problem's class up and, for a class the
+table does not hold, falls back to a rule on the tile count (``rule_config``). Only the
+schedule fields (``TUNED_FIELDS``) come from the table: the dtype, layout, epilogue and scales
+stay the caller's. See ``docs/gemm.rst`` (the tuner and its table).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from _gemm_steps import SMS, GemmConfig
+
+from task_scheduling.kernel import RuntimeConfigError
+
+SCHEMA = 1
+"""Version of the table's JSON format; a table of another version is refused."""
+TABLE_KIND = "ts-hopper-gemm-table"
+TABLE_PATH = Path(__file__).resolve().with_name("gemm_table.json")
+TUNED_FIELDS = (
+    "tile_mn",
+    "cluster_mn",
+    "kernel",
+    "scheduler",
+    "stages",
+    "swizzle",
+    "raster",
+    "epi_n",
+    "epi_stages",
+)
+"""The ``GemmConfig`` fields a table entry sets (the schedule, not the math)."""
+TUPLE_FIELDS = ("tile_mn", "cluster_mn")
+REQUIRED_KEYS = ("schema", "kind", "created", "gpu", "cute_dsl", "command", "timed", "entries")
+REGENERATE = "python examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 -o <table.json>"
+# Bucket edges (inclusive upper bounds): a dimension is "s" up to the first, "m" up to the
+# second, else "l". M and N share edges (a 256-row M is decode-like; past 2048 a dimension
+# spans many tiles); K's edges mark a short main loop (one 64-wide K block per 16 rows of a
+# 1024 K) and a very long one.
+MN_EDGES = (256, 2048)
+K_EDGES = (1024, 8192)
+WAVE_TILE = (128, 256)  # waves are counted in the default tile, whatever the class picks
+WAVE_EDGES = (1.0, 4.0)  # under one wave / a few (the last one's fill matters) / many
+
+
+def _bucket(value: int, edges: tuple[int, int]) -> str:
+    return "s" if value <= edges[0] else ("m" if value <= edges[1] else "l")
+
+
+def waves(mnk: tuple[int, int, int], tile: tuple[int, int] = WAVE_TILE) -> float:
+    """Output tiles of ``tile`` over the SM count: how many full waves of CTAs a problem is."""
+    m, n, _ = mnk
+    return (-(-m // tile[0])) * (-(-n // tile[1])) / SMS
+
+
+def shape_class(mnk: tuple[int, int, int]) -> str:
+    """The class of ``M x N x K``: ``"M<b>-N<b>-K<b>-W<w>"``.
+
+    ``<b>`` is ``s`` / ``m`` / ``l`` (``MN_EDGES`` for M and N, ``K_EDGES`` for K) and ``<w>``
+    ``0`` (under one wave of 128 x 256 tiles), ``1`` (one to four) or ``4`` (four or more).
+    """
+    m, n, k = mnk
+    w = waves(mnk)
+    wb = "0" if w < WAVE_EDGES[0] else ("1" if w < WAVE_EDGES[1] else "4")
+    return f"M{_bucket(m, MN_EDGES)}-N{_bucket(n, MN_EDGES)}-K{_bucket(k, K_EDGES)}-W{wb}"
+
+
+def tuned_fields(cfg: GemmConfig) -> dict[str, Any]:
+    """The schedule fields of ``cfg`` as a table entry stores them (JSON lists for tuples)."""
+    out = {name: getattr(cfg, name) for name in TUNED_FIELDS}
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+
+def apply_fields(base: GemmConfig, fields: dict[str, Any]) -> GemmConfig:
+    """``base`` with a table entry's schedule fields (``GemmConfig`` checks the result)."""
+    values: dict[str, Any] = {k: tuple(v) if k in TUPLE_FIELDS else v for k, v in fields.items()}
+    return dataclasses.replace(base, **values)
+
+
+def rule_config(mnk: tuple[int, int, int], base: GemmConfig) -> GemmConfig:
+    """The fallback rule for a class the table does not hold.
+
+    The largest tile that still gives every SM a tile: 128 x 256 (a 2 x 1 cluster when there
+    are at least two tile rows, so B is multicast) if it fills one wave, else 128 x 128, else
+    64 x 128 ping-pong (the most tiles, one warpgroup's epilogue under the other's main loop).
+    """
+    m = mnk[0]
+    plain = {"stages": 0, "swizzle": 8, "raster": "m", "epi_n": 32, "epi_stages": 4}
+    if waves(mnk) >= 1.0:
+        cluster = (2, 1) if -(-m // 128) >= 2 else (1, 1)
+        fields: dict[str, Any] = {"tile_mn": (128, 256), "cluster_mn": cluster}
+        fields.update(kernel="cooperative", scheduler="static")
+    elif waves(mnk, (128, 128)) >= 1.0:
+        fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
+        fields.update(kernel="cooperative", scheduler="static")
+    else:
+        fields = {"tile_mn": (64, 128), "cluster_mn": (1, 1)}
+        fields.update(kernel="pingpong", scheduler="static")
+    return apply_fields(base, {**plain, **fields})
+
+
+def _table_error(path: Path, what: str) -> RuntimeConfigError:
+    return RuntimeConfigError(
+        f"GEMM table {path}: {what}",
+        resource="gemm_table",
+        fix=f"regenerate it with `{REGENERATE}` (see docs/gemm.rst), or delete it to use "
+        "the fallback rule",
+    )
+
+
+def validate_table(data: Any, path: Path = TABLE_PATH) -> dict[str, Any]:
+    """Check a loaded table: schema version, header keys, every entry a valid configuration.
+
+    Raises:
+        RuntimeConfigError: What is wrong, and how to regenerate the table.
+    """
+    if not isinstance(data, dict):
+        raise _table_error(path, f"is a {type(data).__name__}, not a JSON object")
+    if data.get("schema") != SCHEMA:
+        raise _table_error(path, f"schema {data.get('schema')!r}, this GEMM reads {SCHEMA}")
+    missing = [k for k in REQUIRED_KEYS if k not in data]
+    if missing or data.get("kind") != TABLE_KIND:
+        raise _table_error(path, f"missing keys {missing} or kind not {TABLE_KIND!r}")
+    seen: set[tuple[str, str]] = set()
+    for i, entry in enumerate(data["entries"]):
+        where = f"entry {i} ({entry.get('dtype')!r}, {entry.get('class')!r})"
+        if not isinstance(entry.get("config"), dict) or set(entry["config"]) != set(TUNED_FIELDS):
+            raise _table_error(path, f"{where}: config must set exactly {list(TUNED_FIELDS)}")
+        key = (entry.get("dtype"), entry.get("class"))
+        if key in seen:
+            raise _table_error(path, f"{where}: the class appears twice for this dtype")
+        seen.add((str(key[0]), str(key[1])))
+        try:
+            apply_fields(GemmConfig(dtype=str(entry["dtype"])), entry["config"])
+        except (ValueError, TypeError) as e:
+            raise _table_error(path, f"{where}: not a valid GemmConfig ({e})") from e
+    return data
+
+
+def dump_table(table: dict[str, Any]) -> str:
+    """The table as JSON text: the header one key a line, each entry on one line (diffable)."""
+    head = {k: v for k, v in table.items() if k != "entries"}
+    lines = [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in head.items()]
+    entries = [f"  {json.dumps(e, sort_keys=True)}" for e in table["entries"]]
+    return "{\n" + "\n".join(lines) + '\n "entries": [\n' + ",\n".join(entries) + "\n ]\n}\n"
+
+
+@functools.lru_cache(maxsize=4)
+def load_table(path: Path = TABLE_PATH) -> dict[str, Any] | None:
+    """The table at ``path`` (validated), or None when there is none.
+
+    Raises:
+        RuntimeConfigError: A table that is not JSON or does not validate.
+    """
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise _table_error(path, f"is not JSON ({e})") from e
+    return validate_table(data, path)
+
+
+def lookup(table: dict[str, Any] | None, dtype: str, klass: str) -> dict[str, Any] | None:
+    """The table's entry for ``dtype`` and ``klass``, or None."""
+    for entry in table["entries"] if table else ():
+        if entry["dtype"] == dtype and entry["class"] == klass:
+            return dict(entry)
+    return None
+
+
+def pick(
+    mnk: tuple[int, int, int],
+    base: GemmConfig | None = None,
+    table: dict[str, Any] | bool | None = True,
+) -> tuple[GemmConfig, str]:
+    """The configuration for ``M x N x K``: ``(cfg, source)``.
+
+    ``base`` gives the non-schedule fields (dtype, layout, epilogue, scales); ``table`` is a
+    loaded table, True for the shipped one or False / None for the rule alone. ``source`` is
+    ``"table:<class>"`` or ``"rule:<class>"``. The swizzle is the maximum: fit it to the
+    problem with ``fit_swizzle``.
+    """
+    base = base or GemmConfig()
+    data = load_table() if table is True else (table or None)
+    klass = shape_class(mnk)
+    entry = lookup(data, base.dtype, klass)
+    if entry is None:
+        return rule_config(mnk, base), f"rule:{klass}"
+    return apply_fields(base, entry["config"]), f"table:{klass}"

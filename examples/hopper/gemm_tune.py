@@ -1,0 +1,516 @@
+"""The Hopper GEMM's verified autotuner: candidates, verified plans, timed on the GPU, one table.
+
+For each problem shape it generates candidate ``GemmConfig`` schedules from the kernel's
+templates (``TEMPLATES``: tile, cluster, cooperative / ping-pong, static / dynamic scheduler,
+raster order and swizzle, stages, epilogue sub-tile), keeps those that make sense for the
+shape (``candidates``), and **verifies every candidate's plan before compiling it**
+(``screen``: ``GemmConfig``'s checks, then ``make_plan``, which traces, plans and runs the
+verifier; a rejected candidate is reported with its reason and never compiled or timed). On
+the GPU each accepted configuration is compiled once (dynamic shapes: one compile serves
+every shape; ``--jobs`` compiles in parallel processes first, filling the CuTe DSL's on-disk
+cache), run once per shape and checked against an fp32 reference (a wrong result is reported
+and not timed), then timed with ``torch.matmul`` in interleaved rounds (the order rotated every
+round), best round each. The best configuration per shape class (``_gemm_table.shape_class``:
+over the class's tuned shapes, the best geometric mean of each shape's TFLOP/s over that
+shape's best) goes into a versioned JSON table (``-o``) with the date, the GPU, the CuTe DSL
+version and the command that regenerates it; ``gemm.py --config auto`` reads it.
+
+Usage::
+
+    python examples/hopper/gemm_tune.py --dry-run --shapes sweep         # CPU: list, verify
+    python examples/hopper/gemm_tune.py --compile-only --sample 4        # CPU: + compile 4
+    python examples/hopper/gemm_tune.py --mnk 4096 4096 4096 --mnk 3000 5000 4000 -o t.json
+    python examples/hopper/gemm_tune.py --shapes sweep --part 1/2 -o part1.json   # GPU
+    python examples/hopper/gemm_tune.py --combine part1.json part2.json -o gemm_table.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+from _gemm_host import DTYPE_ALIASES, REL_TOL
+from _gemm_steps import DTYPES, SCALES, GemmConfig, fit_swizzle
+from _gemm_table import (
+    SCHEMA,
+    TABLE_KIND,
+    TABLE_PATH,
+    apply_fields,
+    dump_table,
+    rule_config,
+    shape_class,
+    tuned_fields,
+    validate_table,
+)
+
+# The twelve shapes of bench/gemm_sweep.py (issue 16): its table and four LLM layers.
+SWEEP: tuple[tuple[int, int, int], ...] = (
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (4096, 4096, 14336),
+    (8192, 1024, 8192),
+    (1024, 8192, 8192),
+    (16384, 16384, 1024),
+    (3000, 5000, 4000),
+    (8192, 28672, 8192),
+    (8192, 8192, 28672),
+    (128, 8192, 8192),
+    (256, 28672, 8192),
+)
+
+_COOP = {"kernel": "cooperative", "scheduler": "static", "raster": "m", "swizzle": 8}
+_PLAIN = {"stages": 0, "epi_n": 32, "epi_stages": 4}
+TEMPLATES: tuple[dict[str, Any], ...] = tuple(
+    {**_COOP, **_PLAIN, **t}
+    for t in (
+        # 128 x 256, two cooperative consumer warpgroups: the clusters, raster and swizzle
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1)},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1)},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 2)},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "raster": "n"},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "swizzle": 1},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "stages": 3},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_n": 64, "epi_stages": 2},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "scheduler": "dynamic"},
+        # 128 x 128: twice the tiles
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1)},
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1)},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 2)},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "scheduler": "dynamic"},
+        # 64-row tiles: one consumer warpgroup, or two taking tiles in turns
+        {"tile_mn": (64, 256), "cluster_mn": (1, 1)},
+        {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
+        {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
+        {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+    )
+)
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (16 of them)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    """One candidate for one shape: its template fields and the configuration (or why not)."""
+
+    fields: dict[str, Any]
+    cfg: GemmConfig | None
+    reason: str = ""  # why it was rejected ("" when accepted)
+
+    @property
+    def key(self) -> str:
+        """A stable name of the candidate's schedule."""
+        f = self.fields
+        name = "{}x{}-c{}x{}-{}-{}".format(
+            *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
+        )
+        extra = [
+            f"{k}{f[k]}" for k in ("raster", "swizzle", "stages", "epi_n") if f[k] != _DEFAULTS[k]
+        ]
+        return "-".join([name, *extra])
+
+
+_DEFAULTS = {**_COOP, **_PLAIN}
+
+
+def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, Any]]:
+    """The templates that make sense for ``M x N x K``.
+
+    A cluster wider than the problem's tiles in that direction only idles CTAs, and a
+    128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
+    out. The rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the
+    table is never worse than the fallback on a tuned shape.
+    """
+    m, n, _ = mnk
+    out: list[dict[str, Any]] = []
+    rule = tuned_fields(rule_config(mnk, base))
+    rule = {k: tuple(v) if isinstance(v, list) else v for k, v in rule.items()}
+    for t in (*TEMPLATES, rule):
+        bm, bn = t["tile_mn"]
+        cm, cn = t["cluster_mn"]
+        if -(-m // bm) < cm or -(-n // bn) < cn or (m <= 64 and bm > 64):
+            continue
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def screen(
+    fields: Iterable[dict[str, Any]],
+    base: GemmConfig,
+    build: Callable[[GemmConfig], Any] | None = None,
+) -> list[Candidate]:
+    """Each template as a configuration, its plan verified: accepted or rejected with a reason.
+
+    ``build(cfg)`` traces, plans and verifies the kernel and raises on a rejection
+    (``gemm.make_plan`` by default; tests pass a broken one). Nothing is compiled here.
+    """
+    if build is None:
+        from gemm import make_plan
+
+        build = make_plan
+    out = []
+    for f in fields:
+        try:
+            cfg = apply_fields(
+                base, {k: list(v) if isinstance(v, tuple) else v for k, v in f.items()}
+            )
+        except ValueError as e:  # GemmConfig's own checks (typed TS errors among them)
+            out.append(Candidate(f, None, f"invalid configuration: {e}".splitlines()[0]))
+            continue
+        try:
+            build(cfg)
+        except Exception as e:  # the verifier's and the planner's typed errors
+            out.append(Candidate(f, None, f"plan rejected: {_why(e)}"))
+            continue
+        out.append(Candidate(f, cfg))
+    return out
+
+
+def _why(e: Exception) -> str:
+    """One line on a rejection: the error type, its codes (a verifier report's) and its first
+    diagnostic."""
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()] or [type(e).__name__]
+    report = getattr(e, "report", None)
+    codes = sorted(set(report.codes())) if report is not None else []
+    detail = next((x for x in lines[1:] if x.startswith(("error", "TS-"))), "")
+    return "; ".join(x for x in (f"{type(e).__name__}: {lines[0]}", ",".join(codes), detail) if x)
+
+
+def _compile_worker(cfg_dict: dict[str, Any], compile_only: bool) -> dict[str, Any]:
+    """In a worker process: compile one configuration (``--jobs``)."""
+    import gemm
+
+    values: dict[str, Any] = {
+        k: tuple(v) if isinstance(v, list) else v for k, v in cfg_dict.items()
+    }
+    cfg = GemmConfig(**values)
+    start = time.perf_counter()
+    if compile_only:
+        out = gemm.compile_only(cfg)
+        return {
+            "same_counts": out["same_counts"],
+            "ts_total": out["ts_total"],
+            "s": time.perf_counter() - start,
+        }
+    gemm.compile_for_gpu(cfg, only=("ts",))  # fills the DSL's on-disk cache for the parent
+    return {"s": time.perf_counter() - start}
+
+
+def compile_all(cfgs: list[GemmConfig], jobs: int, compile_only: bool) -> dict[GemmConfig, Any]:
+    """Compile each configuration once: ``{cfg: result}``.
+
+    ``compile_only``: for sm_90a with fake tensors (``gemm.compile_only``: TS and twin PTX
+    counts). Else the TS kernel for the GPU; with ``jobs > 1`` worker processes compile them
+    first, so that this process's compiles load from the CuTe DSL's on-disk cache.
+    """
+    import gemm
+
+    results: dict[GemmConfig, Any] = {}
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        from multiprocessing import get_context
+
+        with ProcessPoolExecutor(jobs, mp_context=get_context("spawn")) as pool:
+            futures = {
+                c: pool.submit(_compile_worker, dataclasses.asdict(c), compile_only) for c in cfgs
+            }
+            for c, fut in futures.items():
+                results[c] = fut.result()
+        if compile_only:
+            return results
+    for c in cfgs:
+        results[c] = (
+            gemm.compile_only(c) if compile_only else gemm.compile_for_gpu(c, only=("ts",))["ts"]
+        )
+    return results
+
+
+def _time_shape(
+    mnk: tuple[int, int, int],
+    accepted: list[Candidate],
+    compiled: dict[GemmConfig, Any],
+    base: GemmConfig,
+    iters: int,
+    rounds: int,
+) -> dict[str, Any]:
+    """Check every candidate against an fp32 reference on one shape, then time the right ones."""
+    import torch
+    from _gemm_host import (
+        kernel_args,
+        make_counters_tensor,
+        make_inputs,
+        make_output,
+        make_scales,
+        reference,
+        time_ms,
+    )
+
+    m, n, k = mnk
+    a, b = make_inputs(base, mnk)
+    scale_a, scale_b = make_scales(base, m, n)
+    ref = reference(base, a, b, scale_a=scale_a, scale_b=scale_b)
+    peak = float(ref.abs().max().clamp_min(1e-6))
+    calls: dict[str, Any] = {}
+    wrong: dict[str, float] = {}
+    for cand in accepted:
+        assert cand.cfg is not None
+        cfg = fit_swizzle(cand.cfg, n, m)
+        c = make_output(cfg, m, n)
+        args = kernel_args(cfg, a, b, c, None, make_counters_tensor(cfg), scale_a, scale_b)
+        compiled[cfg](*args)
+        torch.cuda.synchronize()
+        err = float((c.float() - ref).abs().max()) / peak
+        if not (bool(torch.isfinite(c).all()) and err < REL_TOL):
+            wrong[cand.key] = err  # reported, never timed
+            continue
+        calls[cand.key] = lambda kk=compiled[cfg], aa=args: kk(*aa)
+    del ref
+    if not base.fp8 and not base.scaled:
+        bt = b.t()
+        calls["torch"] = lambda: torch.matmul(a, bt)
+    best = dict.fromkeys(calls, math.inf)
+    names = list(calls)
+    for r in range(rounds):  # rotated order: no contender always runs first on cool clocks
+        for name in names[r % len(names) :] + names[: r % len(names)]:
+            best[name] = min(best[name], time_ms(calls[name], iters))
+    flop = 2.0 * m * n * k
+    tflops = {name: flop / (ms * 1e9) for name, ms in best.items()}
+    return {"tflops": tflops, "wrong": wrong}
+
+
+def best_per_class(
+    rows: list[dict[str, Any]], by_key: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Table entries: per class, the configuration with the best geometric mean over its shapes
+    of (its TFLOP/s / that shape's best TFLOP/s); only configurations timed on every shape of
+    the class compete. Untimed rows (``--dry-run``) give the rule's choice."""
+    classes: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        classes.setdefault(row["class"], []).append(row)
+    entries = []
+    for klass, members in sorted(classes.items()):
+        timed = [r for r in members if r.get("tflops")]
+        entry: dict[str, Any] = {"dtype": members[0]["dtype"], "class": klass}
+        entry["shapes"] = [r["mnk"] for r in members]
+        if not timed:
+            entry["config"] = members[0]["rule"]
+            entry["source"] = "rule (not timed)"
+            entries.append(entry)
+            continue
+        common = set.intersection(*({k for k in r["tflops"] if k != "torch"} for r in timed))
+        if not common:
+            continue
+
+        def score(key: str, timed: list[dict[str, Any]] = timed) -> float:
+            ratios = [
+                r["tflops"][key] / max(v for kk, v in r["tflops"].items() if kk != "torch")
+                for r in timed
+            ]
+            return math.exp(sum(map(math.log, ratios)) / len(ratios))
+
+        winner = max(sorted(common), key=score)
+        entry.update(config=by_key[winner], source="tuned", winner=winner, score=score(winner))
+        entry["tflops"] = [round(r["tflops"][winner], 1) for r in timed]
+        if all("torch" in r["tflops"] for r in timed):
+            entry["torch_tflops"] = [round(r["tflops"]["torch"], 1) for r in timed]
+        entries.append(entry)
+    return entries
+
+
+def make_table(
+    entries: list[dict[str, Any]], timed: bool, command: str, gpu: str | None, seconds: float
+) -> dict[str, Any]:
+    """The table's JSON object (``_gemm_table.SCHEMA``), validated."""
+    table = {
+        "schema": SCHEMA,
+        "kind": TABLE_KIND,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "gpu": gpu,
+        "cute_dsl": importlib.metadata.version("nvidia-cutlass-dsl"),
+        "command": command,
+        "timed": timed,
+        "tuning_seconds": round(seconds, 1),
+        "entries": entries,
+    }
+    return validate_table(table)
+
+
+def combine(paths: list[Path]) -> dict[str, Any]:
+    """One table from several (e.g. the halves of a sweep): entries in order, the last wins."""
+    tables = [validate_table(json.loads(p.read_text()), p) for p in paths]
+    entries: dict[tuple[str, str], dict[str, Any]] = {}
+    for t in tables:
+        for e in t["entries"]:
+            entries[(e["dtype"], e["class"])] = e
+    head = dict(tables[-1])
+    head["command"] = " && ".join(t["command"] for t in tables)
+    head["timed"] = all(t["timed"] for t in tables)
+    head["tuning_seconds"] = sum(t.get("tuning_seconds", 0.0) for t in tables)
+    head["entries"] = list(entries.values())
+    return validate_table(head)
+
+
+def _part(text: str) -> tuple[int, int]:
+    """``--part I/N``: the I-th of N slices, 1 <= I <= N."""
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N (e.g. 1/2)") from None
+    if not 1 <= i <= n:
+        raise argparse.ArgumentTypeError(f"{text!r}: I must be between 1 and N")
+    return i, n
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--mnk",
+        type=int,
+        nargs=3,
+        action="append",
+        metavar=("M", "N", "K"),
+        help="a shape to tune (repeatable)",
+    )
+    parser.add_argument(
+        "--shapes", choices=("sweep",), help="the twelve shapes of bench/gemm_sweep.py"
+    )
+    parser.add_argument(
+        "--part", type=_part, default=(1, 1), help="I/N: tune the I-th of N slices of the shapes"
+    )
+    parser.add_argument("--dtype", choices=sorted([*DTYPES, *DTYPE_ALIASES]), default="bf16")
+    parser.add_argument("--scale", choices=list(SCALES), default="none")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="CPU: list and verify the candidates"
+    )
+    parser.add_argument(
+        "--compile-only", action="store_true", help="CPU: also compile --sample of them for sm_90a"
+    )
+    parser.add_argument(
+        "--sample", type=int, default=3, help="configurations compiled by --compile-only"
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
+    parser.add_argument("--iters", type=int, default=10, help="timed launches per round")
+    parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds per shape")
+    parser.add_argument("-o", "--out", type=Path, help="write the table here")
+    parser.add_argument(
+        "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    command = "python examples/hopper/gemm_tune.py " + shlex.join(
+        sys.argv[1:] if argv is None else argv
+    )
+    cpu = args.dry_run or args.compile_only
+    if not cpu and not args.combine:
+        from _gpu_check import gpu_ready
+
+        if not gpu_ready(__file__):
+            return 2
+    if args.combine:
+        table = combine(args.combine)
+        (args.out or TABLE_PATH).write_text(dump_table(table))
+        print(
+            json.dumps(
+                {"combined": [str(p) for p in args.combine], "entries": len(table["entries"])}
+            )
+        )
+        return 0
+    shapes = [tuple(s) for s in args.mnk or ()] + list(SWEEP if args.shapes else ())
+    part, parts = args.part
+    shapes = shapes[part - 1 :: parts]
+    if not shapes:
+        print("no shapes: give --mnk M N K or --shapes sweep", file=sys.stderr)
+        return 2
+    base = GemmConfig(dtype=DTYPE_ALIASES.get(args.dtype, args.dtype), scale=args.scale)
+    start = time.perf_counter()
+    verified: dict[tuple[Any, ...], Candidate] = {}  # one verification per template
+    per_shape: list[tuple[tuple[int, int, int], list[Candidate]]] = []
+    by_key: dict[str, dict[str, Any]] = {}
+    for mnk in shapes:
+        cands = []
+        for f in candidates(mnk, base):
+            sig = tuple(sorted((k, str(v)) for k, v in f.items()))
+            if sig not in verified:
+                verified[sig] = screen([f], base)[0]
+            cands.append(verified[sig])
+            by_key[verified[sig].key] = tuned_fields(apply_fields(base, f))
+        per_shape.append((mnk, cands))
+    fitted = sorted(
+        {fit_swizzle(c.cfg, mnk[1], mnk[0]) for mnk, cs in per_shape for c in cs if c.cfg},
+        key=lambda c: json.dumps(dataclasses.asdict(c)),
+    )
+    rows: list[dict[str, Any]] = []
+    if cpu:
+        sample = fitted[: args.sample] if args.compile_only else []
+        compiled = compile_all(sample, args.jobs, compile_only=True) if sample else {}
+        for c, out in compiled.items():
+            print(
+                json.dumps(
+                    {
+                        "compiled": dataclasses.asdict(c),
+                        "same_counts": out["same_counts"],
+                        "ts_total": out["ts_total"],
+                    }
+                )
+            )
+    else:
+        compiled = compile_all(fitted, args.jobs, compile_only=False)
+    compile_s = time.perf_counter() - start
+    ok = True
+    for mnk, cands in per_shape:
+        accepted = [c for c in cands if c.cfg is not None]
+        row: dict[str, Any] = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
+        row["rule"] = tuned_fields(rule_config(mnk, base))
+        row["candidates"] = [c.key for c in accepted]
+        row["rejected"] = {c.key: c.reason for c in cands if c.cfg is None}
+        if not cpu:
+            row.update(_time_shape(mnk, accepted, compiled, base, args.iters, args.rounds))
+            ok &= not row["wrong"]
+        rows.append(row)
+        print(json.dumps(row, sort_keys=True), flush=True)
+    entries = best_per_class(rows, by_key)
+    gpu = None if cpu else _gpu_name()
+    total = time.perf_counter() - start
+    print(
+        json.dumps(
+            {
+                "summary": True,
+                "shapes": len(rows),
+                "configs": len(fitted),
+                "compile_s": round(compile_s, 1),
+                "total_s": round(total, 1),
+                "entries": len(entries),
+            }
+        ),
+        flush=True,
+    )
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(dump_table(make_table(entries, not cpu, command, gpu, total)))
+    return 0 if ok else 1
+
+
+def _gpu_name() -> str:
+    import torch
+
+    return str(torch.cuda.get_device_name())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""The Hopper GEMM's verified autotuner and per-shape table, on the CPU.
+
+Candidate generation, the verification of every candidate before anything is compiled (a
+broken schedule is rejected and never reaches the compiler), the shape classes (checked
+against classes worked out by hand), the fallback rule and the shipped table's picks for the
+twelve sweep shapes, the table's format checks, the merge of two tuning halves, the choice
+of the best configuration per class, and ``--config auto`` with explicit options on top.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cutlass")
+pytest.importorskip("ts_runtime")
+pytest.importorskip("ts_verify")
+
+from ts_trace import ResourceProxy, domain_loop, schedule, work_tile_loop
+
+# Worked out by hand: M / N buckets s <= 256 < m <= 2048 < l, K buckets s <= 1024 < m <= 8192
+# < l, waves = ceil(M/128) * ceil(N/256) / 132 (W0 < 1 <= W1 < 4 <= W4).
+SWEEP_CLASSES = {
+    (2048, 2048, 2048): "Mm-Nm-Km-W0",  # 16 * 8 = 128 tiles
+    (4096, 4096, 4096): "Ml-Nl-Km-W1",  # 512 tiles, 3.9 waves
+    (8192, 8192, 8192): "Ml-Nl-Km-W4",
+    (4096, 4096, 14336): "Ml-Nl-Kl-W1",
+    (8192, 1024, 8192): "Ml-Nm-Km-W1",  # 256 tiles
+    (1024, 8192, 8192): "Mm-Nl-Km-W1",
+    (16384, 16384, 1024): "Ml-Nl-Ks-W4",
+    (3000, 5000, 4000): "Ml-Nl-Km-W1",  # 24 * 20 = 480 tiles, 3.6 waves
+    (8192, 28672, 8192): "Ml-Nl-Km-W4",
+    (8192, 8192, 28672): "Ml-Nl-Kl-W4",
+    (128, 8192, 8192): "Ms-Nl-Km-W0",  # 32 tiles
+    (256, 28672, 8192): "Ms-Nl-Km-W1",  # 2 * 112 = 224 tiles
+}
+
+
+@pytest.fixture(scope="module")
+def gemm(load_example: Callable[[str], Any]) -> Any:
+    return load_example("gemm")
+
+
+@pytest.fixture(scope="module")
+def tune(load_example: Callable[[str], Any]) -> Any:
+    return load_example("gemm_tune")
+
+
+@pytest.fixture(scope="module")
+def steps(load_example: Callable[[str], Any]) -> Any:
+    load_example("gemm")  # puts examples/hopper on sys.path
+    return importlib.import_module("_gemm_steps")
+
+
+@pytest.fixture(scope="module")
+def table(load_example: Callable[[str], Any]) -> Any:
+    load_example("gemm")  # puts examples/hopper on sys.path
+    return importlib.import_module("_gemm_table")
+
+
+@schedule
+def early_release(
+    wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy
+) -> None:
+    """Gives the stage back while its WGMMAs may still read it (TS-V113)."""
+    acc.setup()
+    c.setup()
+    with work_tile_loop(wq):
+        acc.zero()
+        with domain_loop("k_tiles", unroll=1):
+            ab.wait()
+            ab.mma()
+            ab.release()
+            ab.mma_wait_all()
+        c.store()
+    c.drain()
+
+
+def test_sweep_is_the_benchmarks_shapes(tune: Any) -> None:
+    assert set(tune.SWEEP) == set(SWEEP_CLASSES)
+
+
+@pytest.mark.parametrize("mnk", sorted(SWEEP_CLASSES))
+def test_shape_class_by_hand(table: Any, mnk: tuple[int, int, int]) -> None:
+    assert table.shape_class(mnk) == SWEEP_CLASSES[mnk]
+
+
+@pytest.mark.parametrize("mnk", [*sorted(SWEEP_CLASSES), (64, 4096, 4096), (1, 1, 1)])
+def test_candidates_per_shape_are_few_and_distinct(tune: Any, gemm: Any, mnk: Any) -> None:
+    cands = tune.candidates(mnk, gemm.GemmConfig())
+    assert 8 <= len(cands) <= 24 or mnk[0] <= 64
+    assert 1 <= len(cands) <= 24
+    keys = [json.dumps(c, sort_keys=True, default=list) for c in cands]
+    assert len(set(keys)) == len(keys)
+    m, n, _ = mnk
+    for c in cands:  # no cluster wider than the problem's tiles, no 128-row tile on M <= 64
+        assert -(-m // c["tile_mn"][0]) >= c["cluster_mn"][0]
+        assert -(-n // c["tile_mn"][1]) >= c["cluster_mn"][1]
+        assert m > 64 or c["tile_mn"][0] == 64
+
+
+def test_candidates_include_the_rule(tune: Any, gemm: Any, table: Any) -> None:
+    for mnk in SWEEP_CLASSES:
+        rule = table.tuned_fields(table.rule_config(mnk, gemm.GemmConfig()))
+        as_fields = [
+            table.tuned_fields(table.apply_fields(gemm.GemmConfig(), c))
+            for c in tune.candidates(mnk, gemm.GemmConfig())
+        ]
+        assert rule in as_fields
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
+def test_every_template_verifies(tune: Any, gemm: Any, dtype: str) -> None:
+    screened = tune.screen(tune.TEMPLATES, gemm.GemmConfig(dtype=dtype))
+    assert [c.reason for c in screened if c.cfg is None] == []
+    assert len({c.key for c in screened}) == len(tune.TEMPLATES)
+
+
+def test_broken_candidate_is_rejected_with_the_reason(tune: Any, gemm: Any) -> None:
+    out = tune.screen(
+        tune.TEMPLATES[:2],
+        gemm.GemmConfig(),
+        build=lambda cfg: gemm.make_plan(cfg, mma=early_release),
+    )
+    assert all(c.cfg is None for c in out)
+    assert all("VerificationError" in c.reason for c in out)
+    bad = {**tune.TEMPLATES[0], "kernel": "pingpong"}  # ping-pong takes 64-row tiles only
+    (invalid,) = tune.screen([bad], gemm.GemmConfig())
+    assert invalid.cfg is None and invalid.reason.startswith("invalid configuration")
+
+
+def test_rejected_candidate_is_never_compiled(
+    tune: Any, gemm: Any, monkeypatch: Any, capsys: Any
+) -> None:
+    real_screen = tune.screen
+    broken = tune.TEMPLATES[1]  # 128x256, cluster 2x1
+
+    def screen(fields: Any, base: Any, build: Any = None) -> Any:
+        fields = list(fields)
+        if fields == [broken]:
+            return real_screen(
+                fields, base, build=lambda cfg: gemm.make_plan(cfg, mma=early_release)
+            )
+        return real_screen(fields, base, build)
+
+    compiled: list[Any] = []
+
+    def compile_all(cfgs: Any, jobs: int, compile_only: bool) -> dict[Any, Any]:
+        compiled.extend(cfgs)
+        return {c: {"same_counts": True, "ts_total": 1} for c in cfgs}
+
+    monkeypatch.setattr(tune, "screen", screen)
+    monkeypatch.setattr(tune, "compile_all", compile_all)
+    assert tune.main(["--compile-only", "--mnk", "4096", "4096", "4096", "--sample", "100"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    (row,) = [r for r in rows if "mnk" in r]
+    key = "128x256-c2x1-coop-sta"
+    assert key in row["rejected"] and "TS-V113" in row["rejected"][key]
+    assert key not in row["candidates"]
+    base = gemm.GemmConfig()
+    never = tune.fit_swizzle(tune.apply_fields(base, broken), 4096, 4096)
+    assert compiled and never not in compiled
+    assert tune.fit_swizzle(tune.apply_fields(base, tune.TEMPLATES[0]), 4096, 4096) in compiled
+
+
+def test_rule_for_sweep_shapes(table: Any, gemm: Any) -> None:
+    base = gemm.GemmConfig()
+    expect = {
+        (2048, 2048, 2048): ((128, 128), (1, 1), "cooperative"),  # 128 tiles of 128 x 256
+        (128, 8192, 8192): ((64, 128), (1, 1), "pingpong"),  # 64 tiles of 128 x 128
+        (256, 28672, 8192): ((128, 256), (2, 1), "cooperative"),  # 224 tiles, two rows
+        (8192, 8192, 8192): ((128, 256), (2, 1), "cooperative"),
+    }
+    for mnk, (tile, cluster, kernel) in expect.items():
+        cfg, source = table.pick(mnk, base, table=False)
+        assert source == f"rule:{SWEEP_CLASSES[mnk]}"
+        assert (cfg.tile_mn, cfg.cluster_mn, cfg.kernel) == (tile, cluster, kernel)
+    one_row, _ = table.pick((100, 1 << 20, 64), base, table=False)
+    assert one_row.cluster_mn == (1, 1)  # one tile row: no 2 x 1 cluster
+
+
+def test_shipped_table_picks_verify_for_sweep_shapes(table: Any, gemm: Any, steps: Any) -> None:
+    data = table.load_table()
+    assert data is not None, "examples/hopper/gemm_table.json is shipped with the GEMM"
+    for mnk, klass in SWEEP_CLASSES.items():
+        cfg, source = table.pick(mnk, gemm.GemmConfig())
+        entry = table.lookup(data, "bf16", klass)
+        assert entry is not None and source == f"table:{klass}"
+        assert table.tuned_fields(cfg) == entry["config"]
+        gemm.make_plan(steps.fit_swizzle(cfg, mnk[1], mnk[0]))  # verified (raises otherwise)
+
+
+def test_shipped_table_header_and_every_entry_verifies(table: Any, gemm: Any) -> None:
+    data = json.loads(table.TABLE_PATH.read_text())
+    assert data["schema"] == table.SCHEMA and data["kind"] == table.TABLE_KIND
+    assert data["command"].startswith("python examples/hopper/gemm_tune.py")
+    assert data["cute_dsl"] and "created" in data and "gpu" in data
+    for entry in data["entries"]:
+        cfg = table.apply_fields(gemm.GemmConfig(dtype=entry["dtype"]), entry["config"])
+        assert gemm.make_plan(cfg).name in ("gemm", "gemm_pingpong")
+
+
+def _good(table: Any) -> dict[str, Any]:
+    return dict(json.loads(table.TABLE_PATH.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("damage", "words"),
+    [
+        (lambda t: t.update(schema=99), "schema 99"),
+        (lambda t: t.pop("command"), "missing keys ['command']"),
+        (lambda t: t["entries"].append(dict(t["entries"][0])), "appears twice"),
+        (lambda t: t["entries"][0]["config"].pop("raster"), "config must set exactly"),
+        (
+            lambda t: t["entries"][0]["config"].update(kernel="pingpong", tile_mn=[128, 256]),
+            "not a valid GemmConfig",
+        ),
+        (lambda t: t["entries"][0].update(dtype="int4"), "not a valid GemmConfig"),
+    ],
+)
+def test_bad_table_is_a_typed_error(
+    table: Any, damage: Callable[[dict[str, Any]], Any], words: str
+) -> None:
+    from task_scheduling.kernel import RuntimeConfigError
+
+    data = _good(table)
+    damage(data)
+    with pytest.raises(RuntimeConfigError) as err:
+        table.validate_table(data)
+    assert words in str(err.value) and "gemm_tune.py" in str(err.value)
+
+
+def test_table_that_is_not_json_is_a_typed_error(table: Any, tmp_path: Path) -> None:
+    from task_scheduling.kernel import RuntimeConfigError
+
+    path = tmp_path / "t.json"
+    path.write_text("{not json")
+    with pytest.raises(RuntimeConfigError, match="is not JSON"):
+        table.load_table(path)
+    assert table.load_table(tmp_path / "absent.json") is None
+
+
+def test_dump_round_trips(table: Any) -> None:
+    data = _good(table)
+    assert json.loads(table.dump_table(data)) == data
+
+
+def test_best_per_class_is_the_geometric_mean_winner(tune: Any, table: Any, gemm: Any) -> None:
+    fields = {
+        k: table.tuned_fields(table.apply_fields(gemm.GemmConfig(), t))
+        for k, t in (("a", tune.TEMPLATES[0]), ("b", tune.TEMPLATES[8]))
+    }
+    rows = [  # "a" wins one shape by 10 %, "b" the other by 50 %: "b" has the better mean
+        {
+            "mnk": [1, 1, 1],
+            "class": "X",
+            "dtype": "bf16",
+            "rule": {},
+            "tflops": {"a": 110.0, "b": 100.0, "torch": 90.0},
+        },
+        {
+            "mnk": [2, 2, 2],
+            "class": "X",
+            "dtype": "bf16",
+            "rule": {},
+            "tflops": {"a": 100.0, "b": 150.0, "torch": 90.0},
+        },
+    ]
+    (entry,) = tune.best_per_class(rows, fields)
+    assert entry["winner"] == "b" and entry["config"] == fields["b"]
+    assert entry["score"] == pytest.approx((100 / 110 * 1.0) ** 0.5)
+    assert entry["torch_tflops"] == [90.0, 90.0]
+
+
+def test_combine_two_halves(tune: Any, table: Any, tmp_path: Path) -> None:
+    data = _good(table)
+    half = len(data["entries"]) // 2
+    one, two = (
+        dict(data, entries=data["entries"][:half]),
+        dict(data, entries=data["entries"][half:]),
+    )
+    paths = [tmp_path / "1.json", tmp_path / "2.json"]
+    for p, t in zip(paths, (one, two), strict=True):
+        p.write_text(table.dump_table(t))
+    out = tmp_path / "t.json"
+    assert tune.main(["--combine", *map(str, paths), "-o", str(out)]) == 0
+    merged = table.load_table(out)
+    assert merged is not None and len(merged["entries"]) == len(data["entries"])
+    assert merged["command"].count("gemm_tune.py") == 2
+
+
+def _args(gemm: Any, *argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    gemm.add_config_args(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_config_auto_and_overrides(gemm: Any, table: Any, steps: Any) -> None:
+    _gemm_host: Any = importlib.import_module("_gemm_host")
+    mnk = (2048, 2048, 2048)
+    cfg, source = _gemm_host.config_for(_args(gemm), mnk)
+    picked, _ = table.pick(mnk, gemm.GemmConfig())
+    assert source == "table:Mm-Nm-Km-W0" and cfg == steps.fit_swizzle(picked, 2048, 2048)
+    cfg, source = _gemm_host.config_for(_args(gemm, "--cluster", "1x2", "--stages", "3"), mnk)
+    assert (cfg.cluster_mn, cfg.stages, cfg.tile_mn) == ((1, 2), 3, picked.tile_mn)
+    assert source.endswith("+flags")
+    cfg, source = _gemm_host.config_for(_args(gemm, "--config", "default"), mnk)
+    assert source == "default" and dataclasses.replace(cfg, swizzle=8) == gemm.GemmConfig()
+    with pytest.raises(ValueError, match="--config default"):
+        _gemm_host.config_for(_args(gemm, "--kernel", "pingpong"), (8192, 8192, 8192))
+
+
+def test_raster_along_n_fits_the_swizzle_to_m(gemm: Any, steps: Any) -> None:
+    cfg = gemm.GemmConfig(raster="n")
+    assert steps.fit_swizzle(cfg, 4096, 3 * 128).swizzle == 1  # three tile rows
+    assert steps.fit_swizzle(gemm.GemmConfig(), 4096, 3 * 128).swizzle == 8  # 16 columns
+    with pytest.raises(ValueError, match="pass m"):
+        steps.fit_swizzle(cfg, 4096)
+    with pytest.raises(ValueError, match="raster"):
+        gemm.GemmConfig(raster="k")
+
+
+def test_compile_only_samples_compile_with_twin_counts(tune: Any, capsys: Any) -> None:
+    assert tune.main(["--compile-only", "--mnk", "128", "8192", "8192", "--sample", "1"]) == 0
+    compiled = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"compiled"' in x]
+    assert len(compiled) == 1 and compiled[0]["same_counts"] is True
