@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ SCHEMA = 1
 """Version of the table's JSON format; a table of another version is refused."""
 TABLE_KIND = "ts-hopper-gemm-table"
 TABLE_PATH = Path(__file__).resolve().with_name("gemm_table.json")
+TABLE_ENV = "TS_GEMM_TABLE"  # a table of one's own instead of the shipped one
 TUNED_FIELDS = (
     "tile_mn",
     "cluster_mn",
@@ -168,6 +170,12 @@ def load_table(path: Path = TABLE_PATH) -> dict[str, Any] | None:
     return validate_table(data, path)
 
 
+def table_path() -> Path:
+    """The table ``pick`` reads: ``$TS_GEMM_TABLE`` (a table of your own shapes, written by
+    ``gemm_tune.py -o``) or the one shipped beside this file."""
+    return Path(os.environ.get(TABLE_ENV) or TABLE_PATH)
+
+
 def lookup(table: dict[str, Any] | None, dtype: str, klass: str) -> dict[str, Any] | None:
     """The table's entry for ``dtype`` and ``klass``, or None."""
     for entry in table["entries"] if table else ():
@@ -184,12 +192,13 @@ def pick(
     """The configuration for ``M x N x K``: ``(cfg, source)``.
 
     ``base`` gives the non-schedule fields (dtype, layout, epilogue, scales); ``table`` is a
-    loaded table, True for the shipped one or False / None for the rule alone. ``source`` is
+    loaded table, True for ``table_path()``'s (``$TS_GEMM_TABLE`` or the shipped one) or
+    False / None for the rule alone. ``source`` is
     ``"table:<class>"`` or ``"rule:<class>"``. The swizzle is the maximum: fit it to the
     problem with ``fit_swizzle``.
     """
     base = base or GemmConfig()
-    data = load_table() if table is True else (table or None)
+    data = load_table(table_path()) if table is True else (table or None)
     klass = shape_class(mnk)
     entry = lookup(data, base.dtype, klass)
     if entry is None:

@@ -281,14 +281,17 @@ def _time_shape(
     if not base.fp8 and not base.scaled:
         bt = b.t()
         calls["torch"] = lambda: torch.matmul(a, bt)
+    flop = 2.0 * m * n * k
+    # At least ~5 ms per measurement (at 700 TFLOP/s), so a small problem's launch overhead
+    # and the timer's resolution do not decide.
+    iters = max(iters, min(200, math.ceil(5e-3 * 700e12 / max(flop, 1.0))))
     best = dict.fromkeys(calls, math.inf)
     names = list(calls)
     for r in range(rounds):  # rotated order: no contender always runs first on cool clocks
         for name in names[r % len(names) :] + names[: r % len(names)]:
             best[name] = min(best[name], time_ms(calls[name], iters))
-    flop = 2.0 * m * n * k
     tflops = {name: flop / (ms * 1e9) for name, ms in best.items()}
-    return {"tflops": tflops, "wrong": wrong}
+    return {"tflops": tflops, "wrong": wrong, "iters": iters}
 
 
 def best_per_class(

@@ -331,3 +331,19 @@ def test_compile_only_samples_compile_with_twin_counts(tune: Any, capsys: Any) -
     assert tune.main(["--compile-only", "--mnk", "128", "8192", "8192", "--sample", "1"]) == 0
     compiled = [json.loads(x) for x in capsys.readouterr().out.splitlines() if '"compiled"' in x]
     assert len(compiled) == 1 and compiled[0]["same_counts"] is True
+
+
+def test_own_table_from_the_environment(
+    table: Any, gemm: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    data = _good(table)
+    klass = SWEEP_CLASSES[(4096, 4096, 4096)]
+    mine = [e for e in data["entries"] if e["class"] == klass]
+    mine[0]["config"] = {**mine[0]["config"], "tile_mn": [64, 256], "cluster_mn": [1, 1]}
+    path = tmp_path / "mine.json"
+    path.write_text(table.dump_table(dict(data, entries=mine)))
+    monkeypatch.setenv("TS_GEMM_TABLE", str(path))
+    cfg, source = table.pick((4096, 4096, 4096), gemm.GemmConfig())
+    assert source == f"table:{klass}" and cfg.tile_mn == (64, 256)
+    _, other = table.pick((2048, 2048, 2048), gemm.GemmConfig())
+    assert other.startswith("rule:")  # a class the own table does not hold
