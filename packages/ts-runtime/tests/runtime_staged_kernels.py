@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import cutlass
 import cutlass.cute as cute
 from test_runtime_staged import copy_tasks
 
-from ts_runtime.staged import Kernel
+from ts_runtime.staged import Kernel, KernelContext, Tasks
 
 kern = Kernel(copy_tasks, name="grid_stride_copy")
 
@@ -30,3 +32,20 @@ def twin_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
 @cute.jit
 def twin(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
     twin_kernel(src, dst, n).launch(grid=(132, 1, 1), block=(256, 1, 1))
+
+
+def staged_smem_kernel(elements: int) -> Kernel:
+    """The copy, with ``elements`` halves staged in SMEM through ``k.smem_tensor``."""
+
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
+        k.smem_tensor(cutlass.Float16, lambda: cute.make_layout(elements))  # staged in SMEM
+        return copy_tasks(k, src, dst, n)
+
+    kern = Kernel(declare, name="staged_smem")
+
+    @kern.launcher
+    @cute.jit
+    def launch(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+        kern.launch(src, dst, n, grid=(1, 1, 1))
+
+    return kern

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -252,3 +253,49 @@ def test_keyword_only_parameters_are_the_declarations_own_options() -> None:
     kern = Kernel(declare)
     assert kern.parameters == ("src", "dst", "n")
     assert kern.verify().ok and seen == [2]
+
+
+class Half:
+    """An element type as the DSL's are seen by the host: a class with a bit ``width``."""
+
+    width = 16
+
+
+def test_smem_tensors_count_against_the_budget_on_the_host() -> None:
+    """An SMEM tensor of a known size is in the plan; over budget, verify() refuses with
+    TS-R004 naming the tensor and its line, before anything is compiled."""
+    from ts_runtime import SmemBudgetError
+
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any, *, elements: int) -> Tasks:
+        k.smem_tensor(Half, 1000, 128)  # small tensor
+        k.smem_tensor(Half, elements)  # the staged tiles
+        return copy_tasks(k, src, dst, n)
+
+    def kernel(elements: int) -> Kernel:
+        return Kernel(lambda k, s, d, n: declare(k, s, d, n, elements=elements))
+
+    fits = kernel(100_000)
+    extra = {a.name: (a.size_bytes, a.alignment) for a in fits.plan().plan.smem_extra}
+    assert extra == {"k.smem_tensor[0]": (2000, 128), "k.smem_tensor[1]": (200_000, 1024)}
+    assert fits.verify().ok
+    # 232_000 B at 0 (1024-aligned first), 2000 B at 232_064: 234_064 B > 232_448 B.
+    with pytest.raises(SmemBudgetError) as info:
+        kernel(116_000).verify()
+    err = info.value
+    assert err.code == "TS-R004" and err.resource == "k.smem_tensor[1]"
+    assert "the kernel's own allocation `k.smem_tensor[1]`" in str(err)
+    lines = Path(__file__).read_text().splitlines()
+    line = next(i for i, t in enumerate(lines, 1) if "# the staged tiles" in t)
+    assert f'test_runtime_staged.py", line {line}' in str(err)
+
+
+def test_smem_tensors_of_unknown_size_are_not_counted_on_the_host() -> None:
+    """A DSL layout exists only in the kernel: the host plan cannot size it (the kernel's can)."""
+
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
+        k.smem_tensor(Half, lambda: 1 // 0)  # a layout factory: not called on the host
+        k.smem_tensor("f16", 10**9)  # not an element type: the DSL refuses it in the kernel
+        return copy_tasks(k, src, dst, n)
+
+    kern = Kernel(declare)
+    assert kern.plan().plan.smem_extra == () and kern.verify().ok

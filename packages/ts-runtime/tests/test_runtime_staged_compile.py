@@ -31,3 +31,21 @@ def test_compiled_kernel_matches_the_hand_written_twin() -> None:
     for op in ("ld.global.b16", "st.global.b16", "bra"):
         assert ours[op] == theirs[op], (op, ours, theirs)
     assert sum(ours.values()) <= sum(theirs.values())
+
+
+def test_smem_tensors_over_budget_are_refused_before_code_generation() -> None:
+    """In the kernel every SMEM tensor is sized from its layout; over budget, compiling stops
+    with TS-R004 at the tensor's line (the host plan could not size the DSL layout)."""
+    from runtime_staged_kernels import staged_smem_kernel as kernel
+
+    from ts_runtime import SmemBudgetError
+
+    args = (_fake(), _fake(), cutlass.Int32(4096))
+    assert "ld.global" in kernel(100_000).compile(*args).as_text()  # 200_000 B fit
+    big = kernel(120_000)  # 240_000 B do not
+    assert big.verify().ok  # on the host the layout is a factory: not sized
+    with pytest.raises(SmemBudgetError) as info:
+        big.compile(*args)
+    text = str(info.value)
+    assert "TS-R004" in text and "k.smem_tensor[0]" in text and "240000" in text
+    assert "# staged in SMEM" in text  # the declaration's line, not the DSL's

@@ -68,6 +68,19 @@ def test_the_kernels_own_allocations_count(src: Src, dst: Dst) -> None:
     assert d.code == "TS-V209" and f"needs {total} bytes" in d.message
     # By owner, largest first: the ring (tiles and barriers), then the kernel's own region.
     assert f"(`buf` {200 * 1024 + 32} B, `scratch` {32 * 1024} B)" in d.message
+    assert "largest: resource `buf` used by task(s)" in d.message and "`buf`'s stages" in d.fix
+
+
+def test_a_kernels_own_allocation_as_the_largest_is_named_as_such(src: Src, dst: Dst) -> None:
+    """SMEM the kernel takes itself (e.g. ``k.smem_tensor``) belongs to no resource or task."""
+    buf = ring("buf", 2, smem=1024)
+    plan = pair(src, buf, dst, produce(src, buf), consume(buf, dst))
+    staged = SmemAllocationSpec("k.smem_tensor[0]", 240_000, 1024, "Float16", 120_000)
+    d = verify(dataclasses.replace(plan, smem_extra=(staged,))).errors[0]
+    assert (d.code, d.resource, d.task, d.location) == ("TS-V209", "k.smem_tensor[0]", "", None)
+    assert "largest: the kernel's own allocation `k.smem_tensor[0]`" in d.message
+    assert "used by task(s)" not in d.message
+    assert d.fix.startswith("make `k.smem_tensor[0]` smaller")
 
 
 def test_malformed_smem_is_a_malformed_declaration(src: Src, dst: Dst) -> None:

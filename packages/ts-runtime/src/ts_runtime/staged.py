@@ -34,9 +34,19 @@ import dataclasses
 import inspect
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
-from ts_ir import KernelPlan, Schedule, SmemLayoutError, plan_smem_layout, render_mermaid
+from ts_ir import (
+    KernelPlan,
+    Schedule,
+    SmemAllocationSpec,
+    SmemLayoutError,
+    SourceLocation,
+    plan_smem_layout,
+    render_mermaid,
+)
+from ts_ir.errors import caller_location
+from ts_runtime import _dsl
 from ts_runtime._arguments import check_task_manager_arguments
 from ts_runtime.compile import CompiledKernel, compile_kernel, plan_fingerprint
 from ts_runtime.errors import RuntimeConfigError
@@ -165,6 +175,8 @@ class KernelContext:
         self.on_device = on_device
         self._allocator: Any = None
         self._smem_ids = itertools.count()
+        self._carved: list[SmemAllocationSpec] = []
+        self._carved_at: dict[str, SourceLocation] = {}
 
     def _xyz(self, name: str) -> tuple[Any, Any, Any]:
         if not self.on_device:
@@ -223,9 +235,17 @@ class KernelContext:
         ``cutlass.utils.hopper_helpers.make_smem_layout_*`` return) with no ``swizzle`` given
         is allocated as ``outer`` with the swizzle on the pointer, the form TMA and WGMMA
         descriptors read.
+
+        Every tensor counts against the kernel's SMEM budget (the plan's ``smem_extra``, named
+        ``k.smem_tensor[i]``), which ts-verify checks before anything is compiled: in the
+        kernel always, on the host when the size is known there (``layout`` an element count;
+        a DSL layout exists only in the kernel).
         """
+        index = next(self._smem_ids)
         if not self.on_device:
-            return Symbol(f"smem{next(self._smem_ids)}")
+            if _is_count(layout):
+                self._carve(index, dtype, layout, alignment)
+            return Symbol(f"smem{index}")
         import ts_codegen.dsl.launch
 
         # DSL layouts are callable too (coordinate -> offset): only a Python function is a
@@ -233,9 +253,42 @@ class KernelContext:
         shape = layout() if inspect.isfunction(layout) or inspect.ismethod(layout) else layout
         if swizzle is None and hasattr(shape, "outer") and hasattr(shape, "inner"):
             shape, swizzle = shape.outer, shape.inner
-        return ts_codegen.dsl.launch.smem_tensor(
+        tensor = ts_codegen.dsl.launch.smem_tensor(
             self.smem_allocator, dtype, shape, alignment, swizzle
         )
+        if _is_count(getattr(dtype, "width", None)):  # else the DSL has refused it above
+            elements = shape if _is_count(shape) else _dsl.cosize(shape)
+            self._carve(index, dtype, elements, alignment)
+        return tensor
+
+    def _carve(self, index: int, dtype: Any, elements: int, alignment: int) -> None:
+        """Record ``elements`` of ``dtype`` for the SMEM budget (whole bytes, rounded up)."""
+        width = getattr(dtype, "width", None)
+        if not _is_count(width):
+            return  # not an element type: nothing to count (the DSL refuses it in the kernel)
+        name = f"k.smem_tensor[{index}]"
+        self._carved.append(
+            SmemAllocationSpec(
+                name,
+                (elements * width + 7) // 8,
+                alignment,
+                getattr(dtype, "__name__", str(dtype)),
+                elements,
+            )
+        )
+        # The declaration's line, which a budget error names (in the kernel the innermost
+        # frame outside TS would be the DSL's).
+        self._carved_at[name] = caller_location()
+
+    @property
+    def carved_smem(self) -> tuple[SmemAllocationSpec, ...]:
+        """The SMEM tensors carved so far, as the plan counts them (see :meth:`smem_tensor`)."""
+        return tuple(self._carved)
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    """A Python int >= 0 (not a bool): an element count, a bit width."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -449,8 +502,10 @@ class Kernel:
             smem_allocator=ctx._allocator,
             name=self.name,
             block_warps=self.block_warps,
+            carved=ctx.carved_smem,
         )
-        return plan, verify_plan(plan, target, raise_verification=ctx.on_device)
+        report = verify_plan(plan, target, raise_verification=ctx.on_device, lines=ctx._carved_at)
+        return plan, report
 
     def _host_stages(self) -> tuple[KernelPlan, Report]:
         target = target_of().name

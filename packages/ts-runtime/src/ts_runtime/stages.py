@@ -24,6 +24,7 @@ from typing import Any
 from ts_ir import (
     KernelPlan,
     Role,
+    SmemAllocationSpec,
     SourceLocation,
     Target,
     TaskSpec,
@@ -115,12 +116,14 @@ def plan_tasks(
     name: str = "kernel",
     block_warps: int | None = None,
     tmem: TmemDeclaration | None = None,
+    carved: Sequence[SmemAllocationSpec] = (),
 ) -> KernelPlan:
     """The kernel plan of ``tasks``: schedules, resources, graph, SMEM, TMEM (stage 1).
 
     An :class:`~ts_runtime.SmemAllocator` is laid out now if needed; its alias groups and the
-    allocations no resource declares go into the plan, so that ts-verify judges the whole SMEM
-    budget.
+    allocations no resource declares go into the plan, and so do ``carved`` (SMEM the kernel
+    takes itself, e.g. ``KernelContext.smem_tensor``), so that ts-verify judges the whole
+    SMEM budget.
 
     Raises:
         RuntimeConfigError: No tasks, a non-Task or an empty graph.
@@ -153,7 +156,7 @@ def plan_tasks(
         block_warps=block_warps,
     )
     declared = {a.name for a in plan.iter_smem()}
-    extra = tuple(a.to_spec() for a in allocations if a.name not in declared)
+    extra = (*(a.to_spec() for a in allocations if a.name not in declared), *carved)
     plan = _per_warp_tma_groups(dataclasses.replace(plan, smem_extra=extra))
     if tmem is not None:
         plan = dataclasses.replace(plan, tmem=tmem.specs(), tmem_capacity=tmem.capacity)
@@ -161,9 +164,11 @@ def plan_tasks(
 
 
 # -- verify ----------------------------------------------------------------------------------------
-def _typed_error(plan: KernelPlan, d: Diagnostic, target: Target) -> RuntimeConfigError:
+def _typed_error(
+    plan: KernelPlan, d: Diagnostic, target: Target, lines: Mapping[str, SourceLocation]
+) -> RuntimeConfigError:
     """The runtime's typed error for a finding the user fixes in the declaration."""
-    at: SourceLocation | None = d.location
+    at: SourceLocation | None = d.location or lines.get(d.resource)
     if d.code == "TS-V216":
         pipeline = plan.resource(d.resource).pipeline
         return UnsupportedOnTarget(
@@ -189,8 +194,9 @@ def _typed_error(plan: KernelPlan, d: Diagnostic, target: Target) -> RuntimeConf
             resource=d.resource,
             fix=d.fix,
         )
-    # TS-V209: the whole kernel is over budget; the user's line is where it is put together.
-    return SmemBudgetError(at_line(d.message), task=d.task, resource=d.resource, fix=d.fix)
+    # TS-V209: the whole kernel is over budget; the user's line is that of the largest
+    # allocation where known, else where the kernel is put together.
+    return SmemBudgetError(at_line(d.message, at), task=d.task, resource=d.resource, fix=d.fix)
 
 
 _REFUSED = ("TS-V250", "TS-V251")
@@ -208,6 +214,7 @@ def verify_plan(
     skip_validation: bool = False,
     raise_verification: bool = True,
     stacklevel: int = 2,
+    lines: Mapping[str, SourceLocation] | None = None,
 ) -> Report:
     """Verify ``plan`` for ``target`` (stage 2): ts-verify's report, typed where it can be.
 
@@ -218,14 +225,15 @@ def verify_plan(
     :class:`SmemBudgetError`. With ``skip_validation`` the last two, and the
     verification errors, are warnings (stacklevel counted from the caller). Any other error
     raises :class:`ts_verify.VerificationError` when ``raise_verification``; otherwise it stays
-    in the returned report.
+    in the returned report. ``lines`` gives the user's line of allocations the plan cannot
+    locate (the kernel's own SMEM, by name), for the typed errors about them.
     """
     report = verify(plan, target=target)
     for code in _TYPED:
         for d in report.errors:
             if d.code != code:
                 continue
-            err = _typed_error(plan, d, target)
+            err = _typed_error(plan, d, target, lines or {})
             if not skip_validation or code not in ("TS-V203", "TS-V209"):  # cannot be lowered
                 raise err
             warnings.warn(str(err), stacklevel=stacklevel + 1)

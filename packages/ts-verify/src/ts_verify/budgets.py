@@ -96,17 +96,25 @@ def _smem(plan: KernelPlan, target: Target | None) -> Iterator[Diagnostic]:
     usage = ", ".join(f"`{r}` {n} B" for r, n in sorted(by_owner.items(), key=lambda kv: -kv[1]))
     owner_spec = next((r for r in plan.resources if r.name == biggest), None)
     where = f" on {target.name}" if target is not None else ""
+    # The kernel's own allocations (smem_extra) belong to no resource and no task.
+    largest = (
+        f"the kernel's own allocation `{biggest}`"
+        if owner_spec is None
+        else f"resource `{biggest}` used by task(s) {', '.join(users) or 'none'}"
+    )
     yield Diagnostic(
         "TS-V209",
         f"the kernel needs {layout.total} bytes of shared memory, more than the {capacity} "
         f"available per CTA{where} (by {layout.total - capacity} B; data {layout.data_bytes} "
-        f"B + mbarriers {layout.barrier_bytes} B); largest: resource `{biggest}` used by "
-        f"task(s) {', '.join(users) or 'none'} ({usage})\n" + layout.report(),
+        f"B + mbarriers {layout.barrier_bytes} B); largest: {largest} ({usage})\n"
+        + layout.report(),
         task=users[0] if users else "",
         resource=biggest,
         location=None if owner_spec is None else owner_spec.location,
         fix=f"reduce `{biggest}`'s stages or tile size, or alias buffers that are never live "
-        "together (SmemAllocator.add_alias_group)",
+        "together (SmemAllocator.add_alias_group)"
+        if owner_spec is not None
+        else f"make `{biggest}` smaller (fewer stages, a smaller tile), or free SMEM elsewhere",
     )
     # Whether aliased regions are live together is decided with the schedules' happens-before
     # relation, after the deadlock check (ts_verify.aliasing).
