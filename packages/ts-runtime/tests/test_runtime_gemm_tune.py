@@ -347,3 +347,41 @@ def test_own_table_from_the_environment(
     assert source == f"table:{klass}" and cfg.tile_mn == (64, 256)
     _, other = table.pick((2048, 2048, 2048), gemm.GemmConfig())
     assert other.startswith("rule:")  # a class the own table does not hold
+
+
+def test_gpu_path_writes_the_winners_table(
+    tune: Any, gemm: Any, table: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The GPU branch of ``main`` with the GPU parts replaced: what reaches the table."""
+    _gpu_check: Any = importlib.import_module("_gpu_check")
+
+    favourite = "128x128-c1x2-coop-sta"
+    timed: list[tuple[tuple[int, int, int], list[str]]] = []
+
+    def time_shape(
+        mnk: Any, accepted: Any, compiled: Any, base: Any, iters: int, rounds: int
+    ) -> Any:
+        keys = [c.key for c in accepted]
+        timed.append((mnk, keys))
+        assert all(tune.fit_swizzle(c.cfg, mnk[1], mnk[0]) in compiled for c in accepted)
+        tflops = {k: 700.0 if k == favourite else 500.0 for k in keys}
+        return {"tflops": {**tflops, "torch": 650.0}, "wrong": {}}
+
+    monkeypatch.setattr(_gpu_check, "gpu_ready", lambda _file: True)
+    monkeypatch.setattr(tune, "compile_all", lambda cfgs, jobs, compile_only: dict.fromkeys(cfgs))
+    monkeypatch.setattr(tune, "_time_shape", time_shape)
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA H200")
+    out = tmp_path / "part.json"
+    argv = ["--shapes", "sweep", "--part", "2/4", "-o", str(out)]
+    assert tune.main(argv) == 0
+    assert [mnk for mnk, _ in timed] == list(tune.SWEEP[1::4])
+    written = table.load_table(out)
+    assert written is not None and written["timed"] is True and written["gpu"] == "NVIDIA H200"
+    assert written["command"] == "python examples/hopper/gemm_tune.py " + " ".join(argv)
+    assert {e["class"] for e in written["entries"]} == {SWEEP_CLASSES[s] for s in tune.SWEEP[1::4]}
+    for entry in written["entries"]:
+        assert entry["winner"] == favourite and entry["source"] == "tuned"
+        assert entry["tflops"] == [700.0] * len(entry["shapes"])
+        assert entry["torch_tflops"] == [650.0] * len(entry["shapes"])
+        cfg = table.apply_fields(gemm.GemmConfig(), entry["config"])
+        assert (cfg.tile_mn, cfg.cluster_mn) == ((128, 128), (1, 2))
