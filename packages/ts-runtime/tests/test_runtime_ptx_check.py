@@ -46,23 +46,7 @@ def captured(load_example: Callable[[str], Any]) -> dict[str, Captured]:
     return out
 
 
-# Examples whose protocol the checker does not read yet, and why (strict: a fix shows here).
-NOT_READ = {
-    # The lowered plan drops the group; its members share the first member's full barriers,
-    # which the check reads as a wait on another ring (docs/verification.rst).
-    "fork": "a TMA Fork's shared full barriers are not modelled yet",
-}
-
-
-@pytest.mark.parametrize(
-    "example",
-    [
-        pytest.param(e, marks=pytest.mark.xfail(strict=True, reason=NOT_READ[e]))
-        if e in NOT_READ
-        else e
-        for e in EXAMPLES
-    ],
-)
+@pytest.mark.parametrize("example", EXAMPLES)
 def test_example_runs_its_plan(example: str, captured: dict[str, Captured]) -> None:
     kernels = captured[example]
     assert kernels, f"{example}: compile_only() lowered no TS plan"
@@ -253,3 +237,46 @@ def test_a_barrier_of_the_programs_own_is_ignored(captured: dict[str, Captured])
     report = check_ptx(plan, touching)
     assert report.ok, report.as_text()
     assert f"SMEM [{offset - 8}]), ignored" in report.as_text()
+
+
+def _fork(captured: dict[str, Captured]) -> tuple[KernelPlan, str]:
+    plan, ptx = captured["fork"][0]
+    assert plan.groups, "the capture keeps the plan as written, with its Fork"
+    return plan, ptx
+
+
+def test_fork_member_waiting_on_its_own_full_barrier(captured: dict[str, Captured]) -> None:
+    """A TMA Fork's second member has full barriers that nothing arrives on: a consumer waiting
+    there would hang, so the check reports it (its consumers must wait on the first's)."""
+    plan, ptx = _fork(captured)
+    rings = {r.resource: r for r in check_ptx(plan, ptx).rings}
+    first, member = rings["x_double"], rings["x_square"]
+    lines = ptx.splitlines()
+    last_wait = max(i for i, line in enumerate(lines) if "try_wait.parity" in line)
+    at = max(
+        i
+        for i in range(last_wait)
+        if re.match(rf"\s*add\.s32\s+%r\d+, %r\d+, {first.offset};", lines[i])
+    )
+    lines[at] = lines[at].replace(f"{first.offset};", f"{member.offset};")
+    err = _only(plan, "\n".join(lines), "TS-X105")
+    assert err.resource == "x_square" and err.task == "square"
+    assert err.line == last_wait + 1 and "`x_double`" in str(err)
+
+
+def test_fork_arming_other_bytes(captured: dict[str, Captured]) -> None:
+    plan, ptx = _fork(captured)
+    stage = next(r.pipeline for r in plan.resources if r.name == "x_double")
+    assert stage is not None
+    bad = _sub(ptx, rf"mov\.b32\s+(%r\d+), {stage.bytes_per_stage};", r"mov.b32 \1, 64;")
+    err = _only(plan, bad, "TS-X103")
+    assert err.resource == "x_double" and err.task == "load"
+    assert "Fork's loads" in str(err) and str(stage.bytes_per_stage) in str(err)
+
+
+def test_fork_read_without_its_group(captured: dict[str, Captured]) -> None:
+    """Without the group, the second member's consumer waits on another ring's barrier."""
+    plan, ptx = _fork(captured)
+    report = check_ptx(dataclasses.replace(plan, groups=()), ptx)
+    assert "TS-X105" in report.codes(), report.as_text()
+    assert any(e.task == "square" and e.resource == "x_double" for e in report.errors)

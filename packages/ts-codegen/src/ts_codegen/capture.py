@@ -56,7 +56,10 @@ def capture_compiles() -> Iterator[Capture]:
 
 
 def note_lowered(plan: KernelPlan) -> None:
-    """Called by :func:`ts_codegen.emit_tasks` for the plan it lowers."""
+    """Called by :func:`ts_codegen.emit_tasks` for the plan it lowers, as written.
+
+    With its pipeline groups: the lowering writes them out per member (:mod:`ts_codegen.groups`).
+    """
     for capture in _ACTIVE:
         capture.pending.append(plan)
 

@@ -174,7 +174,9 @@ def emit_tasks(
     """
     # Groups are emitted as verified: their collapsed steps on every member (ts_codegen.groups).
     written, plan = plan, lowered_plan(plan)
-    capture.note_lowered(plan)
+    # As written: translation validation writes the groups out itself and needs to know
+    # which TMA Fork members share full barriers (ts_runtime.ptx_check).
+    capture.note_lowered(written)
     live = resources_by_name(resources)
     specs = {r.name: r for r in plan.resources}
     for t in plan.tasks:

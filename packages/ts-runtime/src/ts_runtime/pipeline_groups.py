@@ -11,7 +11,7 @@ error and a fix.
 
 from __future__ import annotations
 
-from ts_ir import KernelPlan, expand_groups
+from ts_ir import KernelPlan
 from ts_runtime.errors import UnsupportedFeatureError
 
 __all__ = ["check_lowerable_groups", "translation_plan"]
@@ -40,25 +40,9 @@ def check_lowerable_groups(plan: KernelPlan) -> None:
 
 
 def translation_plan(plan: KernelPlan) -> KernelPlan:
-    """The plan translation validation compares a compiled kernel's PTX with.
+    """The plan translation validation compares a compiled kernel's PTX with: ``plan`` itself.
 
-    The lowered plan: the group steps written out per member, each member on its own barriers.
-
-    Raises:
-        UnsupportedFeatureError: For a TMA Fork (TS-R001): its members share the first
-            member's full barriers, which the PTX check does not model yet.
+    :func:`ts_runtime.ptx_check.check_ptx` writes the group steps out per member as the
+    lowering does, and reads a TMA Fork's shared full barriers as every member's.
     """
-    from ts_codegen.groups import fork_shared_full
-
-    shared = fork_shared_full(plan)
-    if shared:
-        member, first = next(iter(shared.items()))
-        raise UnsupportedFeatureError(
-            f"kernel `{plan.name}`: translation validation of a TMA Fork is not done yet "
-            f"(`{member}` waits on the full barriers of `{first}`, which the PTX check reads "
-            "as a wait on another ring)",
-            resource=member,
-            fix="rely on ts-verify's proof and the example's twin comparison for this kernel, "
-            "or check a variant whose Fork members are AsyncAsync rings",
-        )
-    return expand_groups(plan)
+    return plan

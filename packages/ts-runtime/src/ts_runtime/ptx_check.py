@@ -27,6 +27,7 @@ line. What it assumes is in ``docs/verification.rst`` (translation validation).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import ClassVar
 
 from ts_ir import (
@@ -159,8 +160,15 @@ _SIGNALS = {"full": ScheduleStage.ProducerCommit, "empty": ScheduleStage.Consume
 
 
 class _Checker:
-    def __init__(self, plan: KernelPlan, protocol: Protocol, window: int = 0) -> None:
+    def __init__(
+        self,
+        plan: KernelPlan,
+        protocol: Protocol,
+        window: int = 0,
+        forks: _Forks | None = None,
+    ) -> None:
         self.plan = plan
+        self.forks = forks or _Forks({}, {})
         self.p = protocol
         self.errors: list[TranslationError] = []
         self.checked: list[str] = []
@@ -251,6 +259,11 @@ class _Checker:
                     line=ring.init_line,
                 )
             self.rings.append(ring)
+            if name in self.forks.shared:
+                self.checked.append(
+                    f"ring `{name}`: a TMA Fork member, it uses the full barriers of "
+                    f"`{self.forks.shared[name]}`"
+                )
             self.checked.append(
                 f"ring `{name}`: {pipe.stages} stage(s), barriers at SMEM {start}.."
                 f"{start + 16 * pipe.stages}, full count {ring.full_count}, "
@@ -322,6 +335,18 @@ class _Checker:
                 continue
             ring, side, reg, const = where
             pipe = self.pipes[ring.resource]
+            first = self.forks.shared.get(ring.resource)
+            if side == "full" and first is not None:
+                # Nothing arrives there: its waits would hang, its arrivals complete nothing.
+                self.error(
+                    "TS-X105",
+                    f"`{op.instr.text}` acts on the full barrier of ring `{ring.resource}`, a "
+                    f"TMA Fork member whose full barriers are those of `{first}`",
+                    resource=ring.resource,
+                    task=", ".join(t.name for t in tasks),
+                    line=op.instr.line,
+                )
+                continue
             if not tasks:
                 self.error(
                     "TS-X105",
@@ -333,12 +358,30 @@ class _Checker:
                 continue
             for task in tasks:
                 roles = self.roles[task.name].get(ring.resource, set())
+                sharers = self.forks.sharers(ring.resource) if side == "full" else []
                 if op.kind == "wait":
-                    self.wait(op, ring, side, reg, const, task, roles)
+                    # A TMA Fork member's consumers wait on the first member's full barrier.
+                    member = next(
+                        (
+                            m
+                            for m in sharers
+                            if _WAITS[side] not in roles
+                            and _WAITS[side] in self.roles[task.name].get(m, set())
+                        ),
+                        None,
+                    )
+                    if member is not None:
+                        shared = dataclasses.replace(ring, resource=member)
+                        roles = self.roles[task.name][member]
+                        self.wait(op, shared, side, reg, const, task, roles)
+                    else:
+                        self.wait(op, ring, side, reg, const, task, roles)
                 elif op.kind in ("arrive", "commit", "expect_tx"):
                     n = self.arrive(op, ring, side, task, roles, pipe)
                     if n:
-                        signals[(ring.resource, side)] = signals.get((ring.resource, side), 0) + n
+                        # The shared full barrier's arrival is every member's commit.
+                        for name in (ring.resource, *sharers):
+                            signals[(name, side)] = signals.get((name, side), 0) + n
                 elif op.kind == "complete_tx" and (side != "full" or not pipe.type.producer_is_tma):
                     self.error(
                         "TS-X103",
@@ -489,12 +532,14 @@ class _Checker:
                     task=task.name,
                     line=line,
                 )
-            elif op.tx_bytes != pipe.bytes_per_stage:
+            elif op.tx_bytes != self.forks.tx_bytes.get(name, pipe.bytes_per_stage):
+                stage = self.forks.tx_bytes.get(name, pipe.bytes_per_stage)
+                whose = "the Fork's loads into" if name in self.forks.tx_bytes else "the plan's"
                 self.error(
                     "TS-X103",
                     f"task `{task.name}` arms the full barrier of ring `{name}` "
-                    f"with {op.tx_bytes} transaction bytes, the plan's stage is "
-                    f"{pipe.bytes_per_stage} bytes",
+                    f"with {op.tx_bytes} transaction bytes, {whose} stage is "
+                    f"{stage} bytes",
                     resource=name,
                     task=task.name,
                     line=line,
@@ -676,7 +721,32 @@ def _not_advancing(
     return None
 
 
-def _check_entry(plan: KernelPlan, ptx: str, entry: str | None) -> TranslationReport:
+@dataclasses.dataclass(frozen=True)
+class _Forks:
+    """The full barriers TMA Fork members share (:mod:`ts_codegen.groups`).
+
+    ``shared``: each member after a Fork's first → the first member, whose full barriers it
+    waits on; ``tx_bytes``: each first member → the bytes its full barrier is armed with.
+    """
+
+    shared: Mapping[str, str]
+    tx_bytes: Mapping[str, int]
+
+    def sharers(self, first: str) -> list[str]:
+        return [m for m, f in self.shared.items() if f == first]
+
+
+def _lowered(plan: KernelPlan) -> tuple[KernelPlan, _Forks]:
+    """The plan the PTX runs (group steps written out per member) and its Forks' sharing."""
+    if not plan.groups:
+        return plan, _Forks({}, {})
+    # Lazily: ts_codegen.groups is host-only, but ts_codegen's package pulls in more.
+    from ts_codegen.groups import fork_shared_full, fork_tx_bytes, lowered_plan
+
+    return lowered_plan(plan), _Forks(fork_shared_full(plan), fork_tx_bytes(plan))
+
+
+def _check_entry(plan: KernelPlan, ptx: str, entry: str | None, forks: _Forks) -> TranslationReport:
     kernel = parse_kernel(ptx, entry)
     protocol = recover(kernel)
     best: TranslationReport | None = None
@@ -684,7 +754,7 @@ def _check_entry(plan: KernelPlan, ptx: str, entry: str | None) -> TranslationRe
     # barriers could start is tried (the plan's own makes no difference; else the fewest).
     window, windows = 0, 1
     while window < windows:
-        checker = _Checker(plan, protocol, window)
+        checker = _Checker(plan, protocol, window, forks)
         checker.barriers()
         windows = max(1, len(checker.windows(_inits(protocol))))
         if not checker.errors:
@@ -721,7 +791,10 @@ def check_ptx(plan: KernelPlan, ptx: str, entry: str | None = None) -> Translati
     """Compare the barrier protocol of a compiled kernel's PTX with its verified plan.
 
     Args:
-        plan: The plan that ts-verify proved (the kernel's ``KernelPlan``).
+        plan: The plan that ts-verify proved (the kernel's ``KernelPlan``). Its pipeline
+            groups are written out per member as the lowering emits them; the members of a
+            TMA ``Fork`` after the first wait on the first member's full barriers, armed with
+            the bytes of every member the producer loads into.
         ptx: The PTX the kernel compiled to.
         entry: The ``.entry`` to check. Default: the only one; in a module of several (a
             program that compiles a hand-written kernel beside the TS one), the first that
@@ -734,9 +807,10 @@ def check_ptx(plan: KernelPlan, ptx: str, entry: str | None = None) -> Translati
         ts_runtime.ptx_cfg.PtxFormatError: The text holds no such kernel entry.
     """
     names: list[str | None] = [entry] if entry is not None else [*entry_names(ptx)] or [None]
+    plan, forks = _lowered(plan)
     best: TranslationReport | None = None
     for name in names:
-        report = _check_entry(plan, ptx, name)
+        report = _check_entry(plan, ptx, name, forks)
         if report.ok:
             return report
         if best is None or len(report.errors) < len(best.errors):
