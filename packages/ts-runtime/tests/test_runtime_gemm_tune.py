@@ -385,3 +385,23 @@ def test_gpu_path_writes_the_winners_table(
         assert entry["torch_tflops"] == [650.0] * len(entry["shapes"])
         cfg = table.apply_fields(gemm.GemmConfig(), entry["config"])
         assert (cfg.tile_mn, cfg.cluster_mn) == ((128, 128), (1, 2))
+
+
+NEW_FAMILIES = {  # template options no other GEMM test compiles
+    "raster-n": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "raster": "n"},
+    "epi-n-64": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_n": 64, "epi_stages": 2},
+    "stages-3": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "stages": 3},
+    "64x256-1x2": {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+}
+
+
+@pytest.mark.parametrize("family", sorted(NEW_FAMILIES))
+def test_template_family_compiles_to_the_twins_code(
+    tune: Any, gemm: Any, table: Any, family: str
+) -> None:
+    fields = NEW_FAMILIES[family]
+    (template,) = [t for t in tune.TEMPLATES if all(t[k] == v for k, v in fields.items())]
+    cfg = table.apply_fields(gemm.GemmConfig(), template)
+    out = gemm.compile_only(cfg)
+    assert out["verified"] is True and out["same_counts"] is True
+    assert out["ts"]["wgmma.mma_async"] > 0 and out["ts"]["cp.async.bulk.tensor"] > 0
