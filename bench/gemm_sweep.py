@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "hopper"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/_cute_example.py
+# bench/_cute_example.py; after examples/hopper, whose gemm.py is not bench/gemm.py
+sys.path.append(str(Path(__file__).resolve().parent))
 
 SHAPES: tuple[tuple[int, int, int], ...] = (
     # issue 16's table
@@ -86,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
     shapes = [tuple(s) for s in args.shape] if args.shape else list(SHAPES)
-    extras, note = cute_example_column(args, gemm.parse_config(args))
+    host: Any = importlib.import_module("_gemm_host")  # beside gemm.py
+    extras, note = cute_example_column(args, host.parse_config(args))
 
     cache: dict[Any, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []

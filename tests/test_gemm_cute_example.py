@@ -1,4 +1,5 @@
-"""bench/gemm_sweep.py's CuTe example column: CUTLASS's Hopper persistent GEMM, driven on the CPU.
+"""bench/gemm_sweep.py on the CPU: its host side, and the CuTe example column (CUTLASS's Hopper
+persistent GEMM) compiled for sm_90a.
 
 The example file is NVIDIA's and never in the repository: ``tools/fetch_cute_example.sh`` puts
 it at ``.gpu/cute_example/dense_gemm_persistent.py`` (or set ``TS_CUTE_EXAMPLE``). Where it is,
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -27,7 +29,8 @@ BENCH = ROOT / "bench"
 @pytest.fixture(scope="module")
 def driver() -> Any:
     if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
+        # last: bench/gemm.py must not hide examples/hopper/gemm.py from the sweep
+        sys.path.append(str(BENCH))
     return importlib.import_module("_cute_example")
 
 
@@ -68,3 +71,41 @@ def test_example_kernel_is_the_compared_configuration(driver: Any, example_file:
     kernel = driver.make_kernel(driver.load(example_file))
     assert tuple(kernel.cluster_shape_mn) == (2, 1)
     assert tuple(kernel.tile_shape_mnk[:2]) == (128, 256)
+
+
+def test_sweep_main_without_a_gpu(
+    driver: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """The sweep's host side with the GPU parts replaced: configs per shape, the CuTe column."""
+    sweep = importlib.import_module("gemm_sweep")
+    gemm = importlib.import_module("gemm")
+    compiled_cfgs: list[Any] = []
+
+    def compile_for_gpu(cfg: Any) -> dict[str, Any]:
+        compiled_cfgs.append(cfg)
+        return {"ts": None, "twin": None}
+
+    def run_case(cfg: Any, compiled: Any, mnk: Any, iters: int, **kw: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"mnk": list(mnk), "ts": {"ok": True, "tflops": 700.0}}
+        out["twin"] = {"ok": True, "tflops": 700.0}
+        out["ts_over_torch"] = 1.0
+        if "cute_example" in kw["extras"]:
+            out["cute_example"] = {"ok": True, "tflops": 350.0}
+        return out
+
+    monkeypatch.setattr(gemm, "compile_for_gpu", compile_for_gpu)
+    monkeypatch.setattr(gemm, "run_case", run_case)
+    shapes = ["--shape", "128", "8192", "8192", "--shape", "8192", "8192", "8192"]
+    assert sweep.main([*shapes, "--cute-example", "/nonexistent/dense_gemm_persistent.py"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["config_source"] for r in lines[:2]] == ["table:Ms-Nl-Km-W0", "table:Ml-Nl-Km-W4"]
+    assert all("not found" in r["cute_example"]["skipped"] for r in lines[:2])
+    assert lines[2]["summary"] and lines[2]["ok"] and "ts_over_cute_example_geomean" not in lines[2]
+    assert [c.tile_mn for c in compiled_cfgs] == [(64, 128), (128, 256)]
+
+    monkeypatch.setattr(sweep, "cute_example_column", lambda a, c: ({"cute_example": None}, ""))
+    assert sweep.main([*shapes, "--config", "default", "--tile", "128x128"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert [r["config_source"] for r in lines[:2]] == ["default", "default"]
+    assert lines[0]["ts_over_cute_example"] == 2.0
+    assert lines[2]["ts_over_cute_example_geomean"] == pytest.approx(2.0)
