@@ -560,11 +560,12 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     (``_gemm_table.pick``: the shape's class, or the fallback rule) and then the schedule
     options the command line gives; ``--config default`` takes ``GemmConfig``'s defaults
     instead. ``source`` says which (``table:<class>``, ``rule:<class>``, ``default``), with
-    ``+flags`` when options overrode it.
+    ``+flags`` when options overrode it. Options that do not fit the pick (another kind of
+    schedule) fill in from ``GemmConfig``'s defaults instead (``default+flags``).
 
     Raises:
-        ValueError: The options and the table's pick make an invalid configuration (the
-            message says which options to add or to use ``--config default``).
+        ValueError: The options make no valid configuration with the pick nor with the
+            defaults.
     """
     from _gemm_table import pick
 
@@ -574,11 +575,17 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     explicit = _explicit(args)
     try:
         cfg = dataclasses.replace(picked, **explicit)
-    except ValueError as e:
-        raise ValueError(
-            f"--config auto picked {source} for {mnk}, and the options {sorted(explicit)} "
-            f"do not fit it ({e}); give the other schedule options too, or --config default"
-        ) from e
+    except ValueError:
+        # The options ask for another kind of schedule than the pick (e.g. ping-pong where the
+        # table has a 2 x 1 cluster): they fill in from GemmConfig's defaults instead.
+        try:
+            cfg, source = parse_config(args), f"default+flags (not {source})"
+        except ValueError as e:
+            raise ValueError(
+                f"the options {sorted(explicit)} make no valid configuration, neither on "
+                f"--config auto's pick ({source}) nor on the defaults: {e}"
+            ) from e
+        return fit_swizzle(cfg, mnk[1], mnk[0]), source
     return fit_swizzle(cfg, mnk[1], mnk[0]), source + ("+flags" if explicit else "")
 
 

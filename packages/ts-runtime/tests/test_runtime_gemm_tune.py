@@ -313,8 +313,17 @@ def test_config_auto_and_overrides(gemm: Any, table: Any, steps: Any) -> None:
     assert source.endswith("+flags")
     cfg, source = _gemm_host.config_for(_args(gemm, "--config", "default"), mnk)
     assert source == "default" and dataclasses.replace(cfg, swizzle=8) == gemm.GemmConfig()
-    with pytest.raises(ValueError, match="--config default"):
+    with pytest.raises(ValueError, match="no valid configuration"):
         _gemm_host.config_for(_args(gemm, "--kernel", "pingpong"), (8192, 8192, 8192))
+    # the rule picks 64 x 128 ping-pong here; a cooperative cluster request fills in from
+    # the defaults instead (as tools/gpu_batch.sh asks)
+    odd = (1003, 1501, 707)
+    assert table.pick(odd, gemm.GemmConfig())[0].kernel == "pingpong"
+    cfg, source = _gemm_host.config_for(_args(gemm, "--tile", "128x128", "--cluster", "2x1"), odd)
+    assert source.startswith("default+flags") and cfg.kernel == "cooperative"
+    assert (cfg.tile_mn, cfg.cluster_mn) == ((128, 128), (2, 1))
+    cfg, source = _gemm_host.config_for(_args(gemm, "--scheduler", "dynamic"), odd)
+    assert cfg.dynamic and cfg.tile_mn == (128, 256) and source.startswith("default+flags")
 
 
 def test_raster_along_n_fits_the_swizzle_to_m(gemm: Any, steps: Any) -> None:
