@@ -1,11 +1,16 @@
-"""The CLC persistent copy (``examples/blackwell/clc_copy.py``) compiles for sm_100a only.
+"""The Blackwell examples compile for sm_100a with the instructions their protocol needs.
 
 Each compile is its own process: the CuTe DSL reads the target when it is first imported, and
 this session compiles for sm_90a. What the PTX must hold follows from the protocol, not from the
-lowering: one ``clusterlaunchcontrol.try_cancel`` site (the fetching warp's request), the answer
-read with ``query_cancel`` (was a cluster cancelled, and its first ctaid), the stage armed with
-``mbarrier.arrive.expect_tx`` for the 16-byte answer, and no global atomic (CLC needs no
-counter).
+lowering:
+
+* ``clc_copy.py`` (the CLC scheduler): one ``clusterlaunchcontrol.try_cancel`` site (the
+  fetching warp's request), the answer read with ``query_cancel`` (was a cluster cancelled, and
+  its first ctaid), the stage armed with ``mbarrier.arrive.expect_tx`` for the 16-byte answer,
+  and no global atomic (CLC needs no counter); for sm_90a it is refused naming the target;
+* ``umma_chain.py`` (the TMEM lifetime): one ``tcgen05.alloc`` followed by the relinquish of
+  the permit, before the MMA warp's first commit; one ``tcgen05.dealloc``, after the
+  epilogue's release of the accumulator (its last read).
 """
 
 from __future__ import annotations
@@ -20,19 +25,23 @@ import pytest
 
 pytest.importorskip("cutlass")
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "blackwell" / "clc_copy.py"
+BLACKWELL = Path(__file__).resolve().parent.parent / "examples" / "blackwell"
 
 
-def _run(arch: str) -> subprocess.CompletedProcess[str]:
+def _run(
+    arch: str, example: str = "clc_copy.py", ptx_dir: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CUTE_DSL_ARCH=arch)
+    if ptx_dir is not None:
+        env.update(CUTE_DSL_KEEP_PTX="1", CUTE_DSL_DUMP_DIR=str(ptx_dir))
     return subprocess.run(
-        [sys.executable, str(EXAMPLE)],
+        [sys.executable, str(BLACKWELL / example)],
         env=env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
-        cwd=EXAMPLE.parent,
+        cwd=BLACKWELL,
     )
 
 
@@ -56,3 +65,25 @@ def test_clc_copy_for_hopper_names_the_target() -> None:
     assert proc.returncode != 0
     assert "TS-R002" in proc.stderr and "the target is sm_90a" in proc.stderr
     assert "create_atomic_dynamic_persistent_tile_scheduler_params" in proc.stderr
+
+
+def test_umma_chain_allocates_and_frees_tmem_at_the_right_points(tmp_path: Path) -> None:
+    proc = _run("sm_100a", "umma_chain.py", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (ptx_file,) = tmp_path.rglob("*.ptx")
+    lines = [line.strip() for line in ptx_file.read_text().splitlines()]
+
+    def at(prefix: str) -> list[int]:
+        return [i for i, line in enumerate(lines) if line.startswith(prefix)]
+
+    (alloc,) = at("tcgen05.alloc.")
+    (relinquish,) = at("tcgen05.relinquish_alloc_permit.")
+    (dealloc,) = at("tcgen05.dealloc.")
+    commits = at("tcgen05.commit.")
+    assert relinquish == alloc + 1  # the permit goes right after the allocation
+    assert commits and alloc < min(commits)  # before any UMMA completes into TMEM
+    # The epilogue's region: its wait for the accumulator, its release (a thread arrive),
+    # then the dealloc; no tcgen05 op of the MMA warp in between.
+    release = max(i for i in at("mbarrier.arrive.") if i < dealloc)
+    wait = max(i for i in at("mbarrier.try_wait") if i < release)
+    assert not [i for i in commits if wait < i < dealloc]

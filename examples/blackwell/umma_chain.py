@@ -9,7 +9,13 @@ Three tasks pass stages through two Blackwell rings, as in a tcgen05 GEMM:
   (``UmmaAsync``) and commits it with ``tcgen05.commit`` once the K loop is done;
 * ``epilogue`` (warps 0-3) waits for the accumulator, drains it and releases it (128 arrivals).
 
-The work bodies are empty: the point is the barrier protocol, which ts-verify proves free of
+The accumulator lives in tensor memory, whose lifetime the schedules state with a
+``TensorMemory`` resource: the MMA warp allocates it before its first UMMA
+(``tcgen05.alloc`` + ``relinquish_alloc_permit``), the epilogue's first warp frees it after the
+last read (``tcgen05.dealloc``). ts-verify checks that every use lies inside that lifetime
+(TS-V222 to TS-V224).
+
+The work bodies are empty: the point is the protocol, which ts-verify proves free of
 deadlocks and races for every trip count (``ts verify``), and which the PTX shows
 (``ts compile --arch sm_100a examples/blackwell/umma_chain.py:make_plan``). The real GEMM is
 NVIDIA's tutorial ``02_gemm_simple``, compiled through ``task_scheduling`` by the conformance
@@ -25,18 +31,27 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
+import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 
 from task_scheduling import consumer_work, domain_loop, producer_work, schedule
 from task_scheduling.harness import compare_ptx
-from task_scheduling.memory import SmemAllocator
+from task_scheduling.memory import (
+    SmemAllocation,
+    SmemAllocator,
+    TensorMemory,
+    TmemAllocation,
+    TmemAllocator,
+)
 from task_scheduling.resources import MemoryResource, PipelineConfig
 from task_scheduling.task import Task
 from task_scheduling.task_manager import TaskManager
 
 K_BLOCKS = 8
 EPILOGUE_WARPS = 4
+MMA_WARP = 5
+ACC_COLUMNS = 256  # two 128-column accumulator stages
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -52,6 +67,14 @@ class Stage(MemoryResource):
     @cute.jit
     def drain(self, stage_info: Any) -> None:
         pass
+
+
+@dataclasses.dataclass(kw_only=True)
+class Accumulator(Stage):
+    """The accumulator ring: its stages are TMEM columns (a TMEM block of the kernel)."""
+
+    def get_tmem_requirements(self) -> list[Any]:
+        return [TmemAllocation(f"{self.name}.columns", ACC_COLUMNS)]
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -72,7 +95,8 @@ def feed(src: Any, operands: Any) -> None:
 
 
 @schedule
-def mma(operands: Any, acc: Any) -> None:
+def mma(tmem: Any, operands: Any, acc: Any) -> None:
+    tmem.allocate()  # before the first UMMA into the accumulator
     acc.acquire()
     with domain_loop(K_BLOCKS):
         operands.wait()
@@ -82,10 +106,11 @@ def mma(operands: Any, acc: Any) -> None:
 
 
 @schedule
-def epilogue(acc: Any, dst: Any) -> None:
+def epilogue(tmem: Any, acc: Any, dst: Any) -> None:
     acc.wait()
     acc.drain()
     acc.release()
+    tmem.free()  # after the last read of the accumulator
 
 
 def build() -> TaskManager:
@@ -97,26 +122,40 @@ def build() -> TaskManager:
         pipeline_config=PipelineConfig.create_async_umma_pipeline_cfg(4, _threads(32), _threads(1)),
     )
     # UmmaAsync: the MMA warp's commit fills (1); the epilogue's 128 threads release.
-    acc = Stage(
+    acc = Accumulator(
         name="acc",
         pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
             2, _threads(1), _threads(EPILOGUE_WARPS * 32)
         ),
     )
+    # The MMA warp allocates; the epilogue's first warp (warp 0) frees: same CTA, any warp.
+    tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
     smem = SmemAllocator()
     for ring in (operands, acc):
         smem.add_resource(ring)
+    smem.add_tmem_ptr(SmemAllocation("tmem_ptr", dtype=cutlass.Int32, alignment=4))
+    smem.compute_layout()
+    columns = TmemAllocator()
+    columns.add_resource(acc)
+    columns.compute_layout()
     tasks = [
-        Task([acc], [dst], 0, EPILOGUE_WARPS, schedule=epilogue(acc, dst), name="epilogue"),
+        Task(
+            [tmem, acc],
+            [dst],
+            0,
+            EPILOGUE_WARPS,
+            schedule=epilogue(tmem, acc, dst),
+            name="epilogue",
+        ),
         Task([src], [operands], 4, 1, schedule=feed(src, operands), name="feed"),
-        Task([operands], [acc], 5, 1, schedule=mma(operands, acc), name="mma"),
+        Task([tmem, operands], [acc], MMA_WARP, 1, schedule=mma(tmem, operands, acc), name="mma"),
     ]
     graph: dict[MemoryResource, list[MemoryResource]] = {
         operands: [src],
         acc: [operands],
         dst: [acc],
     }
-    return TaskManager(tasks, graph, smem_allocator=smem, name="umma_chain")
+    return TaskManager(tasks, graph, smem_allocator=smem, tmem_allocator=columns, name="umma_chain")
 
 
 def make_plan() -> Any:

@@ -80,6 +80,8 @@ def test_work_attr_valid_values() -> None:
         WorkAttr.ASYNC_WAIT_PRIOR,
         WorkAttr.GRID_WAIT,
         WorkAttr.GRID_LAUNCH,
+        WorkAttr.TMEM_ALLOC,
+        WorkAttr.TMEM_DEALLOC,
         0,
         1,
     ):
@@ -87,7 +89,7 @@ def test_work_attr_valid_values() -> None:
         WorkAttr.validate(value, "attrs")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("value", [3, 6, 48, 64, -1, WorkAttr(3), True, "1", None, 1.0])
+@pytest.mark.parametrize("value", [3, 6, 48, 192, 256, -1, WorkAttr(3), True, "1", None, 1.0])
 def test_work_attr_invalid_values(value: Any) -> None:
     assert not WorkAttr.is_valid_combination(value)
 

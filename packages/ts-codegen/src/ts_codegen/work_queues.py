@@ -150,11 +150,11 @@ class AtomicTiles(StaticTiles):
 class ClcTiles(StaticTiles):
     """Dynamic persistent schedule by cluster launch control (Blackwell, sm_100a).
 
-    The grid has one cluster per work index (:meth:`grid_shape`); cluster ``c`` starts at
-    index ``c`` (its ``blockIdx.z``), exactly as the static schedule's first tile. A further
-    tile is a cluster the fetching warp cancelled before it started: its work index is the
-    z of the cancelled cluster's first CTA. A failed request (nothing left to cancel) reads as
-    index ``num_tiles``, past the last tile, which ends every task's loop.
+    The grid has one cluster per work index (``TileSchedulerConfig.grid_shape``); cluster
+    ``c`` starts at index ``c`` (its ``blockIdx.z``), exactly as the static schedule's first
+    tile. A further tile is a cluster the fetching warp cancelled before it started: its work
+    index is the z of the cancelled cluster's first CTA. A failed request (nothing left to
+    cancel) reads as index ``num_tiles``, past the last tile, which ends every task's loop.
 
     Args:
         params: A :class:`~ts_codegen.TileRaster`, CUTLASS ``PersistentTileSchedulerParams``,

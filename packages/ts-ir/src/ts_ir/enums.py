@@ -165,6 +165,13 @@ class WorkAttr(enum.IntFlag):
     * ``GRID_LAUNCH`` — the work lets the next kernel start launching
       (``griddepcontrol.launch_dependents``).
 
+    The tensor-memory attributes (Blackwell) mark where a task's TMEM lifetime begins and ends,
+    so that ts-verify can check every use lies inside it:
+
+    * ``TMEM_ALLOC`` — the work allocates the kernel's TMEM (``tcgen05.alloc`` and the
+      relinquish of the allocation permit);
+    * ``TMEM_DEALLOC`` — the work frees it (``tcgen05.dealloc``).
+
     Each attribute is used alone.
     """
 
@@ -175,6 +182,8 @@ class WorkAttr(enum.IntFlag):
     ASYNC_WAIT_PRIOR = 8
     GRID_WAIT = 16
     GRID_LAUNCH = 32
+    TMEM_ALLOC = 64
+    TMEM_DEALLOC = 128
 
     @classmethod
     def _missing_(cls, value: object) -> Any:
@@ -185,7 +194,7 @@ class WorkAttr(enum.IntFlag):
         """Return True when ``value`` is a flag set the verifier understands."""
         if not isinstance(value, (cls, int)) or isinstance(value, bool):
             return False
-        return int(value) in {0, 1, 2, 4, 8, 16, 32}
+        return int(value) in {0, 1, 2, 4, 8, 16, 32, 64, 128}
 
     @classmethod
     def validate(cls, value: WorkAttr, field_name: str) -> None:
@@ -197,7 +206,7 @@ class WorkAttr(enum.IntFlag):
         """
         fix = (
             "use one of WorkAttr.NONE, AUXILIARY, ASYNC_READ, ASYNC_WAIT_ALL, ASYNC_WAIT_PRIOR, "
-            "GRID_WAIT, GRID_LAUNCH"
+            "GRID_WAIT, GRID_LAUNCH, TMEM_ALLOC, TMEM_DEALLOC"
         )
         if not isinstance(value, int) or isinstance(value, bool):
             raise ArgumentError(

@@ -20,6 +20,7 @@ from ts_verify.diagnostics import Diagnostic, Report, Severity
 from ts_verify.groups import check_groups
 from ts_verify.kernel_checks import check_kernel
 from ts_verify.lanes import split_lanes
+from ts_verify.tmem_lifetime import check_tmem_lifetime, check_tmem_order
 from ts_verify.whole_kernel import check_counts, check_runs
 
 __all__ = ["verify"]
@@ -59,6 +60,7 @@ def verify(plan: KernelPlan, *, target: Target | None = None) -> Report:
         found.extend(check_task_brackets(plan, task))
     found.extend(check_kernel(plan, target))
     found.extend(check_clc(plan))
+    found.extend(check_tmem_lifetime(plan))
     # Warnings (a dependency cycle) are reported and change nothing else.
     warned = [d for d in found if d.severity is not Severity.ERROR]
     found = [d for d in found if d.severity is Severity.ERROR]
@@ -85,6 +87,12 @@ def verify(plan: KernelPlan, *, target: Target | None = None) -> Report:
             aliasing, alias_runs = check_aliasing(plan)
             found.extend(aliasing)
             stats["alias_runs"] = alias_runs
+        if not found:
+            # A dealloc must follow every use of TMEM: happens-before, as for aliasing.
+            freed, tmem_runs = check_tmem_order(plan)
+            found.extend(freed)
+            if tmem_runs:
+                stats["tmem_runs"] = tmem_runs
         if not found:
             proven.append(
                 f"no deadlock and no race for every trip count, tile count and runtime "

@@ -24,7 +24,13 @@ from typing import Any
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 
-__all__ = ["BLACKWELL_PIPELINES", "PipelineUmmaUmma", "make_blackwell_pipeline"]
+__all__ = [
+    "BLACKWELL_PIPELINES",
+    "PipelineUmmaUmma",
+    "make_blackwell_pipeline",
+    "tmem_alloc",
+    "tmem_free",
+]
 
 BLACKWELL_PIPELINES = ("TmaUmma", "UmmaAsync", "AsyncUmma", "UmmaUmma", "ClcFetchAsync")
 """The pipeline kinds this module lowers (by ``PipelineType`` value)."""
@@ -105,3 +111,52 @@ def make_blackwell_pipeline(
             num_stages=stages, producer_group=pg, consumer_group=cg, storage=storage
         )
     raise ValueError(f"{kind} is not a Blackwell pipeline kind ({', '.join(BLACKWELL_PIPELINES)})")
+
+
+def _in_warp(warp: int, body: Any) -> None:
+    """Run ``body`` in warp ``warp`` of the CTA only (tcgen05.alloc / dealloc are warp-wide)."""
+    from ts_codegen.dsl import if_then
+
+    def region(carried: list[Any]) -> list[Any]:
+        body()
+        return carried
+
+    if_then(cute.arch.make_warp_uniform(cute.arch.warp_idx()) == warp, [], region)
+
+
+def _smem_word(slot: Any) -> Any:
+    """The CuTe pointer to an SMEM word given as a ``cutlass.Array`` (its LLVM pointer)."""
+    import cutlass
+
+    if not hasattr(slot, "data_ptr"):
+        return slot
+    return cute.make_ptr(cutlass.Int32, slot.data_ptr(), assumed_align=4)
+
+
+def tmem_alloc(columns: int, slot: Any, warp: int) -> None:
+    """Warp ``warp`` allocates ``columns`` TMEM columns and relinquishes the allocation permit.
+
+    The relinquish lets another CTA on the SM allocate too. ``slot`` (where the address is
+    written) is the SMEM word of ``SmemAllocator.add_tmem_ptr`` (a ``cutlass.Array`` or a
+    pointer).
+    """
+    ptr = _smem_word(slot)
+
+    def alloc() -> None:
+        cute.arch.alloc_tmem(columns, ptr)
+        cute.arch.relinquish_tmem_alloc_permit()
+
+    _in_warp(warp, alloc)
+
+
+def tmem_free(columns: int, slot: Any, warp: int) -> None:
+    """Warp ``warp`` frees the ``columns`` TMEM columns whose address SMEM ``slot`` holds."""
+    import cutlass
+
+    ptr = _smem_word(slot)
+
+    def free() -> None:
+        tmem = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, ptr)
+        cute.arch.dealloc_tmem(tmem, columns)
+
+    _in_warp(warp, free)

@@ -1,0 +1,316 @@
+"""Tensor memory lifetime (Blackwell): every use of TMEM lies between its alloc and its dealloc.
+
+A task's TMEM lifetime is marked by two work calls: ``WorkAttr.TMEM_ALLOC`` (``tcgen05.alloc``
+plus the relinquish of the allocation permit) and ``WorkAttr.TMEM_DEALLOC``
+(``tcgen05.dealloc``). A *TMEM use* is any other payload work on a resource that owns TMEM
+blocks (:attr:`ts_ir.KernelPlan.tmem`): the UMMA that accumulates there, the epilogue's
+``tcgen05.ld``. Three mistakes are reported:
+
+* ``TS-V222``: a task allocates and does not free on every path (no dealloc after the alloc in
+  the same block, e.g. only under a condition). A CTA that exits holding TMEM leaves the next
+  CTA on the SM waiting in ``tcgen05.alloc`` for ever.
+* ``TS-V223``: the freeing task itself uses TMEM after its dealloc (later in program order, or
+  in the next iteration of a loop that frees without allocating again).
+* ``TS-V224``: the dealloc does not happen after another task's last use, or after the freeing
+  task's own asynchronous use (``WorkAttr.ASYNC_READ``: an UMMA still in flight) has been
+  retired. Happens-before is that of ``ts_verify.aliasing`` (program order plus the
+  enabling commit / release of every barrier wait), over runs of the whole kernel for every
+  valuation up to the cut-off, so a dealloc that only a ring's phase orders after the
+  epilogue's last read is accepted, and one that nothing orders is not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from ts_ir import (
+    ConditionalBlock,
+    DomainLoop,
+    KernelPlan,
+    Node,
+    Step,
+    TaskSpec,
+    WorkAttr,
+    WorkTileLoop,
+    iter_steps,
+)
+
+# The vector clocks of a run are the aliasing check's (one definition of happens-before).
+from ts_verify.aliasing import _before, _clocks, _Mark
+from ts_verify.diagnostics import Diagnostic, Trace
+from ts_verify.simulate import simulate
+from ts_verify.systems import System
+from ts_verify.whole_kernel import (
+    distinct_runs,
+    make_part,
+    part_valuations,
+    run_diagnostic,
+    too_long_loop,
+)
+
+__all__ = ["check_tmem_lifetime", "check_tmem_order", "tmem_users"]
+
+_ALLOC, _DEALLOC = WorkAttr.TMEM_ALLOC, WorkAttr.TMEM_DEALLOC
+
+
+def tmem_users(plan: KernelPlan) -> frozenset[str]:
+    """The resources whose work uses TMEM (the owners of the plan's TMEM blocks)."""
+    return frozenset(t.owner for t in plan.tmem if t.owner)
+
+
+def _is_use(step: Step, users: frozenset[str]) -> bool:
+    return (
+        step.is_work
+        and not step.is_auxiliary
+        and step.resource in users
+        and not step.attrs & (_ALLOC | _DEALLOC)
+    )
+
+
+def _bodies(body: tuple[Node, ...]) -> Iterator[tuple[tuple[Node, ...], bool]]:
+    """Every block of a schedule with whether it runs in a loop (may repeat)."""
+    stack: list[tuple[tuple[Node, ...], bool]] = [(body, False)]
+    while stack:
+        nodes, looped = stack.pop()
+        yield nodes, looped
+        for n in nodes:
+            if isinstance(n, (DomainLoop, WorkTileLoop)):
+                stack.append((n.body, True))
+            elif isinstance(n, ConditionalBlock):
+                stack.append((n.body, looped))
+
+
+def check_tmem_lifetime(plan: KernelPlan) -> Iterator[Diagnostic]:
+    """TS-V222 and TS-V223: every alloc freed on every path; no use after a task's own free."""
+    users = tmem_users(plan)
+    frees_once = [
+        (t, n)
+        for t in plan.tasks
+        for n in t.schedule.body
+        if isinstance(n, Step) and n.is_work and n.attrs & _DEALLOC
+    ]
+    for task in plan.tasks:
+        steps = task.schedule.steps()
+        allocs = [s for s in steps if s.is_work and s.attrs & _ALLOC]
+        deallocs = [s for s in steps if s.is_work and s.attrs & _DEALLOC]
+        yield from _freed_on_some_paths(task, deallocs)
+        others = [n for t, n in frees_once if t is not task]
+        yield from _held_at_exit(task, allocs, others)
+        yield from _used_after_free(task, deallocs, users)
+
+
+def _freed_on_some_paths(task: TaskSpec, deallocs: list[Step]) -> Iterator[Diagnostic]:
+    for node, _parents in task.schedule.walk():
+        if not isinstance(node, ConditionalBlock):
+            continue
+        d = next((s for s in iter_steps(node.body) if s in deallocs), None)
+        if d is None:
+            continue
+        yield Diagnostic(
+            "TS-V222",
+            f"task `{task.name}` frees TMEM at `{d.describe()}` only under "
+            f"{node.describe()}: on the other path the CTA exits holding it, and the next CTA "
+            "on the SM waits in tcgen05.alloc for ever",
+            task=task.name,
+            resource=d.resource,
+            step=f"#{d.id} {d.describe()}",
+            location=d.location,
+            fix="free TMEM outside any condition, once after the last use",
+        )
+        return
+
+
+def _held_at_exit(task: TaskSpec, allocs: list[Step], others: list[Step]) -> Iterator[Diagnostic]:
+    for body, looped in _bodies(task.schedule.body):
+        for i, n in enumerate(body):
+            if not (isinstance(n, Step) and n in allocs):
+                continue
+            later = body[i + 1 :]
+            if any(isinstance(m, Step) and m.is_work and m.attrs & _DEALLOC for m in later):
+                continue
+            if others and not looped:
+                continue  # another task frees it, once (ordering: TS-V224)
+            nested = any(s.attrs & _DEALLOC for s in iter_steps(later))
+            how = (
+                "frees it only inside a block or loop after it (not on every path)"
+                if nested
+                else "no task frees it after that"
+            )
+            yield Diagnostic(
+                "TS-V222",
+                f"task `{task.name}` allocates TMEM at `{n.describe()}` and {how}: a CTA that "
+                "exits holding TMEM leaves the next CTA on the SM waiting in tcgen05.alloc",
+                task=task.name,
+                resource=n.resource,
+                step=f"#{n.id} {n.describe()}",
+                location=n.location,
+                fix="call the TMEM_DEALLOC work once after the kernel's last TMEM use: in the "
+                "allocating block, or at the top level of the last user's schedule",
+            )
+
+
+def _used_after_free(
+    task: TaskSpec, deallocs: list[Step], users: frozenset[str]
+) -> Iterator[Diagnostic]:
+    steps = task.schedule.steps()
+    for d in deallocs:
+        later = [s for s in steps if s.id > d.id]
+        realloc = next((s.id for s in later if s.is_work and s.attrs & _ALLOC), None)
+        use = next(
+            (s for s in later if _is_use(s, users) and (realloc is None or s.id < realloc)),
+            None,
+        )
+        if use is None:
+            use = _next_iteration_use(task, d, users)
+        if use is None:
+            continue
+        yield Diagnostic(
+            "TS-V223",
+            f"task `{task.name}` uses TMEM at `{use.describe()}` after freeing it at "
+            f"`{d.describe()}` (line {d.location.line}): the columns may belong to another "
+            "CTA by then",
+            task=task.name,
+            resource=use.resource,
+            step=f"#{use.id} {use.describe()}",
+            location=use.location,
+            fix="move the TMEM_DEALLOC work after the task's last TMEM use (after the loop)",
+        )
+        return
+
+
+def _next_iteration_use(task: TaskSpec, d: Step, users: frozenset[str]) -> Step | None:
+    """A use that the next iteration of a loop around the dealloc runs without a new alloc."""
+    for node, _parents in task.schedule.walk():
+        if not isinstance(node, (DomainLoop, WorkTileLoop)):
+            continue
+        inside = list(iter_steps(node.body))
+        if d not in inside:
+            continue
+        if any(s.attrs & _ALLOC for s in inside if s.is_work):
+            return None
+        # The next iteration uses the freed columns again, or at least frees them twice.
+        return next((s for s in inside if _is_use(s, users) and s.id < d.id), d)
+    return None
+
+
+def check_tmem_order(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
+    """TS-V224 for the first use a dealloc may precede, and the runs made.
+
+    Only for a plan free of deadlocks (happens-before is that of runs that finish).
+    """
+    users = tmem_users(plan)
+    frees = {
+        s.id: t.name
+        for t in plan.tasks
+        for s in t.schedule.steps()
+        if s.is_work and s.attrs & _DEALLOC
+    }
+    if not frees or not users:
+        return [], 0
+    stages = {r.name: r.pipeline.stages for r in plan.resources if r.pipeline is not None}
+    touched = users | {s.resource for t in plan.tasks for s in t.schedule.steps() if s.id in frees}
+    rings = tuple(r.name for r in plan.resources if r.name in stages or r.name in touched)
+    system = System(rings, tuple(t.name for t in plan.tasks), cycle=False)
+    part = make_part(plan, system, sum(stages.values()) + len(plan.tasks))
+    too_long = too_long_loop(plan, part)
+    if too_long is not None:
+        return [too_long], 0
+    tasks = {t.name: t for t in plan.tasks}
+    runs = 0
+    for val, programs in distinct_runs(part, tasks, part_valuations(part, None)):
+        outcome = simulate(plan, programs)
+        runs += 1
+        if outcome.kind != "ok":
+            return [run_diagnostic(val, outcome, system)], runs
+        found = _outside(_clocks(outcome.records, stages), users)
+        if found is not None:
+            trace = Trace(val.describe(), tuple(outcome.events), (), ())
+            return [_early(*found, trace)], runs
+    return [], runs
+
+
+def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:
+    """Use ``m`` is over before event ``f``.
+
+    It happens before ``f``, and an asynchronous use by ``f``'s own task has been retired by a
+    wait-all of that task in between.
+    """
+    if not _before(m, f):
+        return False
+    if m.slot != f.slot or not m.event.op.step.attrs & WorkAttr.ASYNC_READ:
+        return True
+    return any(
+        o.slot == m.slot
+        and m.index < o.index < f.index
+        and o.event.op.step.attrs & WorkAttr.ASYNC_WAIT_ALL
+        for o in marks
+    )
+
+
+def _outside(
+    marks: list[_Mark], users: frozenset[str]
+) -> tuple[_Mark, _Mark | None, _Mark | None] | None:
+    """The first use of a run outside every lifetime ``[alloc i, dealloc i]``.
+
+    Returned with the ends of the first lifetime it misses (None: met); an alloc or dealloc
+    that no task makes (the kernel's own code around the tasks) is always met.
+    """
+    allocs = [m for m in marks if m.event.op.step.is_work and m.event.op.step.attrs & _ALLOC]
+    frees = [m for m in marks if m.event.op.step.is_work and m.event.op.step.attrs & _DEALLOC]
+    lifetimes: list[tuple[_Mark | None, _Mark | None]] = [
+        (allocs[i] if i < len(allocs) else None, frees[i] if i < len(frees) else None)
+        for i in range(max(len(allocs), len(frees), 1))
+    ]
+    for m in marks:
+        if not _is_use(m.event.op.step, users):
+            continue
+        misses: tuple[_Mark | None, _Mark | None] | None = None
+        for a, f in lifetimes:
+            after = a is None or _before(a, m)
+            before = f is None or _done_before(m, f, marks)
+            if after and before:
+                misses = None
+                break
+            if misses is None:
+                misses = (None if after else a, None if before else f)
+        if misses is not None:
+            return m, *misses
+    return None
+
+
+def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) -> Diagnostic:
+    u = use.event.op.step
+    edge = free if free is not None else alloc
+    assert edge is not None
+    e = edge.event.op.step
+    if free is not None:
+        same = use.event.task == free.event.task
+        why = (
+            "its asynchronous use is not retired (no ASYNC_WAIT_ALL work between them)"
+            if same
+            else f"nothing orders task `{use.event.task}`'s use before it"
+        )
+        what = f"frees TMEM at `{e.describe()}` while `{u.describe()}`"
+        fix = (
+            "free TMEM after a barrier that the last user signals once it is done (e.g. the "
+            "epilogue's release of the accumulator ring, waited for by the freeing task), or "
+            "free it in the last user's task"
+        )
+    else:
+        why = f"nothing orders the allocation before task `{use.event.task}`'s use"
+        what = f"allocates TMEM at `{e.describe()}` and `{u.describe()}`"
+        fix = (
+            "allocate in the first user's task before its first use, or make the first use "
+            "wait on a ring that the allocating task signals after the allocation"
+        )
+    return Diagnostic(
+        "TS-V224",
+        f"task `{edge.event.task}` {what} of task `{use.event.task}` (line {u.location.line}) "
+        f"may use it outside its lifetime: {why}",
+        task=edge.event.task,
+        resource=e.resource,
+        step=f"#{e.id} {e.describe()}",
+        location=e.location,
+        fix=fix,
+        trace=trace,
+    )
