@@ -6,13 +6,20 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fuzz  "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh bench "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8   "$OUT"
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
+#
+# The tune phases write gemm_table_part1.json / part2.json; merge them on any machine with
+# python examples/hopper/gemm_tune.py --combine part1.json part2.json -o
+# examples/hopper/gemm_table.json. The bench phase times CUTLASS's CuTe example too when
+# tools/fetch_cute_example.sh has put it under .gpu/cute_example/ (else the column is skipped).
 #
 # Each phase writes a handful of files to the folder it is given (the device returns only a
 # limited number): a log per group of commands and the benchmarks' JSON lines. Commands run
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench or fp8}"
+phase="${1:?phase: check, fuzz, bench, fp8, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -58,15 +65,21 @@ fuzz)
   ;;
 bench)
   run bench.log 120 python3 bench/pdl.py --sizes 65536,1048576,16777216 --iters 200 --rounds 5
-  run bench.log 200 python3 bench/gemm_sweep.py
+  run bench.log 300 python3 bench/gemm_sweep.py \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
   run bench.log 60 python3 bench/torch_op.py --rounds 3 --iters 1000
   ;;
 fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
+tune1 | tune2)
+  part="${phase#tune}"
+  run tune.log 540 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 \
+    --part "$part/2" -o "$out/gemm_table_part$part.json"
+  ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench or fp8)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
