@@ -172,7 +172,11 @@ def screen(
             continue
         try:
             build(cfg)
-        except Exception as e:  # the verifier's and the planner's typed errors
+        except Exception as e:
+            # A typed TS error (a catalog code; the verifier's, the planner's and the runtime's
+            # are ValueErrors) rejects the candidate; anything else is a bug: let it through.
+            if not (isinstance(e, ValueError) or str(getattr(e, "code", "")).startswith("TS-")):
+                raise
             out.append(Candidate(f, None, f"plan rejected: {_why(e)}"))
             continue
         out.append(Candidate(f, cfg))

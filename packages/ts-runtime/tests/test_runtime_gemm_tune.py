@@ -136,6 +136,14 @@ def test_broken_candidate_is_rejected_with_the_reason(tune: Any, gemm: Any) -> N
     assert invalid.cfg is None and invalid.reason.startswith("invalid configuration")
 
 
+def test_an_internal_error_is_not_a_rejection(tune: Any, gemm: Any) -> None:
+    def bug(cfg: Any) -> None:
+        raise KeyError("a bug in the builder, not a verdict on the schedule")
+
+    with pytest.raises(KeyError):
+        tune.screen(tune.TEMPLATES[:1], gemm.GemmConfig(), build=bug)
+
+
 def test_rejected_candidate_is_never_compiled(
     tune: Any, gemm: Any, monkeypatch: Any, capsys: Any
 ) -> None:
@@ -396,7 +404,7 @@ def test_gpu_path_writes_the_winners_table(
         assert (cfg.tile_mn, cfg.cluster_mn) == ((128, 128), (1, 2))
 
 
-NEW_FAMILIES = {  # template options no other GEMM test compiles
+NEW_FAMILIES: dict[str, dict[str, Any]] = {  # options no other GEMM test compiles
     "raster-n": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "raster": "n"},
     "epi-n-64": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_n": 64, "epi_stages": 2},
     "stages-3": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "stages": 3},
