@@ -511,7 +511,8 @@ def test_deadlock_text_names_file_and_line(src: Src, dst: Dst) -> None:
 def test_every_code_is_in_this_corpus() -> None:
     # Asynchronous-read cases (TS-V113), aliasing (TS-V210), the target's checks (TS-V216) and
     # Blackwell's (TS-V217/218 arrivals, TS-V219 TMEM, TS-V220/221 CLC, TS-V222-224 TMEM
-    # lifetime), PDL's (TS-V23x) and pipeline groups' (TS-V24x) live in their own modules.
+    # lifetime), PDL's (TS-V23x), pipeline groups' (TS-V24x) and CTA gates' and queue steps'
+    # (TS-V25x) live in their own modules.
     here = Path(__file__).parent
     names = (
         "test_verify_broken_declarations.py",
@@ -522,6 +523,7 @@ def test_every_code_is_in_this_corpus() -> None:
         "test_verify_clc.py",
         "test_verify_pdl.py",
         "test_verify_groups.py",
+        "test_verify_launch.py",
         "test_verify_broken_kernel.py",
         "test_verify_async.py",
         "test_verify_aliasing.py",
