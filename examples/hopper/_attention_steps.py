@@ -156,13 +156,17 @@ def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
 def seq_view(t: Any) -> Any:
     """``(BH, S, D)`` row-major as ``(S, D, BH)``: rows, the contiguous head dim, heads."""
     shape = (t.shape[1], t.shape[2], t.shape[0])
-    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=(t.stride[1], 1, t.stride[0])))
+    return cute.make_tensor(
+        t.iterator, cute.make_layout(shape, stride=(t.stride[1], 1, t.stride[0]))
+    )
 
 
 def dim_view(t: Any) -> Any:
     """``(BH, S, D)`` row-major as ``(D, S, BH)``: V as the MN-major B operand of ``P V``."""
     shape = (t.shape[2], t.shape[1], t.shape[0])
-    return cute.make_tensor(t.iterator, cute.make_layout(shape, stride=(1, t.stride[1], t.stride[0])))
+    return cute.make_tensor(
+        t.iterator, cute.make_layout(shape, stride=(1, t.stride[1], t.stride[0]))
+    )
 
 
 def make_tma_atoms(
@@ -272,7 +276,10 @@ def qk(qk_mma: Any, st: MathState, stage: Any) -> None:
     for kk in range_constexpr(cute.size(st.frag_q, mode=[2])):
         qk_mma.set(warpgroup.Field.ACCUMULATE, kk != 0)
         cute.gemm(
-            qk_mma, st.acc_s, st.frag_q[(None, None, kk, 0)], st.frag_k[(None, None, kk, stage)],
+            qk_mma,
+            st.acc_s,
+            st.frag_q[(None, None, kk, 0)],
+            st.frag_k[(None, None, kk, stage)],
             st.acc_s,
         )
     warpgroup.commit_group()
@@ -284,7 +291,9 @@ def pv(pv_mma: Any, st: MathState, stage: Any) -> None:
     warpgroup.fence()  # P and the rescaled O were written by ordinary instructions
     pv_mma.set(warpgroup.Field.ACCUMULATE, True)
     for kk in range_constexpr(cute.size(st.p, mode=[2])):
-        cute.gemm(pv_mma, st.acc_o, st.p[(None, None, kk)], st.frag_v[(None, None, kk, stage)], st.acc_o)
+        cute.gemm(
+            pv_mma, st.acc_o, st.p[(None, None, kk)], st.frag_v[(None, None, kk, stage)], st.acc_o
+        )
     warpgroup.commit_group()
 
 
@@ -298,10 +307,13 @@ def row_half(i: int) -> int:
     return (i // 2) % 2
 
 
+def col_offset(i: int) -> int:
+    """Column of accumulator value ``i`` relative to the thread's first (see ``row_half``)."""
+    return (i % 2) + 8 * (i // 4)
+
+
 @cute.jit
-def softmax(
-    cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seqlen: Any
-) -> None:
+def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seqlen: Any) -> None:
     """Online softmax of the waited ``S`` block ``n`` of query tile ``m``; ``P`` to 16 bit.
 
     Keys past the sequence end (the last block) and, with ``causal``, past the query row (the
@@ -313,21 +325,27 @@ def softmax(
     s = st.acc_s
     n_vals = cute.size(s)
     col0 = n * bn
-    # Keys at or past ``limit`` are masked: the sequence end and, with ``causal``, the row
-    # after the query's own (one comparison per value, on the blocks that need it only).
+    # Keys at or past the limit are masked: the sequence end and, with ``causal``, the key
+    # after the query's own. Only the blocks that need it pay for it; per value it is one
+    # compare and select against a static column offset (no branch per value).
     row0 = m * BLOCK_M
+    r0, c0 = st.coords[0]  # this thread's first row and column in the block
     first_limit = seqlen
     if const_expr(cfg.causal):
         first_limit = cutlass.min(seqlen, row0 + 1)  # type: ignore[attr-defined]
+    neg_inf = -cutlass.Float32.inf
     if col0 + bn > first_limit:
-        for i in range_constexpr(n_vals):
-            r, c = st.coords[i]
-            limit = seqlen
+        for h in range_constexpr(2):
+            limit = seqlen - col0 - c0
             if const_expr(cfg.causal):
-                limit = cutlass.min(seqlen, row0 + r + 1)  # type: ignore[attr-defined]
-            if col0 + c >= limit:
-                s[i] = -cutlass.Float32.inf
+                diag = row0 + r0 + 8 * h + 1 - col0 - c0
+                limit = cutlass.min(limit, diag)  # type: ignore[attr-defined]
+            for i in range_constexpr(n_vals):
+                if const_expr(row_half(i) == h):
+                    keep_it = limit > col_offset(i)
+                    s[i] = cutlass.Float32(cutlass.select_(keep_it, s[i], neg_inf))
     scale = cutlass.Float32(cfg.scale_log2)
+    zero = cutlass.Float32(0.0)
     for h in range_constexpr(2):
         mx = st.row_max[h]
         for i in range_constexpr(n_vals):
@@ -335,12 +353,9 @@ def softmax(
                 mx = cute.arch.fmax(mx, s[i])
         mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
         # A row with every key masked so far keeps max -inf: shift by 0 so exp2 gives 0, not NaN.
-        base = mx * scale
-        if mx == -cutlass.Float32.inf:
-            base = cutlass.Float32(0.0)
-        old = st.row_max[h] * scale
-        if st.row_max[h] == -cutlass.Float32.inf:
-            old = base
+        base = cutlass.Float32(cutlass.select_(mx == neg_inf, zero, mx * scale))
+        prev = st.row_max[h]
+        old = cutlass.Float32(cutlass.select_(prev == neg_inf, base, prev * scale))
         keep = cute.math.exp2(old - base, fastmath=True)
         st.row_max[h] = mx
         total = st.row_sum[h] * keep
@@ -394,7 +409,14 @@ def store_setup(
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     is_store_warp = warp == (1 + st.wg) * WARPGROUP // 32
     return StoreViews(
-        r2s, r2s.retile(st.acc_o), frag, thr.partition_D(s_o), o_coords, t_s, t_g, barrier,
+        r2s,
+        r2s.retile(st.acc_o),
+        frag,
+        thr.partition_D(s_o),
+        o_coords,
+        t_s,
+        t_g,
+        barrier,
         is_store_warp,
     )
 
