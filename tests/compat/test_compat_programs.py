@@ -118,6 +118,7 @@ TRANSLATION_CHECKED = [
     "p34_async_warp_lanes",
     "p35_async_stride_per_side",
     "p37_tma_multicast_cluster",
+    "p38_async_stride_per_side_runtime",
 ]
 
 

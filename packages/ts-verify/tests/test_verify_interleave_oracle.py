@@ -213,3 +213,104 @@ def test_verify_agrees_with_the_oracle_with_warp_lanes(side: str, case: int) -> 
     stages, p, c, tasks = FAMILY[case]
     report = verify(ts_plan(stages, p, c, tasks, warp_lanes=side))
     assert report.ok == oracle_ok(stages, tasks), (side, stages, p, c, tasks, report.as_text())
+
+
+# -- run-time bounds around a cursor that visits the fine lanes in turn --------------------------
+#
+# Each side is one task: the side of the larger stride has a warp per lane (warp lanes, every
+# warp one operation per iteration), the other side's warps (one per lane of its stride) run
+# `reads` operations per iteration, so their cursors visit the fine lanes in turn. Each task's
+# loop is domain_loop(end) with `end` a run-time value ("n", "m") or a constant; the verifier
+# proves the plan for every value, the oracle runs it for every value up to RUNTIME_MAX.
+
+RUNTIME_MAX = 5
+End = str | int
+
+
+def _side_schedule(side: str, ring_: Ring, other: Any, end: End, per_iteration: int) -> Any:
+    @schedule
+    def fill(s: Any, r: Any) -> None:
+        with domain_loop(end):
+            for _ in range(per_iteration):
+                item = s.load()
+                r.acquire()
+                r.store(item=item)
+                r.commit()
+
+    @schedule
+    def drain(r: Any, d: Any) -> None:
+        with domain_loop(end):
+            for _ in range(per_iteration):
+                r.wait()
+                r.read()
+                r.release()
+            d.write()
+
+    return fill(other, ring_) if side == "P" else drain(ring_, other)
+
+
+def runtime_plan(stages: int, p: int, c: int, ends: tuple[End, End], reads: int) -> KernelPlan:
+    """Producer task (p warps, one lane each) and consumer task (c warps); see above."""
+    spec = dataclasses.replace(
+        async_pipe(stages, 32, 32), interleave=max(p, c), strides=(p, p, c, c)
+    )
+    src, r, dst = Src(name="src"), Ring(name="ring", pipeline_config=spec), Dst(name="dst")
+    small = "P" if p < c else "C"
+    n_p, n_c = (reads if small == "P" else 1), (reads if small == "C" else 1)
+    fill = _side_schedule("P", r, src, ends[0], n_p)
+    drain = _side_schedule("C", r, dst, ends[1], n_c)
+    return plan_of(
+        task("P", fill, [src], [r], warp=0, warps=p),
+        task("C", drain, [r], [dst], warp=p, warps=c),
+    )
+
+
+def runtime_oracle_ok(stages: int, p: int, c: int, ends: tuple[End, End], reads: int) -> bool:
+    """The oracle for every value of the run-time ends up to RUNTIME_MAX."""
+    small = "P" if p < c else "C"
+    names = sorted({e for e in ends if isinstance(e, str)})
+    for values in itertools.product(range(RUNTIME_MAX + 1), repeat=len(names)):
+        value = dict(zip(names, values, strict=True))
+        trips = [value[e] if isinstance(e, str) else e for e in ends]
+        tasks = [("P", w, p, trips[0] * (reads if small == "P" else 1)) for w in range(p)]
+        tasks += [("C", w, c, trips[1] * (reads if small == "C" else 1)) for w in range(c)]
+        if not oracle_ok(stages, tuple(tasks)):
+            return False
+    return True
+
+
+RuntimeCase = tuple[int, int, int, tuple[End, End], int]
+"""(stages, producer stride, consumer stride, (producer end, consumer end), reads)."""
+
+
+def _runtime_family() -> list[RuntimeCase]:
+    out: list[RuntimeCase] = []
+    for stages, p, c in (
+        (2, 1, 2),
+        (2, 2, 1),
+        (4, 1, 2),
+        (4, 2, 1),
+        (4, 1, 4),
+        (4, 2, 4),
+        (4, 4, 2),
+    ):
+        fine = max(p, c)
+        for reads in range(1, fine + 1):
+            for ends in (("n", "n"), ("n", "m"), ("n", 2), (3, "n")):
+                out.append((stages, p, c, ends, reads))
+    return out
+
+
+RUNTIME_FAMILY = _runtime_family()
+
+
+def test_the_runtime_family_is_mixed() -> None:
+    verdicts = [runtime_oracle_ok(*case) for case in RUNTIME_FAMILY[::7]]
+    assert True in verdicts and False in verdicts
+
+
+@pytest.mark.parametrize("case", RUNTIME_FAMILY, ids=str)
+def test_verify_agrees_with_the_oracle_for_run_time_bounds(case: RuntimeCase) -> None:
+    report = verify(runtime_plan(*case))
+    assert "TS-V214" not in report.codes(), report.as_text()
+    assert report.ok == runtime_oracle_ok(*case), (case, report.as_text())

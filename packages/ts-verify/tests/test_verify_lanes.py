@@ -13,12 +13,13 @@ from verify_testkit import (
     async_pipe,
     consume,
     plan_of,
+    produce,
     task,
     tma_pipe,
 )
 
 from ts_ir import Schedule
-from ts_trace import domain_loop, schedule
+from ts_trace import domain_loop, schedule, when_true
 from ts_verify import split_lanes, verify
 
 STAGES, STRIDE, TRIPS = 4, 2, 16
@@ -266,7 +267,8 @@ def test_a_reader_stride_that_skips_a_lane_is_caught() -> None:
     assert any(d.resource in ("ring@1", "ring@3") for d in report.errors), report.as_text()
 
 
-def test_runtime_bounds_around_a_stepping_cursor_are_reported() -> None:
+def test_runtime_bounds_around_a_stepping_cursor_are_counted() -> None:
+    """A reader of run-time length beside loaders of constant length: the real difference."""
     src, dst = Src(name="src"), Dst(name="dst")
     r = _sided((2, 2, 1, 1))
     n = RuntimeInt()
@@ -276,7 +278,117 @@ def test_runtime_bounds_around_a_stepping_cursor_are_reported() -> None:
         task("store", consume(r, dst, n), [r], [dst], warp=2, warps=1),
     )
     report = verify(plan)
-    assert any(
-        d.code == "TS-V214" and d.task == "store" and "run-time bounds" in d.message
-        for d in report.errors
-    ), report.as_text()
+    assert set(report.codes()) == {"TS-V301"}, report.as_text()
+    assert {d.resource for d in report.errors} == {"ring@0", "ring@1"}
+    assert "runs 0 time(s)" in report.errors[0].message  # the smallest counterexample
+
+
+def _lane_warps_and_reader(n: object, m: object, reads: int) -> Any:
+    """Two producer lanes as the warps of one task in domain_loop(n); a one-warp reader of
+    ``reads`` stages per iteration of domain_loop(m)."""
+    src, dst, r = Src(name="src"), Dst(name="dst"), _sided((2, 2, 1, 1))
+
+    @schedule
+    def reader(ring_: Any, d: Any) -> None:
+        with domain_loop(m):  # reader loop
+            for _ in range(reads):
+                ring_.wait()
+                d.write(item=ring_.read())
+                ring_.release()
+
+    return plan_of(
+        task("load", produce(src, r, n), [src], [r], warp=0, warps=2),
+        task("store", reader(r, dst), [r], [dst], warp=2, warps=1),
+    )
+
+
+def test_a_reader_of_every_lane_per_iteration_is_proven_for_run_time_bounds() -> None:
+    n = RuntimeInt()
+    plan, errors = split_lanes(_lane_warps_and_reader(n, n, 2))
+    assert not errors
+    # Each iteration starts on fine lane 0: the loop stays one loop, its body on both lanes.
+    waits = [s.resource for s in plan.task("store").schedule.steps() if s.label == "wait"]
+    assert waits == ["ring@0", "ring@1"]
+    report = verify(_lane_warps_and_reader(n, n, 2))
+    assert report.ok, report.as_text()
+    # One read per iteration reads half of what the lanes fill: caught, for every n.
+    assert not verify(_lane_warps_and_reader(n, n, 1)).ok
+    # Two run-time values that the program does not relate: caught.
+    assert not verify(_lane_warps_and_reader("n", "m", 2)).ok
+
+
+def test_one_run_time_end_split_in_different_loop_shapes_is_refused() -> None:
+    """Lane loops domain_loop(l, n, 2) beside a reader's domain_loop(n): correct for every n,
+    but the counts of different loop shapes are not related: TS-V214 at the reader's loop."""
+    src, dst = Src(name="src"), Dst(name="dst")
+    r = _sided((2, 2, 1, 1))
+    n = "n"
+
+    def fill_lane(lane: int) -> Schedule:
+        @schedule
+        def fill(s: Any, ring_: Any) -> None:
+            with domain_loop(lane, n, 2):
+                item = s.load()
+                ring_.acquire()
+                ring_.store(item=item)
+                ring_.commit()
+
+        return fill(src, r)
+
+    plan = plan_of(
+        task("load0", fill_lane(0), [src], [r], warp=0, warps=1),
+        task("load1", fill_lane(1), [src], [r], warp=1, warps=1),
+        task("store", consume(r, dst, n), [r], [dst], warp=2, warps=1),
+    )
+    report = verify(plan)
+    assert report.codes() == ["TS-V214"], report.as_text()
+    d = report.errors[0]
+    assert d.resource == "ring" and "split one run-time end" in d.message
+    assert "domain_loop(0, <n>, 2)" in d.message and "domain_loop(1, <n>, 2)" in d.message
+    assert "loops of one shape" in d.fix
+
+
+def test_a_stepping_cursor_after_a_run_time_loop_is_refused() -> None:
+    src, dst = Src(name="src"), Dst(name="dst")
+    r = _sided((2, 2, 1, 1))
+
+    @schedule
+    def reader(ring_: Any, d: Any) -> None:
+        with domain_loop("n"):
+            ring_.wait()
+            d.write(item=ring_.read())
+            ring_.release()
+        ring_.wait()  # after the loop
+        ring_.release()
+
+    plan = plan_of(
+        task("load", produce(src, r, "n"), [src], [r], warp=0, warps=2),
+        task("store", reader(r, dst), [r], [dst], warp=2, warps=1),
+    )
+    report = verify(plan)
+    assert report.codes() == ["TS-V214"], report.as_text()
+    d = report.errors[0]
+    assert d.task == "store" and "after that loop" in d.message
+    assert d.location is not None and d.location.text.endswith("# after the loop")
+
+
+def test_a_run_time_loop_whose_body_branches_is_refused() -> None:
+    src, dst = Src(name="src"), Dst(name="dst")
+    r = _sided((2, 2, 1, 1))
+
+    @schedule
+    def reader(s: Any, ring_: Any, d: Any) -> None:
+        with domain_loop("n"):
+            _, flag = s.load_flag()
+            with when_true(flag):
+                ring_.wait()
+                d.write(item=ring_.read())
+                ring_.release()
+
+    plan = plan_of(
+        task("load", produce(src, r, "n"), [src], [r], warp=0, warps=2),
+        task("store", reader(src, r, dst), [src, r], [dst], warp=2, warps=1),
+    )
+    report = verify(plan)
+    assert report.codes() == ["TS-V214"], report.as_text()
+    assert "whose body branches" in report.errors[0].message

@@ -12,22 +12,34 @@ on lane ``l`` on fine lane ``(l + k p) % L``.
 
 A cursor whose stride is ``L`` stays on one fine lane: its steps are renamed and its loops
 stay loops. A cursor of a smaller stride changes fine lane from one operation to the next, so
-its task's schedule is *expanded*: the loops around those operations are unrolled (their
-bounds must be constants), iteration predicates are decided per iteration, and each operation
-is renamed to its fine lane. Work calls go to the fine lane of their side's latest ``acquire``
-/ ``wait`` (the stage the cursor just opened). Runtime bounds, runtime conditions, skipped
-tiles and work-tile loops around such operations would make the running count, and so the
-fine lane, a run-time value: they are TS-V214 (not supported yet).
+its task's schedule is *expanded*: the loops around those operations with constant bounds are
+unrolled, iteration predicates are decided per iteration, and each operation is renamed to its
+fine lane. Work calls go to the fine lane of their side's latest ``acquire`` / ``wait`` (the
+stage the cursor just opened).
+
+A loop with run-time bounds around such operations stays a loop, *rolled by residue*: its body
+runs the same operations in every iteration (no condition, no work-tile loop and no run-time
+loop inside), so iteration ``i`` moves each cursor by ``i * d`` operations, and the fine lane
+of an operation depends on ``i`` modulo ``P = lcm(L / stride)`` only (``P d stride`` is a
+multiple of ``L``). The body is written ``P`` times, copy ``j`` renamed for iterations
+``i = j (mod P)`` and guarded by ``every(P, start=j)``: exactly one copy runs per iteration, on
+the stages the cursor really reaches, and the symbolic counts of ``every`` are exact for every
+trip count. After such a loop the count is ``d`` times the trip count: a later operation of a
+cursor the loop moved (unless by whole turns of ``L``) lands on a run-time fine lane. That, and
+run-time conditions, skipped tiles and work-tile loops around such operations, and runtime
+loops whose bodies branch, are TS-V214 (not supported yet).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from ts_ir import (
     ConditionalBlock,
     ConstBound,
     DomainLoop,
+    Every,
     IterationPredicate,
     Node,
     Role,
@@ -35,11 +47,14 @@ from ts_ir import (
     Step,
     TaskSpec,
     WorkTileLoop,
+    iter_nodes,
 )
 from ts_ir.schedule import Container
 from ts_verify.diagnostics import Diagnostic
+from ts_verify.symbols import bound_symbol
+from ts_verify.unroll import loop_key
 
-__all__ = ["MAX_EXPANDED_STEPS", "Cursor", "expand_fine_lanes"]
+__all__ = ["MAX_EXPANDED_STEPS", "Cursor", "check_loop_shapes", "expand_fine_lanes"]
 
 MAX_EXPANDED_STEPS = 1 << 16
 """The most steps an expanded schedule may have (larger loops are TS-V214)."""
@@ -88,6 +103,9 @@ class _Expansion:
         self.opened: dict[tuple[str, Role], int] = {}
         self.errors: list[Diagnostic] = []
         self.size = 0
+        # After a rolled loop: counts (ring, kind) and open sides whose lane is a run-time value.
+        self.unknown: dict[tuple[str, ScheduleStage], DomainLoop] = {}
+        self.unknown_open: dict[tuple[str, Role], DomainLoop] = {}
 
     def _stepping(self, step: Step) -> bool:
         """A step whose fine lane changes along the schedule (its cursor's stride < L)."""
@@ -110,13 +128,34 @@ class _Expansion:
                 f"task `{self.task.name}` moves its cursor on `{cursor.ring}` by "
                 f"{cursor.stride} stage(s) while the other side moves by another stride; "
                 f"{what} around {step.describe()} makes the stage it lands on a run-time "
-                "value, which is not supported yet (the loops around it need constant bounds)",
+                "value, which is not supported yet (a loop around it needs constant bounds, or "
+                "a body that runs the same steps in every iteration)",
                 task=self.task.name,
                 resource=cursor.ring,
                 step=f"#{step.id} {step.describe()}",
                 location=step.location,
-                fix="give the ring one stride for every role, or run these steps in "
-                "domain_loop()s with constant bounds outside runtime conditions",
+                fix="give the ring one stride for every role, or run these steps outside "
+                "runtime conditions, in domain_loop()s with constant bounds or with bodies "
+                "that do not branch",
+            )
+        )
+
+    def _refuse_after(self, step: Step, loop: DomainLoop) -> None:
+        cursor = self.cursors[(step.resource, step.stage.role)]
+        self.errors.append(
+            Diagnostic(
+                "TS-V214",
+                f"task `{self.task.name}` moves its cursor on `{cursor.ring}` by "
+                f"{cursor.stride} stage(s) while the other side moves by another stride, in "
+                f"{loop.describe()} with run-time bounds; after that loop, the stage "
+                f"{step.describe()} lands on depends on the loop's trip count, which is not "
+                "supported yet",
+                task=self.task.name,
+                resource=cursor.ring,
+                step=f"#{step.id} {step.describe()}",
+                location=step.location,
+                fix="give the ring one stride for every role, or keep this ring's steps of that "
+                "side inside the loop",
             )
         )
 
@@ -128,6 +167,10 @@ class _Expansion:
             return step
         if step.stage in _COUNTED or step.stage.is_try:
             kind = _BLOCKING.get(step.stage, step.stage)
+            after = self.unknown.get((step.resource, kind))
+            if after is not None and cursor.stride < cursor.fine:
+                self._refuse_after(step, after)
+                return step
             k = self.counts.get((step.resource, kind), 0)
             lane = cursor.fine_lane(k)
             if not step.stage.is_try:
@@ -135,8 +178,54 @@ class _Expansion:
             if step.stage in _OPENS:
                 self.opened[key] = lane
         else:  # work: on the stage the side opened last
+            after = self.unknown_open.get(key)
+            if after is not None and cursor.stride < cursor.fine:
+                self._refuse_after(step, after)
+                return step
             lane = self.opened.get(key, cursor.fine_lane(0))
         return dataclasses.replace(step, resource=fine_name(step.resource, lane))
+
+    def _rollable(self, loop: DomainLoop) -> bool:
+        """Whether every iteration of ``loop`` runs the same operations (see the module)."""
+        for node, _ in iter_nodes(loop.body):
+            if isinstance(node, (ConditionalBlock, WorkTileLoop)):
+                return False
+            if isinstance(node, DomainLoop) and node.static_trip_count() is None:
+                return False
+        return True
+
+    def rolled(self, loop: DomainLoop) -> DomainLoop:
+        """``loop`` (run-time bounds) with its body written once per residue (the module)."""
+        moved = {
+            (s.resource, s.stage.role): self.cursors[(s.resource, s.stage.role)]
+            for s in _steps(loop)
+            if self._stepping(s)
+        }
+        period = math.lcm(*(c.fine // c.stride for c in moved.values()))
+        counts, opened = dict(self.counts), dict(self.opened)
+        bodies = [self.body(loop.body, None) for _ in range(period)]
+        shifted = False
+        for (ring, role), c in moved.items():
+            for kind in _COUNTED:
+                if kind.role is not role:
+                    continue
+                per_iteration = (
+                    self.counts.get((ring, kind), 0) - counts.get((ring, kind), 0)
+                ) // period
+                if per_iteration * c.stride % c.fine:
+                    shifted = True
+                    self.unknown[(ring, kind)] = loop  # the lane after the loop is a run value
+                else:
+                    self.counts[(ring, kind)] = counts.get((ring, kind), 0)
+            if self.opened.get((ring, role)) != opened.get((ring, role)):
+                self.unknown_open[(ring, role)] = loop  # opened in the loop, or not if no trips
+        if not shifted:
+            # Every iteration starts on the same fine lanes: one copy is the whole body.
+            return dataclasses.replace(loop, body=bodies[0])
+        copies = tuple(
+            ConditionalBlock(Every(period, j), body, loop.location) for j, body in enumerate(bodies)
+        )
+        return dataclasses.replace(loop, body=copies)
 
     def body(self, nodes: tuple[Node, ...], loop: tuple[int, int] | None) -> tuple[Node, ...]:
         """``nodes`` expanded; ``loop`` is (iteration, trips) of an unrolled innermost loop."""
@@ -152,7 +241,11 @@ class _Expansion:
                     continue
                 trips = node.static_trip_count()
                 if trips is None:
-                    self._refuse(node, f"{node.describe()} with run-time bounds")
+                    if self._rollable(node):
+                        out.append(self.rolled(node))
+                    else:
+                        why = "with run-time bounds whose body branches or loops at run time"
+                        self._refuse(node, f"{node.describe()} {why}")
                     continue
                 for i in range(trips):
                     out.extend(self.body(node.body, (i, trips)))
@@ -174,6 +267,59 @@ class _Expansion:
                     continue
                 out.append(dataclasses.replace(node, body=self.body(node.body, None)))
         return tuple(out)
+
+
+def check_loop_shapes(
+    tasks: tuple[TaskSpec, ...], ring: str, stepping: frozenset[Role]
+) -> list[Diagnostic]:
+    """TS-V214 where the tasks on ``ring`` run it in loops of one run-time end, shaped apart.
+
+    ``stepping`` holds the sides of ``ring`` whose cursors visit its fine lanes in turn (the
+    side of the smaller stride). A trip count is a value of its own per loop shape
+    (:mod:`ts_verify.symbols`). When such a cursor runs in a loop with run-time bounds, the
+    fills and reads of each fine lane are counts of those loops, and tasks that split one
+    run-time end ``n`` in different ways (``domain_loop(0, n, 2)`` and ``domain_loop(1, n, 2)``
+    for two producer lanes, ``domain_loop(0, n, 1)`` for the reader) fill and read equally
+    often by arithmetic on ``n`` that the counts do not derive: that is refused as not
+    supported yet, rather than reported as a count difference the program cannot have. Loops
+    with different ends are independent values, and a difference there is a real one (TS-V301).
+    """
+    shapes: dict[str, dict[str, tuple[TaskSpec, DomainLoop]]] = {}
+    rolled = False
+    for task in tasks:
+        for node, parents in iter_nodes(task.schedule.body):
+            if not (isinstance(node, Step) and node.resource == ring and node.stage.is_pipeline_op):
+                continue
+            runtime = [
+                p for p in parents if isinstance(p, DomainLoop) and p.static_trip_count() is None
+            ]
+            if not runtime:
+                continue
+            loop = runtime[-1]
+            by_end = shapes.setdefault(bound_symbol(loop.end), {})
+            by_end.setdefault(loop_key(loop), (task, loop))
+            rolled |= node.stage.role in stepping
+    split = [by_end for by_end in shapes.values() if len(by_end) > 1]
+    if not split or not rolled:
+        return []
+    (t1, l1), (t2, l2) = list(split[0].values())[:2]
+    return [
+        Diagnostic(
+            "TS-V214",
+            f"the sides of `{ring}` move by different strides and its tasks run it in loops "
+            f"that split one run-time end in different ways (`{t1.name}` in "
+            f"domain_loop({loop_key(l1)}), `{t2.name}` in domain_loop({loop_key(l2)})): TS "
+            "counts each loop shape's trips as a value of its own, so it cannot show that "
+            "each stage is filled as often as it is read (not supported yet)",
+            task=t2.name,
+            resource=ring,
+            location=l2.location,
+            fix=f"run every task's steps on `{ring}` in loops of one shape, e.g. the lanes of "
+            "the side with the larger stride as the warps of one task in domain_loop(n), and "
+            "the other side opening every lane's stage in each iteration of domain_loop(n); "
+            "or use constant bounds",
+        )
+    ]
 
 
 def _steps(node: Node) -> list[Step]:
