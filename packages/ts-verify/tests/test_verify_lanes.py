@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import pytest
 from verify_testkit import (
     Dst,
     Ring,
@@ -18,7 +19,7 @@ from verify_testkit import (
     tma_pipe,
 )
 
-from ts_ir import Schedule
+from ts_ir import Schedule, SignalingThreads
 from ts_trace import domain_loop, schedule, when_true
 from ts_verify import split_lanes, verify
 
@@ -165,12 +166,20 @@ def test_more_warps_than_lanes_outside_a_lane_loop_is_reported() -> None:
     )
 
 
-def test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported() -> None:
-    # The store task's warps are lanes of `ring`, and it also fills a TMA ring, which only its
-    # first warp arms: not modelled per warp, so it is refused (typed) rather than guessed.
+@pytest.mark.parametrize("kind", ["tma", "task_warp_leader"])
+def test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported(kind: str) -> None:
+    # The store task's warps are lanes of `ring`, and it also fills a ring that only its first
+    # warp signals (a TMA ring it arms, or TaskWarpLeader): its other warps would wait on that
+    # ring's barriers without arriving, which the per-warp model does not have, so it is
+    # refused (typed) rather than guessed.
     src, dst = Src(name="src"), Dst(name="dst")
     r = _ring()
-    tma = Ring(name="out", pipeline_config=tma_pipe(2, 4096, 32))
+    spec = (
+        tma_pipe(2, 4096, 32)
+        if kind == "tma"
+        else async_pipe(2, 32, 32, producer_signaling=SignalingThreads.TaskWarpLeader)
+    )
+    out = Ring(name="out", pipeline_config=spec)
 
     @schedule
     def drain(ring_: Any, o: Any) -> None:
@@ -192,14 +201,17 @@ def test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported() -> None:
 
     plan = plan_of(
         task("load", _warp_fill(src, r), [src], [r], warp=0, warps=STRIDE),
-        task("store", drain(r, tma), [r], [tma], warp=4, warps=STRIDE),
-        task("sink", sink(tma, dst), [tma], [dst], warp=8, warps=1),
+        task("store", drain(r, out), [r], [out], warp=4, warps=STRIDE),
+        task("sink", sink(out, dst), [out], [dst], warp=8, warps=1),
     )
     report = verify(plan)
-    assert any(
-        d.code == "TS-V214" and d.resource == "out" and "first warp" in d.message
-        for d in report.errors
-    ), report.as_text()
+    assert report.codes() == ["TS-V214"], report.as_text()
+    d = report.errors[0]
+    assert (d.task, d.resource) == ("store", "out") and "first warp" in d.message
+    assert "split the task" in d.fix
+    assert d.location is not None and d.location.function == (
+        "test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported"
+    )
 
 
 def test_a_broken_lane_is_still_caught() -> None:
