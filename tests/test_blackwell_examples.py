@@ -10,7 +10,11 @@ lowering:
   and no global atomic (CLC needs no counter); for sm_90a it is refused naming the target;
 * ``umma_chain.py`` (the TMEM lifetime): one ``tcgen05.alloc`` followed by the relinquish of
   the permit, before the MMA warp's first commit; one ``tcgen05.dealloc``, after the
-  epilogue's release of the accumulator (its last read).
+  epilogue's release of the accumulator (its last read);
+* ``gemm.py`` (TS's own Blackwell GEMM): TMA loads of A and B, ``tcgen05.mma`` (one per
+  16-wide K phase of a 64-wide K step: 4), the two ``tcgen05.commit`` sites (operand release,
+  accumulator fill), the epilogue's ``tcgen05.ld`` and its wait, the TMEM lifetime, the CLC
+  request and answer, and PDL's ``griddepcontrol`` pair; no Hopper instruction.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import pytest
 pytest.importorskip("cutlass")
 
 BLACKWELL = Path(__file__).resolve().parent.parent / "examples" / "blackwell"
+TILE_K = 64  # the GEMM example's K step: four 16-wide UMMAs
 
 
 def _run(
@@ -87,3 +92,22 @@ def test_umma_chain_allocates_and_frees_tmem_at_the_right_points(tmp_path: Path)
     release = max(i for i in at("mbarrier.arrive.") if i < dealloc)
     wait = max(i for i in at("mbarrier.try_wait") if i < release)
     assert not [i for i in commits if wait < i < dealloc]
+
+
+def test_the_blackwell_gemm_compiles_with_every_feature() -> None:
+    proc = _run("sm_100a", "gemm.py")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ops = json.loads(proc.stdout)["ts_ops"]
+
+    def sites(prefix: str) -> int:
+        return sum(n for op, n in ops.items() if op.startswith(prefix))
+
+    assert sites("cp.async.bulk.tensor") == 2  # A and B
+    assert sites("tcgen05.mma") == TILE_K // 16
+    assert sites("tcgen05.commit") == 2
+    assert sites("tcgen05.ld") == 1 and sites("tcgen05.wait") == 1
+    for op in ("tcgen05.alloc", "tcgen05.relinquish_alloc_permit", "tcgen05.dealloc"):
+        assert sites(op) == 1, op
+    assert sites("clusterlaunchcontrol.try_cancel") == 1
+    assert sites("griddepcontrol.wait") == 1 and sites("griddepcontrol.launch_dependents") == 1
+    assert sites("wgmma") == 0 and sites("setmaxnreg") == 0
