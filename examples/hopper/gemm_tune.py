@@ -369,7 +369,9 @@ def combine(paths: list[Path]) -> dict[str, Any]:
         for e in t["entries"]:
             entries[(e["dtype"], e["class"])] = e
     head = dict(tables[-1])
-    head["command"] = " && ".join(t["command"] for t in tables)
+    # Halves of one run name the same command once (a combined table, re-split, included).
+    parts = [c for t in tables for c in t["command"].split(" && ")]
+    head["command"] = " && ".join(dict.fromkeys(parts))
     head["timed"] = all(t["timed"] for t in tables)
     head["tuning_seconds"] = sum(t.get("tuning_seconds", 0.0) for t in tables)
     head["entries"] = list(entries.values())
