@@ -124,6 +124,13 @@ def _in_warp(warp: int, body: Any) -> None:
     if_then(cute.arch.make_warp_uniform(cute.arch.warp_idx()) == warp, [], region)
 
 
+def tcgen05_fence(kind: str) -> None:
+    """``tcgen05.fence::before_thread_sync`` (``kind="before"``) or ``::after_thread_sync``."""
+    from cutlass._mlir.dialects import nvvm
+
+    nvvm.tcgen05_fence(kind)
+
+
 def _smem_word(slot: Any) -> Any:
     """The CuTe pointer to an SMEM word given as a ``cutlass.Array`` (its LLVM pointer)."""
     import cutlass
@@ -145,6 +152,9 @@ def tmem_alloc(columns: int, slot: Any, warp: int) -> None:
     def alloc() -> None:
         cute.arch.alloc_tmem(columns, ptr)
         cute.arch.relinquish_tmem_alloc_permit()
+        # Other warps learn the address through a barrier (a ring's arrive / wait): the fence
+        # orders the allocation before that synchronisation.
+        tcgen05_fence("before")
 
     _in_warp(warp, alloc)
 
@@ -156,6 +166,9 @@ def tmem_free(columns: int, slot: Any, warp: int) -> None:
     ptr = _smem_word(slot)
 
     def free() -> None:
+        # The free follows the last user's signal (a barrier wait): the fence orders the
+        # dealloc after that synchronisation, hence after the users' tcgen05 operations.
+        tcgen05_fence("after")
         tmem = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, ptr)
         cute.arch.dealloc_tmem(tmem, columns)
 
