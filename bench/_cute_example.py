@@ -121,7 +121,11 @@ class CuteExample:
 
     def __init__(self, path: Path) -> None:
         import cutlass.utils
+        import torch
 
+        # HardwareInfo asks the driver directly: it needs the driver initialised and a current
+        # context, which torch makes only lazily (else CUDA_ERROR_NOT_INITIALIZED).
+        torch.zeros(1, device="cuda")
         self.module = load(path)
         self.kernel = make_kernel(self.module)
         with _quiet():  # as the example itself asks the driver
