@@ -14,7 +14,10 @@ lowering:
 * ``gemm.py`` (TS's own Blackwell GEMM): TMA loads of A and B, ``tcgen05.mma`` (one per
   16-wide K phase of a 64-wide K step: 4), the two ``tcgen05.commit`` sites (operand release,
   accumulator fill), the epilogue's ``tcgen05.ld`` and its wait, the TMEM lifetime, the CLC
-  request and answer, and PDL's ``griddepcontrol`` pair; no Hopper instruction.
+  request and answer, and PDL's ``griddepcontrol`` pair; no Hopper instruction;
+* ``gemm_nvfp4.py`` (a block-scaled NVFP4 GEMM): four ``kind::mxf4nvf4.block_scale.block16``
+  UMMAs per 256-wide K step, the scale factors copied into TMEM (``tcgen05.cp``) before them,
+  and the stage armed for A, B and both scale factors' bytes (36864).
 """
 
 from __future__ import annotations
@@ -111,3 +114,19 @@ def test_the_blackwell_gemm_compiles_with_every_feature() -> None:
     assert sites("clusterlaunchcontrol.try_cancel") == 1
     assert sites("griddepcontrol.wait") == 1 and sites("griddepcontrol.launch_dependents") == 1
     assert sites("wgmma") == 0 and sites("setmaxnreg") == 0
+
+
+def test_the_nvfp4_gemm_scales_its_blocks(tmp_path: Path) -> None:
+    proc = _run("sm_100a", "gemm_nvfp4.py", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (ptx_file,) = tmp_path.rglob("*.ptx")
+    lines = [line.strip() for line in ptx_file.read_text().splitlines()]
+    mmas = [i for i, line in enumerate(lines) if line.startswith("tcgen05.mma.")]
+    copies = [i for i, line in enumerate(lines) if line.startswith("tcgen05.cp.")]
+    assert len(mmas) == 4
+    assert all("kind::mxf4nvf4.block_scale.block16" in lines[i] for i in mmas)
+    assert copies and max(copies) < min(mmas)  # the scales are in TMEM before the UMMAs
+    # (128 + 128) x 256 fp4 values (2 per byte) + their (128 + 128) x 256 / 16 fp8 scales.
+    assert any(line.endswith(", 36864;") for line in lines)
+    for op in ("tcgen05.alloc.", "tcgen05.dealloc.", "tcgen05.ld."):
+        assert sum(line.startswith(op) for line in lines) == 1, op
