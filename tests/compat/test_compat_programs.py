@@ -119,6 +119,7 @@ TRANSLATION_CHECKED = [
     "p35_async_stride_per_side",
     "p37_tma_multicast_cluster",
     "p38_async_stride_per_side_runtime",
+    "p39_async_stride_per_side_runtime_lanes",
 ]
 
 

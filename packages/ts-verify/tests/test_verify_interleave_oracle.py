@@ -91,7 +91,7 @@ def _loop(lane: int, stride: int, trips: int) -> tuple[int, int, int]:
     return (lane, lane + trips * stride, stride)
 
 
-def _producer(src: Src, r: Ring, bounds: tuple[int, int, int]) -> Any:
+def _producer(src: Src, r: Ring, bounds: tuple[int, int | str, int]) -> Any:
     @schedule
     def fill(s: Any, ring_: Any) -> None:
         with domain_loop(*bounds):
@@ -103,7 +103,7 @@ def _producer(src: Src, r: Ring, bounds: tuple[int, int, int]) -> Any:
     return fill(src, r)
 
 
-def _consumer(r: Ring, dst: Dst, bounds: tuple[int, int, int]) -> Any:
+def _consumer(r: Ring, dst: Dst, bounds: tuple[int, int | str, int]) -> Any:
     @schedule
     def drain(ring_: Any, d: Any) -> None:
         with domain_loop(*bounds):
@@ -247,6 +247,65 @@ def _side_schedule(side: str, ring_: Ring, other: Any, end: End, per_iteration: 
             d.write()
 
     return fill(other, ring_) if side == "P" else drain(ring_, other)
+
+
+def lane_loop_plan(stages: int, p: int, c: int, ends: tuple[End, End]) -> KernelPlan:
+    """One single-warp task per lane of each side in domain_loop(lane, end, stride)."""
+    spec = dataclasses.replace(
+        async_pipe(stages, 32, 32), interleave=max(p, c), strides=(p, p, c, c)
+    )
+    src, r, dst = Src(name="src"), Ring(name="ring", pipeline_config=spec), Dst(name="dst")
+    decls = [
+        task(f"p{lane}", _producer(src, r, (lane, ends[0], p)), [src], [r], warp=lane, warps=1)
+        for lane in range(p)
+    ]
+    decls += [
+        task(f"c{lane}", _consumer(r, dst, (lane, ends[1], c)), [r], [dst], warp=p + lane, warps=1)
+        for lane in range(c)
+    ]
+    return plan_of(*decls)
+
+
+def lane_loop_oracle_ok(stages: int, p: int, c: int, ends: tuple[End, End]) -> bool:
+    names = sorted({e for e in ends if isinstance(e, str)})
+    for values in itertools.product(range(RUNTIME_MAX + 1), repeat=len(names)):
+        value = dict(zip(names, values, strict=True))
+        end_p, end_c = (value[e] if isinstance(e, str) else e for e in ends)
+        tasks = [("P", w, p, max(0, -(-(end_p - w) // p))) for w in range(p)]
+        tasks += [("C", w, c, max(0, -(-(end_c - w) // c))) for w in range(c)]
+        if not oracle_ok(stages, tuple(tasks)):
+            return False
+    return True
+
+
+LANE_LOOP_FAMILY = [
+    (stages, p, c, ends)
+    for stages, p, c in (
+        (2, 1, 2),
+        (2, 2, 1),
+        (4, 1, 2),
+        (4, 2, 1),
+        (4, 1, 4),
+        (4, 2, 4),
+        (4, 4, 2),
+    )
+    for ends in (("n", "n"), ("n", "m"), ("n", 3), (4, "n"), (4, 4), (4, 3))
+]
+
+
+@pytest.mark.parametrize("case", LANE_LOOP_FAMILY, ids=str)
+def test_verify_agrees_with_the_oracle_for_lane_loops_of_one_run_time_end(
+    case: tuple[int, int, int, tuple[End, End]],
+) -> None:
+    """domain_loop(l, n, stride) lanes on both sides: the counts relate loops of one end."""
+    report = verify(lane_loop_plan(*case))
+    assert "TS-V214" not in report.codes(), report.as_text()
+    assert report.ok == lane_loop_oracle_ok(*case), (case, report.as_text())
+
+
+def test_the_lane_loop_family_is_mixed() -> None:
+    verdicts = {lane_loop_oracle_ok(*case) for case in LANE_LOOP_FAMILY}
+    assert verdicts == {True, False}
 
 
 def runtime_plan(stages: int, p: int, c: int, ends: tuple[End, End], reads: int) -> KernelPlan:

@@ -6,6 +6,10 @@ monomial is a coefficient times a product of *factors*:
 * ``tiles`` — once per work tile (a sum over tiles of the per-tile product that follows);
 * ``trip L`` — the trip count of loop class ``L``; ``nonempty L`` — 1 when it runs at all (a
   first/last-iteration block); ``every p s L`` — how often ``Every(p, s)`` fires in it;
+  ``above s L`` — 1 when it runs more than ``s`` times. A loop with a run-time end, a constant
+  start ``s >= 0`` and step ``t > 0`` other than ``(0, 1)`` is counted through the loop
+  ``L = domain_loop(0, end, 1)``: its trips are ``every t s L``, its ``Every(p, j)`` blocks
+  fire ``every (p t) (s + j t) L`` times, and it runs at all ``above s L`` times;
 * ``cond K@S`` — the runtime condition ``K`` in scope ``S`` (``kernel`` or ``tile``);
   ``when_false`` is ``1 - cond``;
 * ``kept P`` — the work tile is not rejected by the skip predicate ``P``.
@@ -30,6 +34,7 @@ the per-tile part are each zero (take no tile, then one).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -37,6 +42,7 @@ from fractions import Fraction
 
 from ts_ir import (
     ConditionalBlock,
+    ConstBound,
     DomainLoop,
     Every,
     FirstIteration,
@@ -59,6 +65,7 @@ __all__ = [
     "evaluate",
     "every_count",
     "factor_symbol",
+    "loop_base",
 ]
 
 Monomial = tuple[str, ...]
@@ -127,9 +134,7 @@ class _Counter:
             elif isinstance(node, DomainLoop):
                 body, fired = self.counts(node.body, node, scope, skip_if)
                 n = node.static_trip_count()
-                iters = (
-                    _mul(body, None, n) if n is not None else _mul(body, f"trip {loop_key(node)}")
-                )
+                iters = _mul(body, None, n) if n is not None else _mul(body, _trips(node))
                 per = _add(per, _add(iters, fired))
             elif isinstance(node, WorkTileLoop):
                 body = self.count(node.body, loop, "tile", node.skip_if or "")
@@ -159,11 +164,50 @@ class _Counter:
         if n is not None:
             return {}, _mul(body, None, _const_fires(guard, n))
         key = loop_key(loop)
+        base = loop_base(loop)
         if isinstance(guard, Every):
+            if base is not None:
+                # The firing iterations are those of domain_loop(s + j t, end, p t).
+                key, start, step = base
+                return {}, _mul(
+                    body, f"every {guard.period * step} {start + guard.start * step} {key}"
+                )
             if guard.period == 1 and guard.start == 0:
                 return {}, _mul(body, f"trip {key}")
             return {}, _mul(body, f"every {guard.period} {guard.start} {key}")
+        if base is not None:
+            return {}, _mul(body, f"above {base[1]} {base[0]}")
         return {}, _mul(body, f"nonempty {key}")
+
+
+def loop_base(loop: DomainLoop) -> tuple[str, int, int] | None:
+    """``(class of domain_loop(0, end, 1), start, step)`` for a loop to count through it.
+
+    A loop with a run-time ``end``, a constant ``start >= 0`` and a constant ``step > 0`` runs
+    ``every_count(step, start, n)`` times, ``n`` the trips of ``domain_loop(0, end, 1)`` (the
+    end's value, or 0): so it is counted as that function of that loop's symbol, and loops
+    that split one end in different ways (``domain_loop(0, n, 2)``, ``domain_loop(1, n, 2)``
+    and ``every(2, start=j)`` blocks of ``domain_loop(n)``) are related exactly. None for the
+    base loop itself and for every other loop (a class of its own, :mod:`ts_verify.symbols`).
+    """
+    start, step = loop.start, loop.step
+    if isinstance(loop.end, ConstBound) or not isinstance(start, ConstBound):
+        return None
+    if not isinstance(step, ConstBound) or start.value < 0 or step.value <= 0:
+        return None
+    if (start.value, step.value) == (0, 1):
+        return None
+    base = dataclasses.replace(loop, start=ConstBound(0), step=ConstBound(1), body=())
+    return loop_key(base), start.value, step.value
+
+
+def _trips(loop: DomainLoop) -> str:
+    """The factor of a run-time loop's trip count (through its base loop where it has one)."""
+    base = loop_base(loop)
+    if base is None:
+        return f"trip {loop_key(loop)}"
+    key, start, step = base
+    return f"every {step} {start} {key}"
 
 
 def count_polynomial(schedule: Schedule, resource: str, stages: Iterable[str]) -> Polynomial:
@@ -180,6 +224,8 @@ def factor_symbol(factor: str) -> str:
         return f"loop {rest}"
     if kind == "every":
         return "loop " + rest.split(" ", 2)[2]
+    if kind == "above":
+        return "loop " + rest.split(" ", 1)[1]
     return factor if kind != "tiles" else "tiles"
 
 
@@ -189,6 +235,8 @@ def _factor_value(factor: str, n: int) -> int:
         return n
     if kind == "nonempty":
         return int(n > 0)
+    if kind == "above":
+        return int(n > int(rest.split(" ", 1)[0]))
     if kind == "every":
         period, start, _ = rest.split(" ", 2)
         return every_count(int(period), int(start), n)
@@ -207,6 +255,8 @@ def _window(symbol: str, factor_sets: Iterable[tuple[str, ...]]) -> int:
                 p, s, _ = f.split(" ", 3)[1:]
                 period = math.lcm(period, int(p))
                 start = max(start, int(s))
+            elif f.startswith("above "):
+                start = max(start, int(f.split(" ", 2)[1]))
     return min(start + 1 + (degree + 1) * period, MAX_WINDOW)
 
 

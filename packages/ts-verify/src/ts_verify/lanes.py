@@ -35,7 +35,7 @@ from ts_ir import (
 from ts_ir.plan import interleave_warp_lanes
 from ts_ir.schedule import Container, Node
 from ts_verify.diagnostics import Diagnostic
-from ts_verify.strides import Cursor, check_loop_shapes, expand_fine_lanes
+from ts_verify.strides import Cursor, expand_fine_lanes
 
 __all__ = ["lane_count", "lane_name", "split_lanes", "warp_task_name"]
 
@@ -187,16 +187,6 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
     if not rings:
         return plan, []
     errors: list[Diagnostic] = []
-    for name, res in rings.items():
-        assert res.pipeline is not None
-        if res.pipeline.strides is not None:
-            fine = lane_count(res)
-            stepping = frozenset(
-                role for role in Role if res.pipeline.side_stride(role is Role.PRODUCER) < fine
-            )
-            errors.extend(check_loop_shapes(plan.tasks, name, stepping))
-    if errors:
-        return plan, errors
     tasks: list[TaskSpec] = []
     for task in plan.tasks:
         per_warp, problems = _lanes_of(plan, task, rings)

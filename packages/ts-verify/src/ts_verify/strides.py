@@ -24,10 +24,13 @@ of an operation depends on ``i`` modulo ``P = lcm(L / stride)`` only (``P d stri
 multiple of ``L``). The body is written ``P`` times, copy ``j`` renamed for iterations
 ``i = j (mod P)`` and guarded by ``every(P, start=j)``: exactly one copy runs per iteration, on
 the stages the cursor really reaches, and the symbolic counts of ``every`` are exact for every
-trip count. After such a loop the count is ``d`` times the trip count: a later operation of a
-cursor the loop moved (unless by whole turns of ``L``) lands on a run-time fine lane. That, and
-run-time conditions, skipped tiles and work-tile loops around such operations, and runtime
-loops whose bodies branch, are TS-V214 (not supported yet).
+trip count; they equal those of lane loops over the same end (``every(2, start=1)`` of
+``domain_loop(n)`` fires as often as ``domain_loop(1, n, 2)`` runs), which
+:func:`ts_verify.counting.loop_base` relates. After such a loop the count is ``d`` times the
+trip count: a later operation of a cursor the loop moved (unless by whole turns of ``L``)
+lands on a run-time fine lane. That, run-time conditions, skipped tiles and work-tile loops
+around such operations, and run-time loops whose bodies branch are TS-V214 (not supported
+yet).
 """
 
 from __future__ import annotations
@@ -51,10 +54,8 @@ from ts_ir import (
 )
 from ts_ir.schedule import Container
 from ts_verify.diagnostics import Diagnostic
-from ts_verify.symbols import bound_symbol
-from ts_verify.unroll import loop_key
 
-__all__ = ["MAX_EXPANDED_STEPS", "Cursor", "check_loop_shapes", "expand_fine_lanes"]
+__all__ = ["MAX_EXPANDED_STEPS", "Cursor", "expand_fine_lanes"]
 
 MAX_EXPANDED_STEPS = 1 << 16
 """The most steps an expanded schedule may have (larger loops are TS-V214)."""
@@ -267,59 +268,6 @@ class _Expansion:
                     continue
                 out.append(dataclasses.replace(node, body=self.body(node.body, None)))
         return tuple(out)
-
-
-def check_loop_shapes(
-    tasks: tuple[TaskSpec, ...], ring: str, stepping: frozenset[Role]
-) -> list[Diagnostic]:
-    """TS-V214 where the tasks on ``ring`` run it in loops of one run-time end, shaped apart.
-
-    ``stepping`` holds the sides of ``ring`` whose cursors visit its fine lanes in turn (the
-    side of the smaller stride). A trip count is a value of its own per loop shape
-    (:mod:`ts_verify.symbols`). When such a cursor runs in a loop with run-time bounds, the
-    fills and reads of each fine lane are counts of those loops, and tasks that split one
-    run-time end ``n`` in different ways (``domain_loop(0, n, 2)`` and ``domain_loop(1, n, 2)``
-    for two producer lanes, ``domain_loop(0, n, 1)`` for the reader) fill and read equally
-    often by arithmetic on ``n`` that the counts do not derive: that is refused as not
-    supported yet, rather than reported as a count difference the program cannot have. Loops
-    with different ends are independent values, and a difference there is a real one (TS-V301).
-    """
-    shapes: dict[str, dict[str, tuple[TaskSpec, DomainLoop]]] = {}
-    rolled = False
-    for task in tasks:
-        for node, parents in iter_nodes(task.schedule.body):
-            if not (isinstance(node, Step) and node.resource == ring and node.stage.is_pipeline_op):
-                continue
-            runtime = [
-                p for p in parents if isinstance(p, DomainLoop) and p.static_trip_count() is None
-            ]
-            if not runtime:
-                continue
-            loop = runtime[-1]
-            by_end = shapes.setdefault(bound_symbol(loop.end), {})
-            by_end.setdefault(loop_key(loop), (task, loop))
-            rolled |= node.stage.role in stepping
-    split = [by_end for by_end in shapes.values() if len(by_end) > 1]
-    if not split or not rolled:
-        return []
-    (t1, l1), (t2, l2) = list(split[0].values())[:2]
-    return [
-        Diagnostic(
-            "TS-V214",
-            f"the sides of `{ring}` move by different strides and its tasks run it in loops "
-            f"that split one run-time end in different ways (`{t1.name}` in "
-            f"domain_loop({loop_key(l1)}), `{t2.name}` in domain_loop({loop_key(l2)})): TS "
-            "counts each loop shape's trips as a value of its own, so it cannot show that "
-            "each stage is filled as often as it is read (not supported yet)",
-            task=t2.name,
-            resource=ring,
-            location=l2.location,
-            fix=f"run every task's steps on `{ring}` in loops of one shape, e.g. the lanes of "
-            "the side with the larger stride as the warps of one task in domain_loop(n), and "
-            "the other side opening every lane's stage in each iteration of domain_loop(n); "
-            "or use constant bounds",
-        )
-    ]
 
 
 def _steps(node: Node) -> list[Step]:

@@ -10,7 +10,10 @@ unless the program states that two are the same. The relations the program can s
   trace-time placeholder without arithmetic (``runtime("n")`` in the examples, a string such as
   ``"k_tiles"``) names its value: equal names (type name and attributes) are one symbol. A
   loop's trip count is one symbol per triple of bound symbols (its *class*); loops of
-  different classes are independent, so ``domain_loop(n)`` and ``domain_loop(1, n)`` are too.
+  different classes are independent, except that a loop with a run-time end, a constant
+  start ``s >= 0`` and a constant step ``t > 0`` is a function of its end, counted through
+  ``domain_loop(0, end, 1)`` (:func:`ts_verify.counting.loop_base`): ``domain_loop(1, n)``
+  runs ``max(0, n - 1)`` times where ``domain_loop(n)`` runs ``max(0, n)``.
 * **Runtime conditions** are one symbol per ``key`` (the tracer gives an un-keyed condition a
   key of its own), decided once per work tile inside a work-tile loop and once per kernel
   outside of one (both values are explored in both places).

@@ -46,7 +46,9 @@ from ts_verify.counting import (
     count_polynomial,
     difference_witness,
     evaluate,
+    every_count,
     factor_symbol,
+    loop_base,
 )
 from ts_verify.depth import depth_proves
 from ts_verify.diagnostics import Diagnostic, Trace
@@ -187,6 +189,8 @@ class PartSymbols:
     tiles: bool = False
     # loop class -> the most ring operations that open a stage in one iteration (any task)
     opens: dict[str, int] = dataclasses.field(default_factory=dict)
+    # loop class -> (its base class, start, step): trips derived from the base's (loop_base)
+    derived: dict[str, tuple[str, int, int]] = dataclasses.field(default_factory=dict)
 
 
 def _keep(node: Node, rings: frozenset[str]) -> bool:
@@ -220,6 +224,11 @@ def _collect(body: tuple[Node, ...], sym: PartSymbols, loop: DomainLoop | None, 
                 # A per-tile getter outside a work-tile loop is read once (for the block).
                 per_tile = is_per_tile(node) and scope == "tile"
                 (sym.tile_loops if per_tile else sym.kernel_loops).add(key)
+                base = None if per_tile else loop_base(node)
+                if base is not None:
+                    # Runs give it the trips its base loop's value implies, as the counts do.
+                    sym.derived[key] = base
+                    sym.kernel_loops.add(base[0])
             else:
                 sym.statics[key] = n
             sym.periods.setdefault(key, (1, 0))
@@ -340,6 +349,8 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     # one ring per iteration (an oracle plan with 2 waits per iteration on a 3-ring cycle of
     # 1-stage rings hung at 9 trips, past the unscaled cut-off of 8; see test_verify_oracle).
     reach = {k: cutoff(slack * sym.opens.get(k, 1), *sym.periods.get(k, (1, 0))) for k in loops}
+    for key, (base, start, step) in sym.derived.items():
+        reach[base] = max(reach[base], start + step * reach[key])
     return Part(system, slack, schedules, sym, reach)
 
 
@@ -351,7 +362,7 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
     ``ts_verify.aliasing`` for why two are for aliasing).
     """
     sym = part.sym
-    glob_loops = sorted(sym.kernel_loops)
+    glob_loops = sorted(sym.kernel_loops - set(sym.derived))
     tile_loops = sorted(sym.tile_loops)
     glob_conds = sorted((k for k, scope in sym.conds if scope == "kernel"), key=str)
     tile_conds = sorted((k for k, scope in sym.conds if scope == "tile"), key=str)
@@ -370,6 +381,8 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
     found: list[tuple[int, Valuation]] = []
     for glob in itertools.product(*glob_ranges):
         trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
+        for k, (b, start, step) in sym.derived.items():
+            trips[(k, -1)] = every_count(step, start, trips[(b, -1)])
         conds: dict[tuple[Hashable, int], bool] = {
             (k, -1): bool(v) for k, v in zip(glob_conds, glob[len(glob_loops) :], strict=True)
         }
@@ -555,12 +568,18 @@ def too_long_loop(plan: KernelPlan, part: Part) -> Diagnostic | None:
     for key, reach in sorted(reaches.items()):
         if reach > MAX_CUTOFF:
             period, start = part.sym.periods.get(key, (1, 0))
-            loop, task = next(
-                (n, t)
-                for t in part.system.tasks
-                for n, _ in plan.task(t).schedule.walk()
-                if isinstance(n, DomainLoop) and loop_key(n) == key
+            found = next(
+                (
+                    (n, t)
+                    for t in part.system.tasks
+                    for n, _ in plan.task(t).schedule.walk()
+                    if isinstance(n, DomainLoop) and loop_key(n) == key
+                ),
+                None,
             )
+            if found is None:
+                continue  # a base class only (loop_base): its derived loops are reported
+            loop, task = found
             return Diagnostic(
                 "TS-V114",
                 f"domain_loop({key}) (iteration predicates of period {period} from {start}) "
