@@ -369,6 +369,28 @@ def test_one_run_time_end_split_in_lane_loops_and_a_reader_is_proven() -> None:
     assert set(report.codes()) == {"TS-V301"}, report.as_text()
 
 
+def test_runs_give_loops_of_one_end_the_trips_its_value_implies() -> None:
+    """The whole-kernel runs (for parts no depth argument proves) value domain_loop(l, n, 2)
+    from domain_loop(n)'s trips, never independently, and far enough for each to pass its
+    cut-off."""
+    from ts_verify.systems import systems
+    from ts_verify.whole_kernel import make_part, part_valuations
+
+    plan, errors = split_lanes(_split_end_plan(0))
+    assert not errors
+    system, slack = next((s, k) for s, k in systems(plan) if s.rings == ("ring@1",))
+    part = make_part(plan, system, slack)
+    base, lane1 = "0, <n>, 1", "1, <n>, 2"
+    assert part.sym.derived == {lane1: (base, 1, 2)}
+    assert part.reach[base] >= 1 + 2 * part.reach[lane1]
+    seen = set()
+    for val in part_valuations(part):
+        n = val.trips[(base, -1)]
+        assert val.trips[(lane1, -1)] == max(0, (n - 1 + 1) // 2)  # iterations 1, 3, ... < n
+        seen.add(n)
+    assert seen == set(range(part.reach[base] + 1))
+
+
 def test_a_stepping_cursor_after_a_run_time_loop_is_refused() -> None:
     src, dst = Src(name="src"), Dst(name="dst")
     r = _sided((2, 2, 1, 1))

@@ -349,8 +349,16 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     # one ring per iteration (an oracle plan with 2 waits per iteration on a 3-ring cycle of
     # 1-stage rings hung at 9 trips, past the unscaled cut-off of 8; see test_verify_oracle).
     reach = {k: cutoff(slack * sym.opens.get(k, 1), *sym.periods.get(k, (1, 0))) for k in loops}
+    # A base loop's value sets the trips of the loops derived from it (loop_base): it runs far
+    # enough for each of them to reach its own cut-off, plus one common period of their
+    # residues, so that a run shortened by whole periods still finds each derived loop past
+    # its cut-off with the same residues.
+    common: dict[str, int] = {}
     for key, (base, start, step) in sym.derived.items():
         reach[base] = max(reach[base], start + step * reach[key])
+        common[base] = math.lcm(common.get(base, 1), step * sym.periods.get(key, (1, 0))[0])
+    for base, period in common.items():
+        reach[base] += period
     return Part(system, slack, schedules, sym, reach)
 
 
