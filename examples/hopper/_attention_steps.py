@@ -120,7 +120,7 @@ class AttentionConfig:
 
 def make_qk_mma(cfg: AttentionConfig) -> Any:
     """``S = Q K^T``: ``64 x BN`` per warpgroup, Q and K K-major in SMEM (K = head dim)."""
-    k_major = warpgroup.OperandMajorMode.K
+    k_major = cute.nvgpu.OperandMajorMode.K
     tiler = (BLOCK_M, cfg.block_n)
     return sm90.make_trivial_tiled_mma(
         cfg.element, cfg.element, k_major, k_major, cutlass.Float32, (1, 1, 1), tiler
@@ -132,8 +132,8 @@ def make_pv_mma(cfg: AttentionConfig) -> Any:
     return sm90.make_trivial_tiled_mma(
         cfg.element,
         cfg.element,
-        warpgroup.OperandMajorMode.K,
-        warpgroup.OperandMajorMode.MN,
+        cute.nvgpu.OperandMajorMode.K,
+        cute.nvgpu.OperandMajorMode.MN,
         cutlass.Float32,
         (1, 1, 1),
         (BLOCK_M, cfg.head_dim),
@@ -307,6 +307,15 @@ def row_half(i: int) -> int:
     return (i // 2) % 2
 
 
+def half_values(n: int, h: int | None) -> list[int]:
+    """The indices of the ``n`` accumulator values that belong to row half ``h`` (all: None).
+
+    As a Python list: a static loop over it stays under the DSL's 64-iteration limit for
+    static loops (a 64 x 128 accumulator holds 64 values per thread, 32 per row).
+    """
+    return [i for i in range(n) if h is None or row_half(i) == h]
+
+
 def col_offset(i: int) -> int:
     """Column of accumulator value ``i`` relative to the thread's first (see ``row_half``)."""
     return (i % 2) + 8 * (i // 4)
@@ -340,17 +349,15 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
             if const_expr(cfg.causal):
                 diag = row0 + r0 + 8 * h + 1 - col0 - c0
                 limit = cutlass.min(limit, diag)  # type: ignore[attr-defined]
-            for i in range_constexpr(n_vals):
-                if const_expr(row_half(i) == h):
-                    keep_it = limit > col_offset(i)
-                    s[i] = cutlass.Float32(cutlass.select_(keep_it, s[i], neg_inf))
+            for i in half_values(n_vals, h):
+                keep_it = limit > col_offset(i)
+                s[i] = cutlass.Float32(cutlass.select_(keep_it, s[i], neg_inf))
     scale = cutlass.Float32(cfg.scale_log2)
     zero = cutlass.Float32(0.0)
     for h in range_constexpr(2):
         mx = st.row_max[h]
-        for i in range_constexpr(n_vals):
-            if const_expr(row_half(i) == h):
-                mx = cute.arch.fmax(mx, s[i])
+        for i in half_values(n_vals, h):
+            mx = cute.arch.fmax(mx, s[i])
         mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
         # A row with every key masked so far keeps max -inf: shift by 0 so exp2 gives 0, not NaN.
         base = cutlass.Float32(cutlass.select_(mx == neg_inf, zero, mx * scale))
@@ -359,15 +366,13 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
         keep = cute.math.exp2(old - base, fastmath=True)
         st.row_max[h] = mx
         total = st.row_sum[h] * keep
-        for i in range_constexpr(n_vals):
-            if const_expr(row_half(i) == h):
-                e = cute.math.exp2(s[i] * scale - base, fastmath=True)
-                total = total + e
-                st.p[i] = e.to(cfg.element)
+        for i in half_values(n_vals, h):
+            e = cute.math.exp2(s[i] * scale - base, fastmath=True)
+            total = total + e
+            st.p[i] = e.to(cfg.element)
         st.row_sum[h] = total
-        for i in range_constexpr(cute.size(st.acc_o)):
-            if const_expr(row_half(i) == h):
-                st.acc_o[i] = st.acc_o[i] * keep
+        for i in half_values(cute.size(st.acc_o), h):
+            st.acc_o[i] = st.acc_o[i] * keep
 
 
 @dataclasses.dataclass
@@ -450,9 +455,8 @@ def store(
             lse_h = (st.row_max[h] * cutlass.Float32(cfg.scale_log2) + cute.math.log2(total)) * (
                 cutlass.Float32(1.0 / LOG2_E)
             )
-        for i in range_constexpr(cute.size(st.acc_o)):
-            if const_expr(row_half(i) == h):
-                st.acc_o[i] = st.acc_o[i] * inv
+        for i in half_values(cute.size(st.acc_o), h):
+            st.acc_o[i] = st.acc_o[i] * inv
         row = m * BLOCK_M + sv.o_coords[2 * h][0]
         if lane == 0:
             if row < seqlen:
@@ -460,7 +464,7 @@ def store(
     if sv.is_store_warp:
         cute.arch.cp_async_bulk_wait_group(0, read=True)
     sv.barrier.arrive_and_wait()
-    for v in range_constexpr(cute.size(sv.frag)):
+    for v in half_values(cute.size(sv.frag), None):
         sv.frag[v] = sv.acc[v].to(cfg.element)
     cute.copy(sv.r2s, sv.frag, sv.s_dst[(None, None, None, 0)])
     cute.arch.fence_proxy("async.shared", space="cta")

@@ -195,7 +195,9 @@ class Output(MemoryResource):
     def setup(self, stage_info: Any) -> None:
         """Once per thread: the epilogue views."""
         mw = self.math
-        self.views = steps.store_setup(self.cfg, mw.pv_mma, mw.state, self.atom, self.gmem, self.smem)
+        self.views = steps.store_setup(
+            self.cfg, mw.pv_mma, mw.state, self.atom, self.gmem, self.smem
+        )
 
     @producer_work
     def store(self, stage_info: Any) -> None:
@@ -220,14 +222,24 @@ class AttentionTask(Task):
 
     def kv_blocks(self, work_tile_coord: Any) -> Any:
         """KV blocks of query tile ``work_tile_coord[0]``: all, or up to the diagonal."""
-        bn = self.cfg.block_n
-        blocks = (self.seqlen + bn - 1) // bn
-        if not self.cfg.causal:
-            return blocks
-        import cutlass
+        return kv_blocks(self.cfg, self.seqlen, work_tile_coord[0])
 
-        last_row = work_tile_coord[0] * BLOCK_M + BLOCK_M - 1
-        return cutlass.min(blocks, last_row // bn + 1)  # type: ignore[attr-defined]
+
+def kv_blocks(cfg: AttentionConfig, seqlen: Any, m: Any) -> Any:
+    """KV blocks that query tile ``m`` sees (Python ints or DSL values).
+
+    Every block up to ``ceil(S / BN)``; with ``causal`` only those up to the one that holds
+    the tile's last row's key (``(64 m + 63) // BN``): the KV loop is shorter per tile.
+    """
+    blocks = (seqlen + cfg.block_n - 1) // cfg.block_n
+    if not cfg.causal:
+        return blocks
+    diagonal = (m * BLOCK_M + BLOCK_M - 1) // cfg.block_n + 1
+    if isinstance(blocks, int) and isinstance(diagonal, int):
+        return min(blocks, diagonal)
+    import cutlass
+
+    return cutlass.min(blocks, diagonal)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,9 +368,7 @@ def attention_kernel(
         tasks: list[Task] = []
         graph: dict[Any, list[Any]] = {}
         for wg in range(2):
-            s_q, s_k, s_v, s_o = (
-                k.smem_tensor(cfg.element, lay) for lay in (l_q, l_k, l_v, l_o)
-            )
+            s_q, s_k, s_v, s_o = (k.smem_tensor(cfg.element, lay) for lay in (l_q, l_k, l_v, l_o))
             mw = MathWarpgroup(
                 name=f"math{wg}",
                 cfg=cfg,

@@ -1,0 +1,95 @@
+"""Attention forward on the GPU: the TS kernel vs ``scaled_dot_product_attention`` (cuDNN, flash).
+
+For each shape of issue 17, on the same random inputs in one process, prints one JSON line: the
+TS kernel's max error against an fp32 reference and its TFLOP/s (``4 B H S^2 D / time``, halved
+for causal), SDPA's with the cuDNN and the flash backend (``torch.nn.attention.sdpa_kernel``),
+and the same-run ratios. A failing case prints its error and the run goes on. Usage (GPU)::
+
+    source .gpu/setup.sh && python3 bench/attention.py [--dtype fp16] [--iters 30]
+    source .gpu/setup.sh && python3 bench/attention.py --quick   # one small shape per family
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "hopper"))
+
+# (B, S, H, D, causal): the anchors of issue 17, then D = 64 / causal variants.
+SHAPES: tuple[tuple[int, int, int, int, bool], ...] = (
+    (4, 4096, 16, 128, False),
+    (4, 4096, 16, 128, True),
+    (16, 1024, 16, 128, False),
+    (2, 8192, 16, 64, False),
+    (2, 8192, 16, 64, True),
+)
+QUICK: tuple[tuple[int, int, int, int, bool], ...] = (
+    (1, 1000, 2, 128, False),
+    (1, 1000, 2, 128, True),
+    (2, 777, 3, 64, False),
+    (2, 777, 3, 64, True),
+)
+
+
+def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> float:
+    """Milliseconds per SDPA call with ``backend`` only."""
+    import torch
+    from _attention_host import time_ms
+    from torch.nn.attention import sdpa_kernel
+
+    f = torch.nn.functional.scaled_dot_product_attention
+    with sdpa_kernel([backend]):
+        return time_ms(lambda: f(q, k, v, is_causal=causal), iters)
+
+
+def run_shape(b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int) -> dict[str, Any]:
+    """One JSON record: TS (checked), cuDNN and flash SDPA, ratios."""
+    import torch
+    from _attention_host import flops, run_case
+    from torch.nn.attention import SDPBackend
+
+    out: dict[str, Any] = {"bench": "attention"}
+    out["ts"] = run_case(b, s, h, d, causal, dtype, iters=iters)
+    torch.manual_seed(0)
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=tdt) for _ in "qkv")
+    work = flops(b, h, s, d, causal)
+    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        try:
+            out[name] = {"tflops": work / sdpa_ms(q, k, v, causal, backend, iters) / 1e9}
+        except Exception as e:  # a backend may not take this shape / dtype
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+    ts = out["ts"].get("tflops")
+    for name in ("cudnn", "flash"):
+        if ts and "tflops" in out[name]:
+            out[f"ts_over_{name}"] = ts / out[name]["tflops"]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
+    parser.add_argument("--iters", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help="small shapes, odd lengths")
+    args = parser.parse_args(argv)
+    ok = True
+    for b, s, h, d, causal in QUICK if args.quick else SHAPES:
+        shape = {"b": b, "s": s, "h": h, "d": d, "causal": causal, "dtype": args.dtype}
+        try:
+            r = run_shape(b, s, h, d, causal, args.dtype, args.iters)
+            ok &= bool(r["ts"].get("ok"))
+        except Exception as e:  # keep going: whoever runs this cannot debug interactively
+            traceback.print_exc()
+            r = {"bench": "attention", **shape, "error": f"{type(e).__name__}: {e}"}
+            ok = False
+        print(json.dumps(r, sort_keys=True), flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
