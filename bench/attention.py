@@ -12,6 +12,7 @@ and the same-run ratios. A failing case prints its error and the run goes on. Us
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import traceback
@@ -19,6 +20,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "hopper"))
+
+
+def _host() -> Any:
+    """examples/hopper/_attention_host.py (the example's torch entry and GPU check)."""
+    return importlib.import_module("_attention_host")
+
 
 # (B, S, H, D, causal): the anchors of issue 17, then D = 64 / causal variants.
 SHAPES: tuple[tuple[int, int, int, int, bool], ...] = (
@@ -39,19 +46,22 @@ QUICK: tuple[tuple[int, int, int, int, bool], ...] = (
 def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> float:
     """Milliseconds per SDPA call with ``backend`` only."""
     import torch
-    from _attention_host import time_ms
     from torch.nn.attention import sdpa_kernel
 
     f = torch.nn.functional.scaled_dot_product_attention
     with sdpa_kernel([backend]):
-        return time_ms(lambda: f(q, k, v, is_causal=causal), iters)
+        return float(_host().time_ms(lambda: f(q, k, v, is_causal=causal), iters))
 
 
-def run_shape(b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int) -> dict[str, Any]:
+def run_shape(
+    b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int
+) -> dict[str, Any]:
     """One JSON record: TS (checked), cuDNN and flash SDPA, ratios."""
     import torch
-    from _attention_host import flops, run_case
     from torch.nn.attention import SDPBackend
+
+    host = _host()
+    flops, run_case = host.flops, host.run_case
 
     out: dict[str, Any] = {"bench": "attention"}
     out["ts"] = run_case(b, s, h, d, causal, dtype, iters=iters)
@@ -59,7 +69,10 @@ def run_shape(b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: i
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=tdt) for _ in "qkv")
     work = flops(b, h, s, d, causal)
-    for name, backend in (("cudnn", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+    for name, backend in (
+        ("cudnn", SDPBackend.CUDNN_ATTENTION),
+        ("flash", SDPBackend.FLASH_ATTENTION),
+    ):
         try:
             out[name] = {"tflops": work / sdpa_ms(q, k, v, causal, backend, iters) / 1e9}
         except Exception as e:  # a backend may not take this shape / dtype

@@ -30,6 +30,10 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.tensor_utils import LayoutEnum
 
+# The DSL's stubs are narrower than its modules: these are used through Any.
+dsl_math: Any = cute.math
+select: Any = cutlass.select_  # type: ignore[attr-defined]
+
 WARPGROUP = 128
 BLOCK_M = 64  # query rows of one math warpgroup's tile (one WGMMA M)
 LOAD_WARP = 0
@@ -202,10 +206,12 @@ def tma_views(atom: Any, gmem: Any, smem: Any, box: tuple[int, int]) -> tuple[An
     return g, s
 
 
-def tma_load(atom: Any, views: tuple[Any, Any], i: Any, j: Any, l: Any, st: Any, bar: Any) -> None:
-    """TMA-load box ``(i, j)`` of batch ``l`` into stage ``st`` (completes on ``bar``)."""
+def tma_load(
+    atom: Any, views: tuple[Any, Any], i: Any, j: Any, batch: Any, st: Any, bar: Any
+) -> None:
+    """TMA-load box ``(i, j)`` of ``batch`` into stage ``st`` (completes on ``bar``)."""
     g, s = views
-    cute.copy(atom, g[(None, i, j, l)], s[(None, st)], tma_bar_ptr=bar)
+    cute.copy(atom, g[(None, i, j, batch)], s[(None, st)], tma_bar_ptr=bar)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -351,7 +357,7 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
                 limit = cutlass.min(limit, diag)  # type: ignore[attr-defined]
             for i in half_values(n_vals, h):
                 keep_it = limit > col_offset(i)
-                s[i] = cutlass.Float32(cutlass.select_(keep_it, s[i], neg_inf))
+                s[i] = cutlass.Float32(select(keep_it, s[i], neg_inf))
     scale = cutlass.Float32(cfg.scale_log2)
     zero = cutlass.Float32(0.0)
     for h in range_constexpr(2):
@@ -360,14 +366,14 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
             mx = cute.arch.fmax(mx, s[i])
         mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
         # A row with every key masked so far keeps max -inf: shift by 0 so exp2 gives 0, not NaN.
-        base = cutlass.Float32(cutlass.select_(mx == neg_inf, zero, mx * scale))
+        base = cutlass.Float32(select(mx == neg_inf, zero, mx * scale))
         prev = st.row_max[h]
-        old = cutlass.Float32(cutlass.select_(prev == neg_inf, base, prev * scale))
-        keep = cute.math.exp2(old - base, fastmath=True)
+        old = cutlass.Float32(select(prev == neg_inf, base, prev * scale))
+        keep = dsl_math.exp2(old - base, fastmath=True)
         st.row_max[h] = mx
         total = st.row_sum[h] * keep
         for i in half_values(n_vals, h):
-            e = cute.math.exp2(s[i] * scale - base, fastmath=True)
+            e = dsl_math.exp2(s[i] * scale - base, fastmath=True)
             total = total + e
             st.p[i] = e.to(cfg.element)
         st.row_sum[h] = total
@@ -452,13 +458,14 @@ def store(
         if total > 0.0:
             inv = cute.arch.rcp_approx(total)
             # natural-log LSE of the scaled scores: (max * scale * log2 e + log2 sum) * ln 2
-            lse_h = (st.row_max[h] * cutlass.Float32(cfg.scale_log2) + cute.math.log2(total)) * (
+            lse_h = (st.row_max[h] * cutlass.Float32(cfg.scale_log2) + dsl_math.log2(total)) * (
                 cutlass.Float32(1.0 / LOG2_E)
             )
         for i in half_values(cute.size(st.acc_o), h):
             st.acc_o[i] = st.acc_o[i] * inv
         row = m * BLOCK_M + sv.o_coords[2 * h][0]
-        if lane == 0:
+        # Two ifs, not `and`: both sides are runtime values in the DSL.
+        if lane == 0:  # noqa: SIM102
             if row < seqlen:
                 lse[(bh, row)] = lse_h
     if sv.is_store_warp:

@@ -31,9 +31,7 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -66,7 +64,7 @@ from task_scheduling import (
 )
 from task_scheduling.kernel import Kernel, KernelContext, Tasks, TileTurns, prefetch_tma, tile_queue
 from task_scheduling.plan import KernelPlan
-from task_scheduling.resources import MemoryResource, PipelineConfig
+from task_scheduling.resources import MemoryResource
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
 from task_scheduling.task import Task
 from task_scheduling.tiles import TileRaster
@@ -381,9 +379,11 @@ def attention_kernel(
                 wg=wg,
             )
 
-            def ring(op: str, stages: int, size: int, atom: Any, g: Any, s: Any, box: Any) -> Any:
+            def ring(
+                op: str, stages: int, size: int, atom: Any, g: Any, s: Any, box: Any, mw: Any = mw
+            ) -> Any:
                 return OperandRing(
-                    name=f"{op}{wg}",
+                    name=f"{op}{mw.wg}",
                     pipeline_config=ring_pipeline(stages, size),
                     operand=op,
                     atom=atom,
@@ -462,7 +462,8 @@ def _launcher(cfg: AttentionConfig, start: Callable[..., None]) -> Any:
     ) -> None:
         layouts = steps.make_smem_layouts(cfg)
         atoms = steps.make_tma_atoms(cfg, q, k, v, o, layouts)
-        tiles = (cute.ceil_div(q.shape[1], BLOCK_M), q.shape[0], 1)
+        shape: Any = q.shape  # (B * H, S, D)
+        tiles = (cute.ceil_div(shape[1], BLOCK_M), shape[0], 1)
         params = TileRaster(tiles, (1, 1, 1), 1)
         start(
             *atoms,

@@ -4,8 +4,9 @@ Host checks (fast): every configuration family's plan verifies; the KV trip coun
 tile agrees with a brute-force count of the blocks that hold a visible key; schedules that
 give a K or V stage back before its WGMMAs retire, or that break the ping-pong turns, are
 rejected with the right codes. Two compiles (each tens of seconds on a CPU): the default
-(D = 128, bf16) and D = 128, fp16, causal, GQA (D = 64 compiles too, only slower); each PTX holds the WGMMAs (PV with a register A
-operand), TMA and ``setmaxnreg``, and passes translation validation against its plan.
+(D = 128, bf16) and D = 128, fp16, causal, GQA (D = 64 compiles too, only slower); each PTX
+holds the WGMMAs (PV with a register A operand), TMA and ``setmaxnreg``, and passes
+translation validation against its plan.
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ pytest.importorskip("ts_verify")
 
 from ts_trace import ResourceProxy
 
-WGMMA = re.compile(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(\w+)\.\w+ \{[^}]*\}, (\{)?")
+WGMMA = re.compile(
+    r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.(\w+)\.\w+ \{[^}]*\}, (\{)?"
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +35,8 @@ def attention(load_example: Callable[[str], Any]) -> Any:
 
 
 @pytest.fixture(scope="module")
-def host(attention: Any) -> Any:
-    import _attention_host
-
-    return _attention_host
+def host(load_example: Callable[[str], Any]) -> Any:
+    return load_example("_attention_host")
 
 
 FAMILIES = [
@@ -105,6 +106,7 @@ def test_release_before_wgmma_retires_is_rejected(
     assert set(report.codes()) == {"TS-V113"}
     first = report.diagnostics[0]
     assert (first.task, first.resource) == ("math0", ring)
+    assert first.location is not None
     assert first.location.function == step.__name__  # the user's line
 
 
