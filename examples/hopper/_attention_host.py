@@ -19,6 +19,7 @@ import cutlass.cute as cute
 from _attention_steps import BLOCK_M, AttentionConfig
 
 from task_scheduling.harness import compile_only as compile_and_count
+from task_scheduling.harness import gpu_ready
 
 NEEDED = ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg")
 KINDS = ("wgmma.mma_async", "wgmma.wait_group", "setmaxnreg", "stmatrix", "ex2", "shfl")
@@ -202,8 +203,11 @@ def run_case(
     return out
 
 
-def run_cli(argv: list[str] | None, description: str) -> int:
-    """The example's command line (``--compile-only`` on any machine, else a GPU run)."""
+def run_cli(argv: list[str] | None, description: str, script: str) -> int:
+    """The example's command line (``--compile-only`` on any machine, else a GPU run).
+
+    Without torch or a Hopper GPU it says so (``gpu_ready``) and returns 2.
+    """
     p = argparse.ArgumentParser(description=description)
     p.add_argument("--compile-only", action="store_true", help="CPU: verify, compile, count PTX")
     p.add_argument("--b", type=int, default=4)
@@ -221,12 +225,9 @@ def run_cli(argv: list[str] | None, description: str) -> int:
         out = compile_only(cfg)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["ok"] else 1
+    if not gpu_ready(script):
+        return 2
     try:
-        import torch
-
-        if not torch.cuda.is_available():
-            print(json.dumps({"skipped": "no CUDA GPU"}))
-            return 2
         out = run_case(
             args.b, args.s, args.h, args.d, args.causal, args.dtype, args.hkv, args.iters
         )

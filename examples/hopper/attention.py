@@ -482,7 +482,7 @@ def _launcher(cfg: AttentionConfig, start: Callable[..., None]) -> Any:
 def main(argv: list[str] | None = None) -> int:
     from _attention_host import run_cli
 
-    return run_cli(argv, __doc__.splitlines()[0])
+    return run_cli(argv, __doc__.splitlines()[0], __file__)
 
 
 if __name__ == "__main__":
