@@ -63,8 +63,14 @@ def test_kind_compiles_for_sm100a_with_its_arrivals(kind: str) -> None:
     assert "wgmma" not in ptx
     # Translation validation: the PTX runs the plan's protocol, a tcgen05.commit counted as
     # one arrival of its warp; a plan whose commit side counts one arrival more is refused.
-    # (ClcFetchAsync's arrivals into the cluster's CTAs are not read yet: UMMA kinds only.)
     tsx = json.loads(proc.stdout.split("TSX_RESULT ", 1)[1].splitlines()[0])
+    if kind == "ClcFetchAsync":
+        # The ring's fill work is empty: no try_cancel ever brings the 16 bytes the acquire
+        # arms, so the consumer's first wait would never finish (TS-X103, ts_runtime.ptx_clc).
+        # The arming itself is one arrival, as the barrier counts.
+        assert tsx["codes"] == ["TS-X103"], tsx
+        arming = "task `producer` arrives 1x on ring `ring` (full)"
+        assert any(arming in line for line in tsx["checked"]), tsx
     if commits:
         assert tsx["codes"] == [], tsx
         umma_task = "producer" if kind.startswith("Umma") else "consumer"

@@ -64,13 +64,16 @@ TRANSLATION_ENTRIES: tuple[CatalogEntry, ...] = (
         "TS-X103",
         "transaction bytes differ from the plan",
         "arm the full barrier with the ring's bytes_per_stage and let only TMA copies "
-        "complete bytes on full barriers",
+        "(and one CLC try_cancel per stage of a CLC ring) complete bytes on full barriers",
         """
         A TMA ring's full barrier completes when the arrivals and the transaction bytes of a
         stage are in. The `mbarrier.arrive.expect_tx` that arms it must announce the plan's
         `bytes_per_stage` (the sum of the boxes the stage's copies load), and every
         `cp.async.bulk` that completes bytes must name a full barrier of a TMA ring. Too few
-        bytes let the consumer read a half-written stage; too many hang it.
+        bytes let the consumer read a half-written stage; too many hang it. A CLC ring
+        (`ClcFetchAsync`) is armed the same way for the 16-byte answer, which one
+        `clusterlaunchcontrol.try_cancel` per stage, issued by one thread of the task that
+        fills the ring, completes on the stage's full barrier.
         """,
         """
         # bytes_per_stage=32768 in the plan

@@ -12,7 +12,8 @@ from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
   threads of the task that run it (``tcgen05.commit``: the warps); a ring whose signals
   the plan shows never run (:func:`ts_runtime.ptx_plan.can_run`) needs none;
 * **bytes** (``TS-X103``): ``expect_tx`` announces ``bytes_per_stage``; TMA / bulk copies
-  complete bytes only on full barriers of TMA rings;
+  complete bytes only on full barriers of TMA rings, CLC answers (``try_cancel``) only on
+  those of CLC rings, as many as armed (:mod:`ts_runtime.ptx_clc`);
 * **parity** (``TS-X104``): producers wait on empty barriers starting on parity 1, consumers
   on full barriers starting on parity 0, both flipping exactly when the stage index wraps;
 * **roles** (``TS-X105``): each operation is run by tasks whose schedules use that ring and
@@ -43,12 +44,14 @@ from ts_ir import (
 )
 from ts_runtime.catalog_translation import TRANSLATION_ENTRIES
 from ts_runtime.ptx_cfg import entry_names, parse_kernel
+from ts_runtime.ptx_clc import ClcRequest, check_requests
 from ts_runtime.ptx_plan import plan_arrivals, roles, warp_lane_tasks
 from ts_runtime.ptx_protocol import (
     BarrierOp,
     Protocol,
     WaitSite,
     index_term,
+    not_advancing,
     recover,
     state_machine,
 )
@@ -312,6 +315,7 @@ class _Checker:
     # -- every operation -----------------------------------------------------------------------
     def operations(self) -> None:
         signals: dict[tuple[str, str], int] = {}
+        requests: list[ClcRequest] = []
         for op in self.p.barriers:
             if op.kind == "init" or not op.threads:
                 continue
@@ -356,6 +360,11 @@ class _Checker:
                     line=op.instr.line,
                 )
                 continue
+            if op.kind == "clc_response":
+                requests.append(
+                    ClcRequest(op.instr.line, op.instr.text, ring.resource, side, op.threads)
+                )
+                continue
             for task in tasks:
                 roles = self.roles[task.name].get(ring.resource, set())
                 sharers = self.forks.sharers(ring.resource) if side == "full" else []
@@ -392,6 +401,17 @@ class _Checker:
                         task=task.name,
                         line=op.instr.line,
                     )
+        for f in check_requests(
+            requests,
+            self.pipes,
+            self.plan.tasks,
+            lambda task, ring: self.live_roles[task].get(ring, set()),
+            {r.resource: r.init_line for r in self.rings},
+        ):
+            if f.code:
+                self.error(f.code, f.message, resource=f.resource, task=f.task, line=f.line)
+            else:
+                self.checked.append(f.message)
         for ring in self.rings:
             pipe = self.pipes[ring.resource]
             for side in ("full", "empty"):
@@ -473,7 +493,7 @@ class _Checker:
                         task=tname,
                         line=line,
                     )
-                stuck = _not_advancing(sm.next_states, stages, step)
+                stuck = not_advancing(sm.next_states, stages, step)
                 if stuck is not None:
                     at = self.p.kernel.instrs[stuck].line
                     self.error(
@@ -678,47 +698,9 @@ def _barrier_operand(op: BarrierOp) -> str:
         return a[0] if a else ""
     if op.kind == "wait":
         return a[1] if len(a) > 1 else ""
-    if op.kind == "complete_tx":
+    if op.kind in ("complete_tx", "clc_response"):
         return mem[-1] if len(mem) >= 2 else ""
     return mem[0] if mem else ""
-
-
-def _advance(i: int, p: int, k: int, stages: int) -> tuple[int, int]:
-    return (i + k) % stages, p ^ (((i + k) // stages) & 1)
-
-
-def _not_advancing(
-    next_states: dict[tuple[int, tuple[int, int]], frozenset[tuple[int | None, int | None]] | None],
-    stages: int,
-    step: int,
-) -> int | None:
-    """The first wait (instruction index) whose next states are not an advance, or None.
-
-    From a wait, every state tried must reach the next wait advanced by the same k stages
-    (some k >= 1 common to all states, a multiple of the interleave ``step``; k = 0 is a
-    bounded wait polling again).
-    """
-    common: dict[int, set[int]] = {}
-    for (w, (i, p)), seen in next_states.items():
-        if seen is None:
-            return w
-        if not seen:
-            continue  # no path reaches another wait: the last one
-        ks: set[int] = set()
-        for i2, p2 in seen:
-            fits = {
-                k
-                for k in range(2 * stages + 1)
-                if _advance(i, p, k, stages) == (i2 if i2 is not None else -1, p2)
-            }
-            if not fits:
-                return w
-            ks |= fits
-        common[w] = common[w] & ks if w in common else ks
-    for w, ks in common.items():
-        if not any(k >= 1 and k % step == 0 for k in ks):
-            return w
-    return None
 
 
 @dataclasses.dataclass(frozen=True)

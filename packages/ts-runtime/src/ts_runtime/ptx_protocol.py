@@ -2,7 +2,8 @@
 
 :func:`recover` lists every operation on an mbarrier (``mbarrier.init`` and its count, each
 arrive with the arrivals and transaction bytes it adds, each wait with its parity operand,
-each TMA / bulk copy that completes transaction bytes on a barrier, ``tcgen05.commit``), every
+each TMA / bulk copy that completes transaction bytes on a barrier, ``tcgen05.commit``, each
+CLC ``try_cancel`` whose answer completes bytes on a barrier), every
 ``setmaxnreg`` and every TMA copy into SMEM, each with the set of threads of the CTA that may
 run it (:meth:`ts_runtime.ptx_values.Values.reach`) and its address as an affine form over the
 dynamic SMEM base. :func:`state_machine` recovers how a wait's stage index and parity
@@ -26,6 +27,7 @@ __all__ = [
     "StateMachine",
     "TmaStore",
     "WaitSite",
+    "not_advancing",
     "recover",
     "state_machine",
 ]
@@ -37,8 +39,10 @@ class BarrierOp:
 
     Attributes:
         kind: ``init``, ``arrive`` (arrivals, maybe with tx bytes), ``expect_tx`` (tx bytes
-            only), ``wait``, ``complete_tx`` (a TMA / bulk copy's bytes) or ``commit``
-            (``tcgen05.commit``: one arrival when the MMAs before it finish).
+            only), ``wait``, ``complete_tx`` (a TMA / bulk copy's bytes), ``commit``
+            (``tcgen05.commit``: one arrival when the MMAs before it finish) or
+            ``clc_response`` (``clusterlaunchcontrol.try_cancel``: its 16-byte answer's
+            bytes).
         instr: The instruction.
         address: The barrier's address (None when it is not a ``[reg+offset]`` operand).
         count: ``init``: the arrival count; ``arrive``: arrivals per executing thread;
@@ -131,6 +135,10 @@ def _barrier_op(values: Values, ins: Instr, threads: frozenset[int]) -> BarrierO
         return BarrierOp("arrive", ins, addr, 1, None, "", threads)
     if ins.has("tcgen05.commit") and any("arrive" in p for p in ins.parts):
         return BarrierOp("commit", ins, addr, 1, None, "", threads)
+    if ins.has("clusterlaunchcontrol.try_cancel") and len(a) >= 2:
+        # try_cancel [answer], [mbarrier]: the hardware writes the 16-byte answer and
+        # completes 16 bytes on the barrier (checked by ts_runtime.ptx_clc).
+        return BarrierOp("clc_response", ins, values.address(a[1]), 16, None, "", threads)
     if ins.has("cp") and any("complete_tx" in p for p in ins.parts):
         mbar = [x for x in a if x.startswith("[")]
         size = None
@@ -152,7 +160,7 @@ def recover(kernel: PtxKernel) -> Protocol:
     writes: list[TmaStore] = []
     for ins in kernel.instrs:
         head = ins.parts[0]
-        if head not in ("mbarrier", "cp", "tcgen05", "setmaxnreg"):
+        if head not in ("mbarrier", "cp", "tcgen05", "setmaxnreg", "clusterlaunchcontrol"):
             continue
         running = _threads_running(values, reach, block_of[ins.index], ins)
         if head == "setmaxnreg":
@@ -162,7 +170,10 @@ def recover(kernel: PtxKernel) -> Protocol:
         op = _barrier_op(values, ins, running)
         if op is not None:
             barriers.append(op)
-        if ins.has("cp") and "bulk" in ins.parts and ins.args:
+        if op is not None and op.kind == "clc_response":
+            # The answer is written into SMEM too: it must stay clear of the barriers.
+            writes.append(TmaStore(ins, values.address(ins.args[0]), op.address))
+        elif ins.has("cp") and "bulk" in ins.parts and ins.args:
             # cp.async.bulk{.tensor.Nd}.<dst space>.<src space>...: the first state space
             # named is the destination's; the first operand is its address.
             spaces = [p for p in ins.parts if p.split("::")[0] in ("shared", "global")]
@@ -519,3 +530,41 @@ def index_term(address: Affine, base: int) -> tuple[str | None, int | None]:
     if len(rest) == 1 and rest[0][1] == 8 and offset == 0:
         return rest[0][0], None
     return None, None
+
+
+def _advance(i: int, p: int, k: int, stages: int) -> tuple[int, int]:
+    return (i + k) % stages, p ^ (((i + k) // stages) & 1)
+
+
+def not_advancing(
+    next_states: dict[tuple[int, tuple[int, int]], frozenset[tuple[int | None, int | None]] | None],
+    stages: int,
+    step: int,
+) -> int | None:
+    """The first wait (instruction index) whose next states are not an advance, or None.
+
+    From a wait, every state tried must reach the next wait advanced by the same k stages
+    (some k >= 1 common to all states, a multiple of the interleave ``step``; k = 0 is a
+    bounded wait polling again).
+    """
+    common: dict[int, set[int]] = {}
+    for (w, (i, p)), seen in next_states.items():
+        if seen is None:
+            return w
+        if not seen:
+            continue  # no path reaches another wait: the last one
+        ks: set[int] = set()
+        for i2, p2 in seen:
+            fits = {
+                k
+                for k in range(2 * stages + 1)
+                if _advance(i, p, k, stages) == (i2 if i2 is not None else -1, p2)
+            }
+            if not fits:
+                return w
+            ks |= fits
+        common[w] = common[w] & ks if w in common else ks
+    for w, ks in common.items():
+        if not any(k >= 1 and k % step == 0 for k in ks):
+            return w
+    return None

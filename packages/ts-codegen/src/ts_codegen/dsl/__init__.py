@@ -282,8 +282,6 @@ def make_pipeline(
     from ts_codegen.dsl import blackwell
 
     if kind in blackwell.BLACKWELL_PIPELINES:
-        if cluster_mn != (1, 1):
-            raise ValueError(f"a {kind} pipeline over a {cluster_mn} cluster is not lowered yet")
         return blackwell.make_blackwell_pipeline(
             kind,
             stages=stages,
@@ -291,6 +289,7 @@ def make_pipeline(
             consumer=consumer,
             tx_bytes=tx_bytes,
             storage=storage,
+            cluster_mn=cluster_mn,
         )
     pg, cg = _group(*producer), _group(*consumer)
     if kind == "AsyncAsync":
@@ -404,7 +403,16 @@ def producer_try_acquire(pipe: Any, state: Any) -> Any:
 
 
 def producer_commit(pipe: Any, state: Any) -> None:
-    """Mark the stage full (a no-op for TMA producers: the copy completes the barrier)."""
+    """Mark the stage full (a no-op for TMA producers: the copy completes the barrier).
+
+    A CLC ring's commit arrives nowhere: its acquire armed the full barrier (one arrival with
+    the response's bytes) and the ``try_cancel`` completes those bytes. The base class's
+    commit would arrive a second time from every lane of the warp, each on the barrier of
+    the cluster CTA whose rank is its lane (past the barrier's count, and on CTAs that do
+    not exist in a smaller cluster); translation validation found it (TS-X102).
+    """
+    if isinstance(pipe, cpipe.PipelineClcFetchAsync):
+        return
     pipe.producer_commit(state)
 
 
