@@ -188,15 +188,32 @@ def run_case(
     fn(*args)
     torch.cuda.synchronize()
     out["first_call_s"] = round(time.time() - t0, 2)
-    # The oracle in fp32 on batch 0 and a few whole KV groups (it holds H S^2 floats).
+    # The oracle in fp32 on a few whole KV groups of the first and of the last batch (it holds
+    # H S^2 floats); SDPA's own error on the same slices sets the bar (16-bit P and O round
+    # either way).
     g = h // hkv
     kvh = max(1, min(hkv, 4 // g))
-    ref_o, ref_lse = reference(q[:1, : kvh * g], k[:1, :kvh], v[:1, :kvh], causal, None)
-    err = (o[:1, : kvh * g].float() - ref_o).abs().max().item()
-    lse_err = (lse[:1, : kvh * g] - ref_lse).abs().max().item()
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    kw = {"enable_gqa": True} if g > 1 else {}
+    err = lse_err = sdpa_err = 0.0
+    for bi, hk in ((0, 0), (b - 1, hkv - kvh)):
+        qs, ks, vs = (
+            q[bi : bi + 1, hk * g : (hk + kvh) * g],
+            k[bi : bi + 1, hk : hk + kvh],
+            v[bi : bi + 1, hk : hk + kvh],
+        )
+        ref_o, ref_lse = reference(qs, ks, vs, causal, None)
+        mine = o[bi : bi + 1, hk * g : (hk + kvh) * g].float()
+        err = max(err, (mine - ref_o).abs().max().item())
+        mine_lse = lse[bi : bi + 1, hk * g : (hk + kvh) * g]
+        lse_err = max(lse_err, (mine_lse - ref_lse).abs().max().item())
+        theirs = sdpa(qs, ks, vs, is_causal=causal, **kw).float()
+        sdpa_err = max(sdpa_err, (theirs - ref_o).abs().max().item())
     out["max_abs_err"] = err
+    out["sdpa_max_abs_err"] = sdpa_err
     out["lse_max_abs_err"] = lse_err
-    out["ok"] = bool(err < 2e-2 and lse_err < 1e-2)
+    out["finite"] = bool(torch.isfinite(o).all().item() and torch.isfinite(lse).all().item())
+    out["ok"] = bool(err <= max(4.0 * sdpa_err, 1e-2) and lse_err < 1e-2 and out["finite"])
     ms = time_ms(lambda: fn(*args), iters)
     out["ms"] = ms
     out["tflops"] = flops(b, h, s, d, causal) / ms / 1e9
