@@ -550,6 +550,7 @@ def _math_config(args: argparse.Namespace) -> GemmConfig:
         beta=args.beta,
         bias=args.bias,
         scale=args.scale,
+        promote_every=getattr(args, "promote_every", None),
     )
 
 
@@ -644,4 +645,11 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         default="none",
         help="C = scale_a * scale_b * (A @ B^T) ...: fp32 scalars (tensor) or scale_a[m] * "
         "scale_b[n] (rowwise), applied in the epilogue",
+    )
+    parser.add_argument(
+        "--promote-every",
+        type=int,
+        default=None,
+        help="two-level accumulation: add the WGMMA accumulator into an fp32 total every this "
+        "many K blocks (0: off; default: 4 for FP8 on tiles with BN <= 128, else off)",
     )

@@ -23,7 +23,7 @@ from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.tensor_utils import LayoutEnum
 
-from task_scheduling.kernel import UnsupportedOnTarget
+from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
 from task_scheduling.tiles import PersistentTiles, TileRaster
 
 SMS = 132
@@ -67,6 +67,16 @@ KERNELS = ("cooperative", "pingpong")
 # (CUTLASS's default), "n" along N inside a group of M rows.
 RASTERS = ("m", "n")
 QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
+# FP8 two-level accumulation (GemmConfig.promote_every): WGMMA's FP8 accumulator is not full
+# fp32, and its rounding error grows with the number of K steps it sums. Summing groups of
+# PROMOTE_EVERY K blocks (4 x 128 = 512 K values) in the WGMMA registers and the groups in an
+# fp32 total bounds that error by a group's, whatever K is (about the bf16 rounding of C, see
+# docs/gemm.rst), for one WGMMA drain and BN / 2 fp32 adds per thread every 4 blocks.
+PROMOTE_EVERY = 4
+# The total is a second register tile of BN / 2 fp32 values per consumer thread; both fit next
+# to the ~64 registers of addresses and indices only up to BN = 128 (two 128-value tiles for
+# BN = 256 exceed the 232 / 255 registers a consumer thread has).
+PROMOTE_MAX_TILE_N = 128
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
     "wgmma.mma_async",
@@ -117,6 +127,12 @@ class GemmConfig:
             ``alpha``; the kernel takes ``scale_a`` / ``scale_b`` as arguments only then.
         raster: ``"m"`` (tiles walked along M inside swizzle groups of cluster columns) or
             ``"n"`` (along N inside groups of cluster rows); only the tile order changes.
+        promote_every: two-level accumulation: the WGMMAs sum groups of this many K blocks,
+            each group added into a second fp32 register tile once its WGMMAs retired (the
+            next group's first WGMMA overwrites the WGMMA registers); 0 turns it off. None
+            (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
+            tile (``BN <= 128``), else off (16-bit WGMMAs accumulate in fp32 already;
+            ``promotion`` is the value in effect). Works for every dtype.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -134,8 +150,10 @@ class GemmConfig:
     kernel: str = "cooperative"
     scale: str = "none"
     raster: str = "m"
+    promote_every: int | None = None
 
     def __post_init__(self) -> None:
+        self._check_promotion()
         if self.tile_mn not in TILES:
             raise ValueError(f"tile {self.tile_mn} not in {TILES}")
         if self.cluster_mn not in CLUSTERS:
@@ -170,6 +188,34 @@ class GemmConfig:
                 fix="give A as M x K and B as N x K, both K-contiguous (e.g. "
                 "b.t().contiguous()), and use layout='tn'",
             )
+
+    def _check_promotion(self) -> None:
+        every = self.promote_every
+        if every is None:
+            return
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise RuntimeConfigError(
+                f"GemmConfig(promote_every={every!r}): the promotion interval is a count of "
+                "K blocks, an int >= 1 (0 turns two-level accumulation off)",
+                resource="acc",
+                fix=f"pass promote_every={PROMOTE_EVERY} (or 0, or None for the dtype's default)",
+            )
+        if every and self.tile_mn[1] > PROMOTE_MAX_TILE_N:
+            raise RuntimeConfigError(
+                f"GemmConfig(promote_every={every}, tile_mn={self.tile_mn}): two-level "
+                f"accumulation keeps a second fp32 tile of BN / 2 = {self.tile_mn[1] // 2} "
+                "registers per consumer thread, which does not fit next to the WGMMA's with "
+                f"BN > {PROMOTE_MAX_TILE_N}",
+                resource="acc",
+                fix="use a tile with BN <= 128 (128x128 or 64x128), or promote_every=0",
+            )
+
+    @property
+    def promotion(self) -> int:
+        """The promotion interval in effect (K blocks; 0: one accumulator)."""
+        if self.promote_every is not None:
+            return self.promote_every
+        return PROMOTE_EVERY if self.fp8 and self.tile_mn[1] <= PROMOTE_MAX_TILE_N else 0
 
     @property
     def pingpong(self) -> bool:
@@ -580,19 +626,49 @@ def load_k_block(
 
 
 @cute.jit
-def mma_begin_tile(tiled_mma: Any, acc: Any) -> None:
-    """Consumer: zero the accumulator and fence it for the first WGMMA of a tile."""
-    acc.fill(0.0)
+def mma_begin_tile(tiled_mma: Any, acc: Any, total: Any = None) -> None:
+    """Consumer: zero the accumulator and fence it for the first WGMMA of a tile.
+
+    With two-level accumulation the fp32 ``total`` is zeroed instead: block 0 starts a group,
+    whose first WGMMA overwrites ``acc``.
+    """
+    if const_expr(total is None):
+        acc.fill(0.0)
+    else:
+        total.fill(0.0)
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     # Registers written by ordinary instructions must be fenced before a WGMMA reads them.
     warpgroup.fence()
 
 
 @cute.jit
-def mma_k_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage: Any) -> None:
-    """Consumer: issue the WGMMAs of one K block from ``stage`` (4 x k16 or 4 x k32); commit."""
+def mma_k_block(
+    tiled_mma: Any,
+    acc: Any,
+    t_ra: Any,
+    t_rb: Any,
+    stage: Any,
+    k: Any = None,
+    every: Constexpr[int] = 0,
+    fresh_mma: Any = None,
+) -> None:
+    """Consumer: issue the WGMMAs of one K block from ``stage`` (4 x k16 or 4 x k32); commit.
+
+    With ``every`` (two-level accumulation; ``k`` the block's index in the tile) the first
+    WGMMA of a group's first block (``k % every == 0``) overwrites ``acc``: it is issued with
+    ``fresh_mma``, a copy of the tiled MMA whose accumulate flag is off.
+    """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
-        cute.gemm(tiled_mma, acc, t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)], acc)
+        a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
+        if const_expr(every == 0 or kk > 0):
+            cute.gemm(tiled_mma, acc, a, b, acc)
+        elif const_expr(every == 1):
+            cute.gemm(fresh_mma, acc, a, b, acc)
+        else:
+            if k % every == 0:  # a runtime branch, one WGMMA each
+                cute.gemm(fresh_mma, acc, a, b, acc)
+            else:
+                cute.gemm(tiled_mma, acc, a, b, acc)
     warpgroup.commit_group()
 
 

@@ -92,12 +92,16 @@ def rule_config(mnk: tuple[int, int, int], base: GemmConfig) -> GemmConfig:
     The largest tile that still gives every SM a tile: 128 x 256 (a 2 x 1 cluster when there
     are at least two tile rows, so B is multicast) if it fills one wave, else 128 x 128, else
     64 x 128 ping-pong (the most tiles, one warpgroup's epilogue under the other's main loop).
+    An FP8 GEMM whose promotion is left to its default takes 128 x 128 where 16 bits take
+    128 x 256: two-level accumulation (``GemmConfig.promote_every``) needs ``BN <= 128``.
     """
     m = mnk[0]
     plain = {"stages": 0, "swizzle": 8, "raster": "m", "epi_n": 32, "epi_stages": 4}
+    promoted_fp8 = base.fp8 and base.promote_every is None
     if waves(mnk) >= 1.0:
         cluster = (2, 1) if -(-m // 128) >= 2 else (1, 1)
-        fields: dict[str, Any] = {"tile_mn": (128, 256), "cluster_mn": cluster}
+        tile = (128, 128) if promoted_fp8 else (128, 256)
+        fields: dict[str, Any] = {"tile_mn": tile, "cluster_mn": cluster}
         fields.update(kernel="cooperative", scheduler="static")
     elif waves(mnk, (128, 128)) >= 1.0:
         fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}

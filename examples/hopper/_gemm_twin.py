@@ -14,6 +14,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gemm_promote import group_end, make_fresh_mma, mma_promote, mma_promote_rest
 from _gemm_steps import (
     LOAD_WARP,
     PRODUCER_REGS,
@@ -184,7 +185,13 @@ def twin_kernel(
         consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - 1
         t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
         acc = make_accumulator(cfg, tiled_mma, consumer_wg)
-        views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - WARPGROUP)
+        summed: Any = None  # two-level accumulation: the fp32 sum of the promoted groups
+        fresh_mma: Any = None
+        if const_expr(cfg.promotion > 0):
+            summed = make_accumulator(cfg, tiled_mma, consumer_wg)
+            fresh_mma = make_fresh_mma(cfg)
+        out = acc if const_expr(summed is None) else summed
+        views = make_epilogue_views(cfg, tiled_mma, out, s_c, tidx - WARPGROUP)
         bar = epilogue_barrier(cfg)
         is_store_warp = warp == STORE_WARP
         read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
@@ -200,22 +207,27 @@ def twin_kernel(
                 qpipe.consumer_release(qstate)
                 qstate.advance()
             m, n, _ = tile.tile_idx
-            mma_begin_tile(tiled_mma, acc)
+            mma_begin_tile(tiled_mma, acc, summed)
             for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
                 stage = read.index
                 read.advance()
-                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage, k, cfg.promotion, fresh_mma)
                 # Keep this block's WGMMAs in flight; the previous block's are done, so its
                 # stage can go back to the producer (from the second block on).
                 mma_wait(1)
                 if k >= 1:
                     pipe.consumer_release(release)
                     release.advance()
+                if const_expr(cfg.promotion > 0):  # noqa: SIM102 (DSL: no dynamic `and`)
+                    if group_end(k, cfg.promotion):  # the group's WGMMAs retire, then add up
+                        mma_promote(summed, acc)
                 if k == k_tiles - 1:
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
+            if const_expr(cfg.promotion > 0):
+                mma_promote_rest(summed, acc, k_tiles, cfg.promotion)
             epilogue_store(
                 cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
             )
@@ -252,7 +264,13 @@ def _pingpong_math(
     consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - (1 + i)
     t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
     acc = make_accumulator(cfg, tiled_mma, consumer_wg)
-    views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - WARPGROUP * (1 + i))
+    total: Any = None
+    fresh_mma: Any = None
+    if const_expr(cfg.promotion > 0):
+        total = make_accumulator(cfg, tiled_mma, consumer_wg)
+        fresh_mma = make_fresh_mma(cfg)
+    out = acc if const_expr(total is None) else total
+    views = make_epilogue_views(cfg, tiled_mma, out, s_c, tidx - WARPGROUP * (1 + i))
     bar = epilogue_barrier(cfg, i)
     is_store_warp = warp == STORE_WARP + i * (WARPGROUP // 32)
     read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
@@ -267,20 +285,25 @@ def _pingpong_math(
         mine = odd if const_expr(i == 1) else not_(odd)
         if mine:
             m, n, _ = tile.tile_idx
-            mma_begin_tile(tiled_mma, acc)
+            mma_begin_tile(tiled_mma, acc, total)
             for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
                 stage = read.index
                 read.advance()
-                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage, k, cfg.promotion, fresh_mma)
                 mma_wait(1)
                 if k >= 1:
                     pipe.consumer_release(release)
                     release.advance()
+                if const_expr(cfg.promotion > 0):  # noqa: SIM102 (DSL: no dynamic `and`)
+                    if group_end(k, cfg.promotion):
+                        mma_promote(total, acc)
                 if k == k_tiles - 1:
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
+            if const_expr(cfg.promotion > 0):
+                mma_promote_rest(total, acc, k_tiles, cfg.promotion)
             epilogue_store(
                 cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
             )

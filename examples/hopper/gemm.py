@@ -86,6 +86,7 @@ from _gemm_host import (
 )
 
 # The configuration and steps, the twins and the host helpers live beside this file.
+from _gemm_promote import make_fresh_mma
 from _gemm_steps import (
     DEFAULT_MNK,
     GEMM_KINDS,
@@ -181,6 +182,11 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                 smem_a=s_a,
                 smem_b=s_b,
                 warpgroup=1 + i,
+                promote_every=cfg.promotion,
+                k_blocks=k_tiles,
+                fresh_mma=k.value(f"fresh_mma{tag}", lambda: make_fresh_mma(cfg))
+                if cfg.promotion
+                else None,
             )
             rings.append(
                 WgmmaRing(
@@ -214,6 +220,8 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                 ab.load()
                 ab.commit()
 
+        every = cfg.promotion  # two-level accumulation: promote every this many K blocks
+
         def math(ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy) -> None:  # one tile
             acc.zero()
             with domain_loop(k_tiles, unroll=1) as kb:
@@ -222,9 +230,14 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                 ab.mma_wait_prior()  # the previous K block's MMAs are done ...
                 with kb.every(1, start=1):
                     ab.release()  # ... so its stage goes back to the producer
+                if every:
+                    with kb.every(every, start=every - 1):  # a group's last block: once
+                        acc.promote()  # its WGMMAs retired, its sum goes into the fp32 total
                 with kb.last_iter():
                     ab.mma_wait_all()
                     ab.release()
+            if every:
+                acc.promote_rest()  # a last group shorter than `every`
             c.store()
 
         @schedule

@@ -166,11 +166,22 @@ class WgmmaAccumulator(MemoryResource):
         smem_a: The ``A`` stages the WGMMAs read (the operand ring's SMEM).
         smem_b: The ``B`` stages.
         warpgroup: The task's first warpgroup in the CTA.
+        promote_every: Two-level accumulation when ``>= 1``: the WGMMAs accumulate groups of
+            this many K blocks, each group added into a second fp32 register tile (the
+            *total*, what the epilogue reads) by :meth:`promote` once its WGMMAs retired;
+            the next group's first WGMMA overwrites the WGMMA tile. For FP8 inputs, whose
+            WGMMA accumulation is not full fp32. 0 (the default): one register tile.
+        k_blocks: The tile's K block count (a kernel value), for :meth:`promote_rest`.
+        fresh_mma: With ``promote_every``: a second ``TiledMma`` like ``tiled_mma`` whose
+            accumulate flag is off (``set(warpgroup.Field.ACCUMULATE, False)``), for the first
+            WGMMA of a group.
 
     Work methods (consumer, auxiliary): ``setup`` (once per thread: the WGMMA descriptors over
     the stages, the register tile) and ``zero`` (per tile: zero the registers and fence them
-    for WGMMA). The MMAs are the operand ring's work (:meth:`WgmmaRing.mma`): they read its
-    stage.
+    for WGMMA); with ``promote_every``, ``promote`` (at the end of a group, after a
+    ``wgmma.wait_group 0``: ``total += regs``) and ``promote_rest`` (after the K loop: the
+    last group when ``k_blocks`` is not a multiple of ``promote_every``). The MMAs are the
+    operand ring's work (:meth:`WgmmaRing.mma`): they read its stage.
     """
 
     tiled_mma: Any
@@ -178,6 +189,9 @@ class WgmmaAccumulator(MemoryResource):
     smem_a: Any
     smem_b: Any
     warpgroup: int = 1
+    promote_every: int = 0
+    k_blocks: Any = None
+    fresh_mma: Any = None
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -187,13 +201,39 @@ class WgmmaAccumulator(MemoryResource):
         self.frag_a, self.frag_b, self.regs, self.tidx = wgmma.accumulator_setup(
             self.tiled_mma, self.tile_mn, self.smem_a, self.smem_b, self.warpgroup
         )
+        self.total = None
+        if self.promote_every:
+            self.total = wgmma.make_accumulator(self.tiled_mma, self.tile_mn, 0)
+
+    @property
+    def result(self) -> Any:
+        """The registers that hold the tile's product at the end (the total when promoting)."""
+        total = getattr(self, "total", None)
+        return self.regs if total is None else total
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def zero(self, stage_info: Any) -> None:
-        """Start a tile: zero the registers, fence them for the first WGMMA."""
+        """Start a tile: zero the registers (the total when promoting), fence them."""
         from ts_codegen.dsl import wgmma
 
-        wgmma.begin_tile(self.tiled_mma, self.regs)
+        wgmma.begin_tile(self.tiled_mma, self.regs, self.total)
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def promote(self, stage_info: Any) -> None:
+        """End of a group (its WGMMAs retired): add the WGMMA registers into the total."""
+        from ts_codegen.dsl import wgmma
+
+        wgmma.promote(self.total, self.regs)
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def promote_rest(self, stage_info: Any) -> None:
+        """After the K loop: promote a last, short group.
+
+        The loop's last block waited for every WGMMA (``mma_wait_all``) before this runs.
+        """
+        from ts_codegen.dsl import wgmma
+
+        wgmma.promote_rest(self.total, self.regs, self.k_blocks, self.promote_every)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -270,8 +310,10 @@ class WgmmaRing(MemoryResource):
         """Issue the WGMMAs of the waited stage into the accumulator (asynchronous)."""
         from ts_codegen.dsl import wgmma
 
-        acc = self.acc
-        wgmma.mma_k_block(acc.tiled_mma, acc.regs, acc.frag_a, acc.frag_b, stage_info.stage_idx)
+        acc, stage, k = self.acc, stage_info.stage_idx, stage_info.loop_offset
+        every = acc.promote_every  # a group's first block overwrites the WGMMA registers
+        regs, frags = acc.regs, (acc.frag_a, acc.frag_b)
+        wgmma.mma_k_block(acc.tiled_mma, regs, *frags, stage, k, every, acc.fresh_mma)
 
     @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
     def mma_wait_prior(self, stage_info: Any) -> None:
@@ -334,7 +376,7 @@ class TmaEpilogue(MemoryResource):
 
         acc, fused = self.acc, self.fuse is not None
         self.views, self.barrier, self.is_store_warp = wgmma.epilogue_setup(
-            acc.tiled_mma, acc.regs, self.smem, acc.tidx, fused, self.barrier_id, acc.warpgroup
+            acc.tiled_mma, acc.result, self.smem, acc.tidx, fused, self.barrier_id, acc.warpgroup
         )
 
     @producer_work

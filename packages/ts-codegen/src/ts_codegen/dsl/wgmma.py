@@ -32,6 +32,7 @@ __all__ = [
     "Int32",
     "OperandViews",
     "accumulator_setup",
+    "add_into",
     "begin_tile",
     "epilogue_drain",
     "epilogue_setup",
@@ -44,6 +45,8 @@ __all__ = [
     "mma_wait",
     "operand_views",
     "prefetch_descriptors",
+    "promote",
+    "promote_rest",
 ]
 
 WARPGROUP = 128
@@ -171,19 +174,88 @@ def accumulator_setup(
 
 
 @cute.jit
-def begin_tile(tiled_mma: Any, acc: Any) -> None:
-    """Zero the accumulator and fence its registers for the first WGMMA of a tile."""
-    acc.fill(0.0)
+def begin_tile(tiled_mma: Any, acc: Any, total: Any = None) -> None:
+    """Zero the accumulator and fence its registers for the first WGMMA of a tile.
+
+    With two-level accumulation (``total``, the fp32 sum of the promoted groups) the total is
+    zeroed instead: the tile's first K block starts a group, whose WGMMA overwrites ``acc``.
+    """
+    if const_expr(total is None):
+        acc.fill(0.0)
+    else:
+        total.fill(0.0)
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.fence()
 
 
 @cute.jit
-def mma_k_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage: Any) -> None:
-    """Issue the WGMMAs of one K block of ``stage`` (one per ``k`` step of the atom); commit."""
+def mma_k_block(
+    tiled_mma: Any,
+    acc: Any,
+    t_ra: Any,
+    t_rb: Any,
+    stage: Any,
+    k: Any = None,
+    every: Constexpr[int] = 0,
+    fresh_mma: Any = None,
+) -> None:
+    """Issue the WGMMAs of one K block of ``stage`` (one per ``k`` step of the atom); commit.
+
+    With ``every`` (two-level accumulation, K block ``k`` of the tile), the first WGMMA of a
+    block that starts a group of ``every`` blocks overwrites the accumulator instead of adding
+    to it: it is issued with ``fresh_mma``, the tiled MMA with its accumulate flag off (a
+    runtime branch between two WGMMAs; the flag itself stays a constant). ``promote`` has
+    moved the previous group into the fp32 total, so no register needs zeroing.
+    """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
-        cute.gemm(tiled_mma, acc, t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)], acc)
+        a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
+        if const_expr(every == 0 or kk > 0):
+            cute.gemm(tiled_mma, acc, a, b, acc)
+        elif const_expr(every == 1):
+            cute.gemm(fresh_mma, acc, a, b, acc)
+        else:
+            if k % every == 0:  # a runtime branch, one WGMMA each
+                cute.gemm(fresh_mma, acc, a, b, acc)
+            else:
+                cute.gemm(tiled_mma, acc, a, b, acc)
     warpgroup.commit_group()
+
+
+@cute.jit
+def promote(total: Any, acc: Any) -> None:
+    """Two-level accumulation: ``total += acc`` in fp32 once the WGMMAs writing ``acc`` retired.
+
+    It waits for them itself (``wgmma.wait_group 0``), so it can never read a register a WGMMA
+    still writes; the fence orders these reads of ``acc`` before the next WGMMA overwrites it.
+    """
+    warpgroup.wait_group(0)
+    add_into(total, acc)
+    warpgroup.fence()
+
+
+# Static loops of at most this many values (the DSL warns that longer ones compile slowly).
+_CHUNK = 32
+
+
+@cute.jit
+def add_into(total: Any, acc: Any) -> None:
+    """``total[i] += acc[i]`` for every register value, fully unrolled."""
+    n = cute.size(acc)
+    for lo in range_constexpr(0, n, _CHUNK):
+        for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+            total[i] = total[i] + acc[i]
+
+
+@cute.jit
+def promote_rest(total: Any, acc: Any, k_blocks: Any, every: Constexpr[int]) -> None:
+    """After a tile's K loop, whose last block waited for every WGMMA: the last, short group.
+
+    It is promoted when ``k_blocks`` is not a multiple of ``every`` (no group end promoted it);
+    nothing for ``K = 0``. No fence: the next tile's ``begin_tile`` fences the registers.
+    """
+    if const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
+        if k_blocks % every != 0:
+            add_into(total, acc)
 
 
 @cute.jit

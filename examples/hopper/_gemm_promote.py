@@ -1,0 +1,58 @@
+"""The Hopper GEMM's two-level accumulation steps (``GemmConfig.promote_every``), for the twin.
+
+The WGMMAs sum groups of ``promote_every`` K blocks; at a group's end the group goes into a
+second fp32 register tile (the total) and the next group's first WGMMA overwrites the WGMMA
+registers (``mma_k_block`` in ``_gemm_steps`` issues it with ``make_fresh_mma``'s tiled MMA).
+The TS kernel's side is ``ts_runtime.blocks.WgmmaAccumulator``. See ``docs/gemm.rst``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass.cute as cute
+from _gemm_steps import GemmConfig, make_tiled_mma, value_chunks
+from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
+from cutlass.cute.nvgpu import warpgroup
+from cutlass.cutlass_dsl import Constexpr
+
+
+def make_fresh_mma(cfg: GemmConfig) -> Any:
+    """The tiled MMA with its accumulate flag off: a group's first WGMMA (``mma_k_block``)."""
+    fresh = make_tiled_mma(cfg)
+    fresh.set(warpgroup.Field.ACCUMULATE, False)
+    return fresh
+
+
+def group_end(k: Any, every: int) -> Any:
+    """Whether K block ``k`` ends a group of ``every`` blocks (``k >= every - 1`` and
+    ``(k - every + 1) % every == 0``, the test TS writes for ``every(every, start=every - 1)``)."""
+    cond = k >= every - 1
+    if every > 1:
+        cond = cond & ((k - (every - 1)) % every == 0)
+    return cond
+
+
+@cute.jit
+def mma_promote(total: Any, acc: Any) -> None:
+    """Consumer: wait until the WGMMAs retired (``wgmma.wait_group 0``), ``total += acc`` in
+    fp32, then fence ``acc`` (read here, overwritten by the next WGMMA)."""
+    warpgroup.wait_group(0)
+    for lo, hi in value_chunks(cute.size(acc)):
+        for i in range_constexpr(lo, hi):
+            total[i] = total[i] + acc[i]
+    warpgroup.fence()
+
+
+@cute.jit
+def mma_promote_rest(total: Any, acc: Any, k_tiles: Any, every: Constexpr[int]) -> None:
+    """Consumer, after the K loop (whose last block waited for every WGMMA): promote a last
+    group shorter than ``every`` blocks. No fence: the next tile's ``mma_begin_tile`` fences."""
+    if const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
+        if k_tiles % every != 0:
+            for lo, hi in value_chunks(cute.size(acc)):
+                for i in range_constexpr(lo, hi):
+                    total[i] = total[i] + acc[i]

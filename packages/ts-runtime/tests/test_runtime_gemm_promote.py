@@ -1,0 +1,184 @@
+"""FP8 two-level accumulation in the Hopper GEMM (``GemmConfig.promote_every``).
+
+The WGMMAs sum groups of ``promote_every`` K blocks; at each group's end (after its WGMMAs
+retired) the group goes into a second fp32 register tile, and the next group's first WGMMA
+overwrites the WGMMA registers. Checked on the CPU: the option's defaults and its typed errors,
+the TS kernel's PTX against the hand-written twin's in every family, what the promotion adds to
+the PTX, and - walking the verified plan's schedule with an independent model of the
+registers - that every K block reaches the total exactly once for every K block count.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cutlass")
+pytest.importorskip("ts_runtime")
+pytest.importorskip("ts_verify")
+
+from ts_codegen.dsl import compile_ptx
+from ts_ir import ConditionalBlock, DomainLoop, IterationPredicate, Step, WorkTileLoop
+
+
+@pytest.fixture(scope="module")
+def gemm(load_example: Callable[[str], Any]) -> Any:
+    return load_example("gemm")
+
+
+def test_default_is_on_for_fp8_tiles_with_room(gemm: Any) -> None:
+    cfg = gemm.GemmConfig
+    assert cfg(dtype="e4m3", tile_mn=(128, 128)).promotion == 4
+    assert cfg(dtype="e4m3", tile_mn=(64, 128), kernel="pingpong").promotion == 4
+    # BN = 256: no room for a second 128-value tile per thread, so the default is off there
+    assert cfg(dtype="e4m3").promotion == 0
+    assert cfg(dtype="bf16", tile_mn=(128, 128)).promotion == 0  # 16-bit: fp32 already
+    assert cfg(dtype="bf16", tile_mn=(128, 128), promote_every=2).promotion == 2  # allowed
+    assert cfg(dtype="e4m3", tile_mn=(128, 128), promote_every=0).promotion == 0
+
+
+@pytest.mark.parametrize("bad", [-1, True, 1.5, "4"])
+def test_bad_interval_is_a_typed_error(gemm: Any, bad: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=r"promote_every=.*an int >= 1") as err:
+        gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_every=bad)
+    assert "promote_every=4" in err.value.fix
+
+
+def test_wide_tile_is_a_typed_error(gemm: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=r"BN / 2 = 128 registers") as err:
+        gemm.GemmConfig(dtype="e4m3", promote_every=4)  # 128 x 256
+    assert "BN <= 128" in err.value.fix
+
+
+def test_fp8_rule_picks_a_tile_with_promotion(gemm: Any) -> None:
+    table = importlib.import_module("_gemm_table")  # beside gemm.py, already on sys.path
+    for mnk in ((8192, 8192, 8192), (4096, 4096, 14336), (128, 8192, 8192), (2048, 2048, 2048)):
+        cfg = table.rule_config(mnk, gemm.GemmConfig(dtype="e4m3"))
+        assert cfg.promotion == 4, mnk
+    # Promotion turned off by the caller: FP8 keeps the 16-bit rule's 128 x 256 tiles.
+    off = table.rule_config((8192, 8192, 8192), gemm.GemmConfig(dtype="e4m3", promote_every=0))
+    assert off.tile_mn == (128, 256)
+
+
+PROMOTED: list[dict[str, Any]] = [
+    {"tile_mn": (128, 128)},
+    {"tile_mn": (128, 128), "cluster_mn": (2, 1), "promote_every": 1, "scale": "tensor"},
+    {"tile_mn": (64, 128)},
+    {"tile_mn": (64, 128), "kernel": "pingpong", "scale": "rowwise"},
+    {"tile_mn": (128, 128), "scheduler": "dynamic", "promote_every": 3},
+    {"tile_mn": (128, 128), "alpha": 0.5, "beta": 1.0, "bias": True, "promote_every": 2},
+]
+
+
+@pytest.mark.parametrize("options", PROMOTED, ids=lambda o: "-".join(map(str, o.values())))
+def test_promoted_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
+    cfg = gemm.GemmConfig(dtype="e4m3", **options)
+    assert cfg.promotion > 0
+    out = gemm.compile_only(cfg)
+    assert out["verified"] is True and out["same_counts"] is True
+    assert out["ts"] == out["twin"] and out["ts_total"] == out["twin_total"]
+
+
+def test_bf16_promotion_same_code_as_twin(gemm: Any) -> None:
+    out = gemm.compile_only(gemm.GemmConfig(tile_mn=(128, 128), promote_every=2))
+    assert out["verified"] is True and out["same_counts"] is True
+
+
+def _scale_d(ptx: str) -> list[str]:
+    """Each WGMMA's scale-d input: the value its predicate register is moved from."""
+    movs = dict(re.findall(r"mov\.b32\s+(%r\d+),\s*(\d+);", ptx))
+    regs = re.findall(r"setp\.ne\.b32 p, (%r\d+), 0;\s*wgmma\.mma_async", ptx)
+    return [movs.get(r, "?") for r in regs]
+
+
+@pytest.mark.parametrize("name", ["ts", "twin"])
+def test_promotion_in_the_ptx(gemm: Any, name: str) -> None:
+    """Promoted: one more WGMMA issue site (a group's first, scale-d 0), one more wait_group 0
+    and fence (the promotion), and 2 x 64 fp32 adds (64 values per thread of a 64 x 128
+    warpgroup tile, once at a group's end and once for a short last group)."""
+
+    def ptx(every: int) -> str:
+        cfg = gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_every=every)
+        return str(compile_ptx(dict(gemm.kernels(cfg))[name], *gemm.fake_operands(cfg))[1])
+
+    plain, promoted, each = ptx(0), ptx(4), ptx(1)
+    assert sorted(_scale_d(plain)) == ["1"] * 4
+    assert sorted(_scale_d(promoted)) == ["0", "1", "1", "1", "1"]
+    assert sorted(_scale_d(each)) == ["0", "1", "1", "1"]  # every block starts a group
+
+    def count(text: str, op: str) -> int:
+        return len(re.findall(rf"\b{re.escape(op)}\b", text))
+
+    assert count(promoted, "add.f32") - count(plain, "add.f32") == 2 * 64
+    assert count(each, "add.f32") - count(plain, "add.f32") == 64  # no short last group
+    for op in ("wgmma.wait_group.sync.aligned", "wgmma.fence.sync.aligned"):
+        assert count(promoted, op) == count(plain, op) + 1
+
+
+# -- every K block reaches the total once, for every K block count ------------------------------
+def _math_loop(plan: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The mma task's K loop body and what follows the loop in its tile loop."""
+    (task,) = [t for t in plan.tasks if t.name == "mma"]
+    (tiles,) = [n for n in task.schedule.body if isinstance(n, WorkTileLoop)]
+    body = tiles.body
+    i = next(i for i, n in enumerate(body) if isinstance(n, DomainLoop))
+    loop = body[i]
+    assert isinstance(loop, DomainLoop)
+    return loop.body, body[i + 1 :]
+
+
+def _labels(nodes: tuple[Any, ...]) -> list[str]:
+    return [n.describe() for n in nodes if isinstance(n, Step)]
+
+
+def _blocks_in_total(plan: Any, n: int, every: int) -> list[int]:
+    """Run the schedule's K loop over ``n`` blocks on a model of the registers.
+
+    The model is the kernel's arithmetic written out: ``acc.zero`` empties the total, a
+    block's WGMMAs overwrite the WGMMA registers when ``k % every == 0`` (the block starts a
+    group) and add to them otherwise; ``acc.promote`` adds them into the total;
+    ``acc.promote_rest`` does when ``n % every != 0``. Which steps run when comes from the
+    plan's guards (``fires``), not from the model.
+    """
+    loop, after = _math_loop(plan)
+    regs: list[int] = []
+    total: list[int] = []
+    for k in range(n):
+        for node in loop:
+            steps = _labels((node,))
+            if isinstance(node, ConditionalBlock):
+                assert isinstance(node.guard, IterationPredicate)
+                steps = _labels(node.body) if node.guard.fires(k, n) else []
+            for label in steps:
+                if label == "ab.mma":
+                    regs = [k] if k % every == 0 else [*regs, k]
+                elif label == "acc.promote":
+                    total += regs
+    for label in _labels(after):
+        if label == "acc.promote_rest" and n % every:
+            total += regs
+    return total
+
+
+@pytest.mark.parametrize("every", [1, 2, 3, 4, 5])
+def test_every_block_is_promoted_once(gemm: Any, every: int) -> None:
+    plan = gemm.make_plan(gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_every=every))
+    _, after = _math_loop(plan)
+    assert "acc.promote_rest" in _labels(after)
+    for n in range(0, 4 * every + 3):  # K = 0, shorter than a group, ragged, whole groups
+        assert sorted(_blocks_in_total(plan, n, every)) == list(range(n)), n
+
+
+def test_unpromoted_plan_has_no_promotion(gemm: Any) -> None:
+    plan = gemm.make_plan(gemm.GemmConfig(dtype="e4m3"))
+    loop, after = _math_loop(plan)
+    nested = [s for n in loop if isinstance(n, ConditionalBlock) for s in _labels(n.body)]
+    assert not {"acc.promote", "acc.promote_rest"} & {*_labels(loop), *nested, *_labels(after)}
