@@ -58,7 +58,8 @@ class AttentionConfig:
         causal: Query ``i`` sees keys ``j <= i`` (square attention): KV blocks past the
             diagonal are never loaded, the diagonal block is masked.
         group: Query heads per KV head (GQA; 1 is plain multi-head attention).
-        kv_stages: Depth of the K ring and of the V ring (per math warpgroup).
+        kv_stages: Depth of the K ring and of the V ring (per math warpgroup); 0 picks the most
+            that fit (3 for D = 64, 2 for D = 128).
         scale: Softmax scale (None: ``1 / sqrt(D)``).
     """
 
@@ -66,7 +67,7 @@ class AttentionConfig:
     dtype: str = "bf16"
     causal: bool = False
     group: int = 1
-    kv_stages: int = 2
+    kv_stages: int = 0
     scale: float | None = None
 
     def __post_init__(self) -> None:
@@ -76,8 +77,8 @@ class AttentionConfig:
             raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
         if self.group < 1:
             raise ValueError("group (query heads per KV head) must be >= 1")
-        if self.kv_stages < 1:
-            raise ValueError("kv_stages must be >= 1")
+        if self.kv_stages < 0 or self.stages < 1:
+            raise ValueError(f"kv_stages={self.kv_stages}: want >= 1, or 0 for the most that fit")
         if self.smem_bytes > SMEM_BYTES - SMEM_RESERVED:
             raise ValueError(f"{self} needs {self.smem_bytes} bytes of SMEM")
 
@@ -99,7 +100,15 @@ class AttentionConfig:
     @property
     def smem_bytes(self) -> int:
         """SMEM of both math warpgroups: Q, the K and V rings and the O buffer each."""
-        return 2 * (2 * self.q_bytes + 2 * self.kv_stages * STAGE_BYTES)
+        return 2 * (2 * self.q_bytes + 2 * self.stages * STAGE_BYTES)
+
+    @property
+    def stages(self) -> int:
+        """Depth of each K and V ring (``kv_stages``, or as many as fit)."""
+        if self.kv_stages:
+            return self.kv_stages
+        free = SMEM_BYTES - SMEM_RESERVED - 2 * 2 * self.q_bytes
+        return free // (2 * 2 * STAGE_BYTES)
 
     @property
     def softmax_scale(self) -> float:
@@ -150,9 +159,9 @@ def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
     d, bn, el = cfg.head_dim, cfg.block_n, cfg.element
     row, col = LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR
     q = sm90.make_smem_layout_a(row, (BLOCK_M, bn, d), el, 1)
-    k = sm90.make_smem_layout_b(row, (BLOCK_M, bn, d), el, cfg.kv_stages)
+    k = sm90.make_smem_layout_b(row, (BLOCK_M, bn, d), el, cfg.stages)
     # V is the B operand of P V read as (N = D) x (K = BN), D contiguous: MN-major.
-    v = sm90.make_smem_layout_b(col, (BLOCK_M, d, bn), el, cfg.kv_stages)
+    v = sm90.make_smem_layout_b(col, (BLOCK_M, d, bn), el, cfg.stages)
     o = sm90.make_smem_layout_epi(el, row, (BLOCK_M, d), 1)
     return q, k, v, o
 

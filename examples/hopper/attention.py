@@ -395,8 +395,8 @@ def attention_kernel(
                 )
 
             q = ring("q", 1, q_bytes, atom_q, t_q, s_q, (BLOCK_M, d))
-            kr = ring("k", cfg.kv_stages, kv_bytes, atom_k, t_k, s_k, (bn, d))
-            vr = ring("v", cfg.kv_stages, kv_bytes, atom_v, t_v, s_v, (d, bn))
+            kr = ring("k", cfg.stages, kv_bytes, atom_k, t_k, s_k, (bn, d))
+            vr = ring("v", cfg.stages, kv_bytes, atom_v, t_v, s_v, (d, bn))
             out = Output(name=f"o{wg}", cfg=cfg, math=mw, atom=atom_o, gmem=t_o, smem=s_o, lse=lse)
             rings += [q, kr, vr]
             tasks.append(
