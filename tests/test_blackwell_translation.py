@@ -38,11 +38,16 @@ EXAMPLES = sorted(p.stem for p in BLACKWELL.glob("*.py") if not p.name.startswit
 Captured = list[tuple[KernelPlan, str]]
 
 
-def _compile(example: str, out: Path) -> Captured:
+# The CLC example with the reference's step names (fetch_work_tile, get_and_advance_work_tile).
+REFERENCE_NAMES = HERE / "blackwell_clc_reference_names.py"
+PROGRAMS = {**{e: BLACKWELL / f"{e}.py" for e in EXAMPLES}, "reference_names": REFERENCE_NAMES}
+
+
+def _compile(program: Path, out: Path) -> Captured:
     out.mkdir()
     env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
     proc = subprocess.run(
-        [sys.executable, str(CHILD), str(BLACKWELL / f"{example}.py"), str(out)],
+        [sys.executable, str(CHILD), str(program), str(out)],
         env=env,
         capture_output=True,
         text=True,
@@ -66,12 +71,13 @@ def captured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Captured]:
     root = tmp_path_factory.mktemp("blackwell_ptx")
     # Two at a time: each child is one compile, mostly single-threaded.
     with ThreadPoolExecutor(max_workers=2) as pool:
-        done = {e: pool.submit(_compile, e, root / e) for e in EXAMPLES}
+        done = {e: pool.submit(_compile, path, root / e) for e, path in PROGRAMS.items()}
         return {e: f.result() for e, f in done.items()}
 
 
 def test_every_blackwell_example_is_checked() -> None:
-    assert EXAMPLES == ["clc_copy", "gemm", "gemm_nvfp4", "umma_chain"]
+    # Every example in the folder is compiled and checked; these four at least.
+    assert {"clc_copy", "gemm", "gemm_nvfp4", "umma_chain"} <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
@@ -200,3 +206,23 @@ def test_tcgen05_commit_on_the_wrong_barrier(captured: dict[str, Captured]) -> N
     assert "arrives on the empty barrier of ring `acc`" in str(wrong)
     silent = next(e for e in errors if e.code == "TS-X102")
     assert silent.resource == "acc" and "never arrives on them" in str(silent)
+
+
+def test_the_reference_clc_step_names_compile_to_the_same_kernel(
+    captured: dict[str, Captured],
+) -> None:
+    """``fetch_work_tile`` / ``get_and_advance_work_tile`` (the reference's names on its CLC
+    queue) are the request and the read of the answer: the same PTX as TS's names, and it runs
+    its plan."""
+    ((plan, ptx),) = captured["reference_names"]
+    ((_, ours),) = captured["clc_copy"]
+    assert ptx == ours
+    assert check_ptx(plan, ptx).ok
+    labels = {
+        t.name: [s.label for s in t.schedule.steps() if not s.stage.is_pipeline_op]
+        for t in plan.tasks
+    }
+    assert labels == {
+        "copy": ["copy_tile", "read_next_tile"],
+        "sched": ["fetch_work_tile", "read_next_tile"],
+    }

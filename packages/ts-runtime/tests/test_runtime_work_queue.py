@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, TileSchedulerType
+from ts_ir import (
+    CooperativeGroupSpec,
+    PipelineSpec,
+    PipelineType,
+    TileSchedulerType,
+    WorkAttr,
+)
 from ts_runtime import (
     RuntimeConfigError,
     Task,
@@ -48,6 +53,7 @@ def test_static_queue_is_a_work_queue_resource() -> None:
     assert not wq.tile_scheduler_config.is_dynamic
     assert set(type(wq).work_methods()) == {
         "fetch_next_tile",
+        "fetch_work_tile",
         "get_and_advance_work_tile",
         "read_next_tile",
     }
@@ -162,12 +168,12 @@ def reader_skipping_the_handoff(wq: ResourceProxy, ring: ResourceProxy) -> None:
             ring.release()
 
 
-def _manager(read: Any) -> TaskManager:
+def _manager(read: Any, fetch: Any = fetcher) -> TaskManager:
     cfg = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(None, 0)
     wq = WorkQueue(cfg, name="tiles", pipeline_config=_async(2, 32, 32))
     ring = Ring(name="ring", pipeline_config=_async(4, 32, 32))
     tasks = [
-        ChunkTask([], [wq, ring], 0, 1, schedule=fetcher(wq, ring), name="fetch"),
+        ChunkTask([], [wq, ring], 0, 1, schedule=fetch(wq, ring), name="fetch"),
         ChunkTask([wq, ring], [], 1, 1, schedule=read(wq, ring), name="read"),
     ]
     return TaskManager(tasks, {ring: [wq]}, name="dynamic_chunks")
@@ -188,10 +194,22 @@ def test_skipping_the_handoff_on_one_side_is_rejected_with_the_line() -> None:
 
 
 @schedule
-def static_style_reader(wq: ResourceProxy, ring: ResourceProxy) -> None:
+def reference_fetcher(wq: ResourceProxy, ring: ResourceProxy) -> None:
+    with work_tile_loop(wq, skip_if=empty_tile) as tiles:
+        wq.acquire()
+        wq.fetch_work_tile()  # the reference's name of fetch_next_tile
+        wq.commit()
+        with tiles.skippable(), domain_loop(ChunkTask.chunks):
+            ring.acquire()
+            ring.fill()
+            ring.commit()
+
+
+@schedule
+def reference_reader(wq: ResourceProxy, ring: ResourceProxy) -> None:
     with work_tile_loop(wq, skip_if=empty_tile) as tiles:
         wq.wait()
-        wq.get_and_advance_work_tile()  # the static queue's step, on a dynamic queue
+        wq.get_and_advance_work_tile()  # the reference's read of the waited stage
         wq.release()
         with tiles.skippable(), domain_loop(ChunkTask.chunks):
             ring.wait()
@@ -199,16 +217,30 @@ def static_style_reader(wq: ResourceProxy, ring: ResourceProxy) -> None:
             ring.release()
 
 
-def test_static_queue_step_on_a_dynamic_queue_is_refused_at_its_line() -> None:
-    with pytest.raises(RuntimeConfigError, match="get_and_advance_work_tile") as info:
-        _manager(static_style_reader)
-    err = info.value
-    assert (err.task, err.resource) == ("read", "tiles")
-    assert "read_next_tile" in err.fix
-    assert f'test_runtime_work_queue.py", line {_line_of("the static queue")}' in str(err)
-    assert err.code == "TS-R005"  # the verifier's TS-V251, raised typed
+def _shape(tm: TaskManager) -> list[list[tuple[str, str, tuple[str, ...], str]]]:
+    return [
+        [(s.resource, s.stage.value, tuple(s.outputs), s.label) for s in t.schedule.steps()]
+        for t in tm.plan.tasks
+    ]
 
 
-def _line_of(marker: str) -> int:
-    lines = Path(__file__).read_text().splitlines()
-    return next(i for i, text in enumerate(lines, 1) if marker in text and "#" in text)
+def test_reference_step_names_on_a_dynamic_queue_are_its_steps() -> None:
+    """The reference spells a dynamic queue's steps fetch_work_tile / get_and_advance_work_tile:
+    the same request and the same read of the waited stage (into next_tile), so the plan is
+    TS's own but for the fetch step's label, and it is proven the same way."""
+    ours, theirs = _manager(reader), _manager(reference_reader, reference_fetcher)
+    assert theirs.report.ok
+    got, want = _shape(theirs), _shape(ours)
+    assert got[1] == want[1]  # get_and_advance_work_tile is recorded as read_next_tile
+    assert ("tiles", "ConsumerWork", ("next_tile",), "read_next_tile") in got[1]
+    fetch = [step for step in got[0] if step[0] == "tiles"]
+    assert fetch[1] == ("tiles", "ProducerWork", (), "fetch_work_tile")
+    assert [s[:3] for s in got[0]] == [s[:3] for s in want[0]]
+
+
+def test_get_and_advance_work_tile_stays_the_static_step_on_a_static_queue() -> None:
+    cfg = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(None)
+    wq = WorkQueue(cfg, name="tiles")
+    assert wq.ts_work_label("get_and_advance_work_tile") == "get_and_advance_work_tile"
+    method = WorkQueue.work_methods()["get_and_advance_work_tile"]
+    assert method.attrs & WorkAttr.AUXILIARY and method.outputs == ("work_tile",)

@@ -194,8 +194,11 @@ class WorkQueue(MemoryResource):
 
     Work methods (dynamic schedulers only):
         ``fetch_next_tile`` (producer, one warp): claims the next tile and publishes it in the
-        acquired stage; the fetching task continues with it.
+        acquired stage; the fetching task continues with it. ``fetch_work_tile`` is the
+        reference's name for it.
         ``read_next_tile`` (consumer): reads the index of the waited stage into ``next_tile``.
+        The reference's ``get_and_advance_work_tile`` on a dynamic queue is this step (it
+        reads the answer of the waited stage there too).
     """
 
     is_work_queue = True
@@ -258,6 +261,19 @@ class WorkQueue(MemoryResource):
                 self._source = ts_codegen.StaticTiles(cfg.tile_scheduler_params)
         return self._source
 
+    def ts_work_label(self, attr: str) -> str:
+        """A dynamic queue's ``get_and_advance_work_tile`` is its ``read_next_tile``.
+
+        The reference spells the per-tile read of every scheduler
+        ``get_and_advance_work_tile``; on its CLC queue it reads the answer in the waited
+        stage, which is what ``read_next_tile`` does (the step is recorded, verified and
+        lowered as ``read_next_tile``, the next tile index in ``next_tile``). On a static
+        queue it stays the static step below.
+        """
+        if attr == "get_and_advance_work_tile" and self.tile_scheduler_config.is_dynamic:
+            return "read_next_tile"
+        return attr
+
     @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=work_tile)
     def get_and_advance_work_tile(self, stage_info: Any) -> Any:
         """The current work tile; the queue moves on to the next tile when the tile's body ends.
@@ -265,9 +281,9 @@ class WorkQueue(MemoryResource):
         The reference's spelling of the per-tile queue step (``wq.wait();
         wq.get_and_advance_work_tile(); wq.release()``). With the static scheduler the queue has
         no pipeline: the brackets around it are bookkeeping and TS records none of them.
-        A dynamic queue hands tiles over through its pipeline instead, with
-        ``fetch_next_tile`` / ``read_next_tile``; returning the current tile there would
-        silently skip that hand-over, so it is refused.
+        A schedule on a dynamic queue records ``read_next_tile`` for it
+        (:meth:`ts_work_label`); returning the current tile there would silently skip the
+        pipeline's hand-over, so a direct call is refused.
         """
         if self.tile_scheduler_config.is_dynamic:
             raise RuntimeConfigError(
@@ -290,6 +306,11 @@ class WorkQueue(MemoryResource):
         reads it like every other task (``read_next_tile``).
         """
         self._dynamic("fetch_next_tile").fetch(stage_info.stage_idx, stage_info.barrier)
+
+    @producer_work
+    def fetch_work_tile(self, stage_info: Any) -> None:
+        """The reference's name of :meth:`fetch_next_tile` (the same request)."""
+        self._dynamic("fetch_work_tile").fetch(stage_info.stage_idx, stage_info.barrier)
 
     @consumer_work(returns=next_tile)
     def read_next_tile(self, stage_info: Any) -> Any:

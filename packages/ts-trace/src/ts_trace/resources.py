@@ -306,6 +306,15 @@ class MemoryResource(metaclass=_ResourceMeta):
         """SMEM regions this resource needs (objects with name, size_bytes, alignment...)."""
         return []
 
+    def ts_work_label(self, attr: str) -> str:
+        """The work method a schedule's ``resource.<attr>(...)`` records: ``attr`` itself.
+
+        A resource whose step under one name depends on its configuration overrides it (a
+        dynamic work queue reads the reference's ``get_and_advance_work_tile`` as its
+        ``read_next_tile``): the step is then recorded, verified and lowered as that method.
+        """
+        return attr
+
     # A resource is a DSL value inside its work methods: the DSL carries ``self`` through a
     # runtime ``if`` or loop that assigns to its fields. Fields annotated ``Constexpr``, the TS
     # fields above and values without MLIR values (strings, configs, Python objects) stay as they

@@ -345,7 +345,8 @@ class ResourceProxy:
             if member is not None:
                 return ResourceProxy(member, self._ts_builder)
         cls = type(self._ts_resource)
-        method = cls.work_methods().get(attr)
+        label = getattr(self._ts_resource, "ts_work_label", lambda a: a)(attr)
+        method = cls.work_methods().get(label)
         if method is not None:
             return _WorkCall(self, method)
         close = cls.suggest_work(attr)
