@@ -17,13 +17,20 @@ lowering:
   request and answer, and PDL's ``griddepcontrol`` pair; no Hopper instruction;
 * ``gemm_nvfp4.py`` (a block-scaled NVFP4 GEMM): four ``kind::mxf4nvf4.block_scale.block16``
   UMMAs per 256-wide K step, the scale factors copied into TMEM (``tcgen05.cp``) before them,
-  and the stage armed for A, B and both scale factors' bytes (36864).
+  and the stage armed for A, B and both scale factors' bytes (36864);
+* ``cluster_gemm.py`` (the GEMM over a 2 x 1 and a 1 x 2 cluster): the operand shared along
+  the cluster's longer side is TMA-loaded with ``.multicast::cluster`` (B on 2 x 1, A on 1 x 2),
+  the other one plainly; the MMA warp's operand release is a ``tcgen05.commit`` with a
+  multicast mask; the operand ring's empty barriers count one commit from each of the 2 CTAs
+  of the row and column; the barriers' initialisation is made visible with a cluster barrier;
+  PDL's ``griddepcontrol`` pair.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +137,44 @@ def test_the_nvfp4_gemm_scales_its_blocks(tmp_path: Path) -> None:
     assert any(line.endswith(", 36864;") for line in lines)
     for op in ("tcgen05.alloc.", "tcgen05.dealloc.", "tcgen05.ld."):
         assert sum(line.startswith(op) for line in lines) == 1, op
+
+
+@pytest.mark.parametrize(("cluster", "shared"), [("2x1", "B"), ("1x2", "A")])
+def test_the_cluster_gemm_multicasts_its_operands(
+    cluster: str, shared: str, tmp_path: Path
+) -> None:
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a")
+    env.update(CUTE_DSL_KEEP_PTX="1", CUTE_DSL_DUMP_DIR=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, str(BLACKWELL / "cluster_gemm.py"), "--cluster", cluster],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=BLACKWELL,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (ptx_file,) = tmp_path.rglob("*.ptx")
+    lines = [line.strip() for line in ptx_file.read_text().splitlines()]
+    loads = [line for line in lines if line.startswith("cp.async.bulk.tensor.2d")]
+    assert len(loads) == 2  # A and B
+    # A's SMEM stages come first (offset 0), B's after the 4 A stages (4 x 128 x 64 x 2 bytes).
+    (multicast,) = [line for line in loads if ".multicast::cluster" in line]
+    assert ("+65536]" in multicast.split(",")[0]) == (shared == "B"), multicast
+    commits = [line for line in lines if line.startswith("tcgen05.commit.cta_group::1.")]
+    assert len(commits) == 2 and all(".multicast::cluster" in c for c in commits)
+    assert sum(line.startswith("tcgen05.mma.cta_group::1") for line in lines) == TILE_K // 16
+    assert "barrier.cluster.wait;" in lines
+    # Barrier counts: accumulator full 1 (a commit) x 2 stages, empty 128 (the epilogue's
+    # threads) x 2; operand full 1 (the armed TMA bytes) x 4, empty 2 (one commit from each of
+    # the 2 CTAs that fill the stage) x 4.
+    text = ptx_file.read_text()
+    consts = dict(re.findall(r"mov\.b32\s+(%r\d+), (\d+);", text))
+    inits = re.findall(r"mbarrier\.init\.shared\.b64\s+\[[^\]]+\], (%r\d+);", text)
+    assert sorted(int(consts[r]) for r in inits) == [1] * 6 + [2] * 4 + [128] * 2
+    assert sum(line.startswith("griddepcontrol.wait") for line in lines) == 1
+    assert sum(line.startswith("griddepcontrol.launch_dependents") for line in lines) == 1
+    assert not any(
+        line.startswith(("wgmma", "setmaxnreg", "clusterlaunchcontrol")) for line in lines
+    )

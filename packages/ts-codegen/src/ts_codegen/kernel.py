@@ -32,6 +32,11 @@ __all__ = ["emit_tasks", "resources_by_name"]
 _LOWERED_PIPELINES = tuple(PipelineType)
 """Every kind: the Blackwell ones compile for sm_100a (ts-verify refuses them for Hopper)."""
 
+_SINGLE_CTA_BLACKWELL = frozenset(
+    {PipelineType.AsyncUmma, PipelineType.UmmaUmma, PipelineType.ClcFetchAsync}
+)
+"""Blackwell kinds lowered for one-CTA clusters only (TmaUmma / UmmaAsync span clusters)."""
+
 
 def resources_by_name(
     resources: Mapping[str, MemoryResource] | Iterable[MemoryResource],
@@ -89,10 +94,11 @@ def _emit_pipelines(
             raise LoweringError(
                 f"resource `{spec.name}`: pipeline type {p.type.value} is not lowered"
             )
-        if p.type.needs_blackwell and p.cluster_mn != (1, 1):
+        if p.type in _SINGLE_CTA_BLACKWELL and p.cluster_mn != (1, 1):
             raise LoweringError(
                 f"resource `{spec.name}`: a {p.type.value} pipeline over a {p.cluster_mn} cluster "
-                "(2-CTA UMMA, CLC multicast) is not lowered yet; use one CTA per cluster"
+                "(CLC answers multicast to a cluster, AsyncUmma / UmmaUmma across CTAs) is not "
+                "lowered yet; TmaUmma and UmmaAsync rings are, or use one CTA per cluster"
             )
         pipelines[spec.name] = dsl.make_pipeline(
             p.type.value,

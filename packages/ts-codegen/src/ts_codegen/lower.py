@@ -225,9 +225,15 @@ class TaskLowering:
         self._body(self.task.schedule.body, env, after=())
         for (resource, role), state in sorted(env.states.items(), key=lambda kv: kv[0][0]):
             spec = self.specs[resource].pipeline if resource in self.specs else None
-            if role is Role.PRODUCER and spec is not None and spec.is_multicast:
+            if (
+                role is Role.PRODUCER
+                and spec is not None
+                and spec.is_multicast
+                and not spec.type.producer_is_umma
+            ):
                 # Peers multicast into this CTA and arrive on its barriers: do not exit before
-                # every stage this producer filled has been released.
+                # every stage this producer filled has been released. (A UMMA producer's ring
+                # over a cluster is the CTA's own accumulator: no peer arrives on it.)
                 dsl.producer_tail(self.pipelines[resource], state)
 
     def _initial_states(self) -> dict[StateKey, Any]:

@@ -56,6 +56,7 @@ from ts_runtime.ptx_protocol import (
     state_machine,
 )
 from ts_runtime.ptx_values import SMEM, Affine
+from ts_verify import multicast_peers
 
 register(TRANSLATION_ENTRIES)
 
@@ -576,6 +577,13 @@ class _Checker:
             # tcgen05.commit: one arrival per warp that runs it (an elected thread's).
             warps = {t // WARP_SIZE for t in mine}
             per_signal, how = len(warps), f"a tcgen05.commit by {len(warps)} warp(s)"
+            peers = multicast_peers(pipe)
+            if "multicast::cluster" in op.instr.parts and peers > 1:
+                # A TMA ring over a cluster: each CTA of the stage's cluster row and column
+                # runs this commit with a mask holding this CTA (the lowering's mask, a
+                # run-time value the PTX does not show), one arrival each on its barrier.
+                per_signal *= peers
+                how += f" in each of the {peers} CTAs whose multicast masks hold this CTA"
         group = pipe.producer_group if role is Role.PRODUCER else pipe.consumer_group
         signaller = dataclasses.replace(task, num_warps=1) if lanes else task
         plan_per_signal = plan_arrivals(signaller, pipe, role)

@@ -122,12 +122,24 @@ def multicast_peers(pipeline: PipelineSpec) -> int:
     """The CTAs whose consumers release each stage of one CTA's copy of a TMA ring.
 
     On a cluster ``(CM, CN)`` a TMA producer multicasts into the CTAs of its cluster row and
-    column, and a consumer warp's release arrives on the empty barrier of every CTA that
-    multicast into the stage: ``CM + CN - 1`` CTAs (the CTA itself counted once, as
-    ``PipelineTmaAsync`` counts with ``mcast_mode_mn=(1, 1)``). 1 for every other ring.
+    column, and a consumer's release arrives on the empty barrier of every CTA that multicast
+    into the stage: ``CM + CN - 1`` CTAs (the CTA itself counted once, as ``PipelineTmaAsync``
+    counts with ``mcast_mode_mn=(1, 1)``). Threads (``TmaAsync`` / ``TmaWgmma``) arrive once
+    per warp and peer; a UMMA consumer (``TmaUmma``) releases with one ``tcgen05.commit`` per
+    committing warp whose multicast mask holds those CTAs, one arrival on each. 1 for every
+    other ring (a UMMA-filled ring over a cluster of one-CTA UMMAs is the CTA's own).
     """
     cm, cn = pipeline.cluster_mn
-    return cm + cn - 1 if _releases_per_warp(pipeline) else 1
+    return cm + cn - 1 if pipeline.type.producer_is_tma else 1
+
+
+def _umma_over_cluster(pipeline: PipelineSpec) -> bool:
+    """A TMA ring over a cluster whose consumer releases with a multicast ``tcgen05.commit``."""
+    return (
+        pipeline.type.producer_is_tma
+        and pipeline.type.consumer_is_umma
+        and multicast_peers(pipeline) > 1
+    )
 
 
 def per_warp_consumer_group(
@@ -142,12 +154,23 @@ def per_warp_consumer_group(
     counts threads (one arrival per thread of one CTA; the lowering derives the barrier's
     count), so the per-warp size becomes the threads it stands for.
 
+    A ``TmaUmma`` ring over a cluster is spelled alike: its UMMA consumer's commits are one
+    arrival per committing warp (the plan's count, one CTA's), and reference programs size
+    the group ``commits x peers`` (``CM + CN - 1`` for one MMA warp), the count the barrier
+    of each CTA receives from the CTAs in the commit's multicast mask. That size becomes the
+    one CTA's count; the lowering multiplies it back.
+
     Returns:
         The thread group, or None when the group is not the per-warp count of ``consumers``
         (then it is judged as written: a thread count, or a wrong count that TS-V203 names),
         or is also their thread count.
     """
     group = pipeline.consumer_group
+    if consumers and group.agent == "thread" and _umma_over_cluster(pipeline):
+        commits = sum(arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers)
+        if group.size == commits * multicast_peers(pipeline):
+            return CooperativeGroupSpec("thread", commits)
+        return None
     if not consumers or group.agent != "thread" or not _releases_per_warp(pipeline):
         return None
     warps = sum(arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers) // WARP_SIZE
@@ -223,6 +246,14 @@ def _arrival_mismatch(
         fix += (
             f" or CooperativeGroup(Agent.Thread, {per_warp}) (PipelineTmaAsync's count: one "
             f"arrival per consumer warp{where})"
+        )
+    if role is Role.CONSUMER and _umma_over_cluster(res.pipeline):
+        peers = multicast_peers(res.pipeline)
+        fix += (
+            f" (one CTA's commits) or CooperativeGroup(Agent.Thread, {total * peers}) (what "
+            f"each CTA's empty barrier receives: one tcgen05.commit arrival per committing "
+            f"warp of each of the {peers} CTAs of its cluster row and column, whose TMA loads "
+            "fill the stage and whose commits carry it in their multicast mask)"
         )
     return Diagnostic(
         "TS-V203",

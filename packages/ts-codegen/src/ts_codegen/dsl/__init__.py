@@ -282,8 +282,6 @@ def make_pipeline(
     from ts_codegen.dsl import blackwell
 
     if kind in blackwell.BLACKWELL_PIPELINES:
-        if cluster_mn != (1, 1):
-            raise ValueError(f"a {kind} pipeline over a {cluster_mn} cluster is not lowered yet")
         return blackwell.make_blackwell_pipeline(
             kind,
             stages=stages,
@@ -291,6 +289,7 @@ def make_pipeline(
             consumer=consumer,
             tx_bytes=tx_bytes,
             storage=storage,
+            cluster_mn=cluster_mn,
         )
     pg, cg = _group(*producer), _group(*consumer)
     if kind == "AsyncAsync":

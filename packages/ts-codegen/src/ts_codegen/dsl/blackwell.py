@@ -14,6 +14,17 @@ The pipeline kinds map onto ``cutlass.pipeline``'s Blackwell classes:
 Every commit is issued by one elected thread of each warp that executes it (the DSL's
 ``elect_one``): that is the arrival count ts-verify models. One CTA per UMMA (``CtaGroup.ONE``)
 is what TS lowers; a 2-CTA UMMA ring is refused by the lowering.
+
+Over a cluster ``(CM, CN)`` (one CTA per UMMA, TMA multicast along the cluster's rows and
+columns) two kinds are lowered:
+
+* ``TmaUmma``: a stage of a CTA is filled by the TMA loads of the ``CM + CN - 1`` CTAs of its
+  cluster row and column (``A`` multicast along the row, ``B`` along the column), so the MMA
+  warp's ``tcgen05.commit`` releasing it carries a multicast mask of those CTAs and arrives
+  once on the empty barrier of each. The plan counts one CTA's commits; the barrier here counts
+  them times the ``CM + CN - 1`` CTAs that arrive on it (ts-verify's ``multicast_peers``).
+* ``UmmaAsync``: the accumulator is the CTA's own; the commit's multicast mask holds the CTA
+  alone and the consumers arrive locally, so the counts are one CTA's.
 """
 
 from __future__ import annotations
@@ -87,13 +98,18 @@ def make_blackwell_pipeline(
     consumer: tuple[str, int],
     tx_bytes: int,
     storage: Any,
+    cluster_mn: tuple[int, int] = (1, 1),
 ) -> Any:
     """Create the Blackwell pipeline ``kind`` (one of :data:`BLACKWELL_PIPELINES`), sync deferred.
 
-    The caller makes the initialisation visible once, after every pipeline exists.
+    The caller makes the initialisation visible once, after every pipeline exists (a cluster
+    barrier for rings over a cluster). ``cluster_mn`` other than 1 x 1: ``TmaUmma`` and
+    ``UmmaAsync`` only (see the module's text).
     """
     pg, cg = _group(*producer), _group(*consumer)
     common = {"num_stages": stages, "producer_group": pg, "consumer_group": cg}
+    if cluster_mn != (1, 1):
+        return _cluster_pipeline(kind, common, consumer, tx_bytes, storage, cluster_mn)
     if kind == "TmaUmma":
         return cpipe.PipelineTmaUmma.create(
             **common, tx_count=tx_bytes, barrier_storage=storage, defer_sync=True
@@ -111,6 +127,53 @@ def make_blackwell_pipeline(
             num_stages=stages, producer_group=pg, consumer_group=cg, storage=storage
         )
     raise ValueError(f"{kind} is not a Blackwell pipeline kind ({', '.join(BLACKWELL_PIPELINES)})")
+
+
+def multicast_sources_mask(cluster_mn: tuple[int, int]) -> Any:
+    """The CTAs whose TMA loads fill this CTA's stage: its cluster row and column, as a mask.
+
+    ``A`` comes from the CTAs of the same cluster row (same ``m``), ``B`` from those of the
+    same column (same ``n``); the CTA itself is in both.
+    """
+    layout = cute.make_layout((*cluster_mn, 1))
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    coord = layout.get_flat_coord(rank)
+    row = cute.make_layout_image_mask(layout, coord, mode=1)
+    column = cute.make_layout_image_mask(layout, coord, mode=0)
+    return row | column
+
+
+def _cluster_pipeline(
+    kind: str,
+    common: dict[str, Any],
+    consumer: tuple[str, int],
+    tx_bytes: int,
+    storage: Any,
+    cluster_mn: tuple[int, int],
+) -> Any:
+    """``TmaUmma`` / ``UmmaAsync`` over a cluster of one-CTA UMMAs (``V`` = 1)."""
+    layout = cute.make_layout((1, *cluster_mn, 1))
+    if kind == "UmmaAsync":
+        # The DSL's commit mask is the CTA's 2-CTA pair (mode V), here the CTA alone.
+        return cpipe.PipelineUmmaAsync.create(
+            **common, barrier_storage=storage, cta_layout_vmnk=layout, defer_sync=True
+        )
+    if kind != "TmaUmma":
+        raise ValueError(f"a {kind} pipeline over a {cluster_mn} cluster is not lowered")
+    cm, cn = cluster_mn
+    # Each of the CM + CN - 1 CTAs that fill a stage of this CTA releases it with one commit
+    # per committing warp: the plan's count (one CTA's commits) times those CTAs.
+    across = _group(consumer[0], consumer[1] * (cm + cn - 1))
+    pipe = cpipe.PipelineTmaUmma.create(
+        **{**common, "consumer_group": across},
+        tx_count=tx_bytes,
+        barrier_storage=storage,
+        cta_layout_vmnk=layout,
+        defer_sync=True,
+    )
+    # The commit's mask is exactly the CTAs that multicast into the stage (the DSL's default
+    # mask also folds in a 2-CTA peer, which a cluster of one-CTA UMMAs does not have).
+    return dataclasses.replace(pipe, consumer_mask=multicast_sources_mask(cluster_mn))
 
 
 def _in_warp(warp: int, body: Any) -> None:

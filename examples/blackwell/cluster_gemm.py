@@ -1,0 +1,496 @@
+"""A persistent Blackwell GEMM over a thread-block cluster: TMA multicast, tcgen05, PDL (sm_100a).
+
+``C = A @ B^T`` in fp16 with fp32 accumulation in TMEM, ``128 x 128`` tiles, one CTA per tile
+and one CTA per UMMA, the CTAs grouped in ``2 x 1`` (or ``1 x 2``) clusters; compiled for
+sm_100a without a GPU (nothing here has run on hardware: the project's GPU is a Hopper).
+
+The CTAs of a cluster row compute tiles of the same ``A`` rows, those of a cluster column tiles
+of the same ``B`` rows. So each CTA TMA-loads only its share of a K step's ``A`` block (one
+``1 / CN`` slice) and of its ``B`` block (one ``1 / CM`` slice) and *multicasts* it into the
+SMEM of every CTA of its row (``A``) or column (``B``): a stage of one CTA is filled by the
+``CM + CN - 1`` CTAs of its row and column, and the MMA warp of each of them releases it with
+a ``tcgen05.commit`` whose multicast mask holds those CTAs (one arrival on each one's empty
+barrier). The ``ab`` ring declares that count as the reference does: one commit from each of
+the ``CM + CN - 1`` CTAs; ts-verify reads it as one CTA's commit (see docs/blackwell.rst).
+
+Three tasks walk the tiles of the static persistent schedule (every CTA of a cluster visits
+its cluster's tiles in the same order):
+
+* ``load`` (warp 4) waits for the previous kernel's grid (``griddepcontrol.wait``, PDL) and
+  TMA-loads (multicast) its slices of each K step into the ``ab`` ring (``TmaUmma``);
+* ``mma`` (warp 5) allocates TMEM, then per tile acquires an accumulator stage of ``acc``
+  (``UmmaAsync``, the CTA's own: two 128-column stages) and issues ``tcgen05.mma`` per K step;
+* ``epilogue`` (warps 0-3) reads the accumulator with ``tcgen05.ld`` (one row per thread),
+  stores it as fp16, releases the stage; after its last tile it lets the dependent kernel
+  launch (``griddepcontrol.launch_dependents``: its prologue overlaps this kernel's tail) and
+  frees TMEM.
+
+The problem must be a whole number of cluster tiles (``M`` a multiple of ``128 CM``, ``N`` of
+``128 CN``): a cluster computes all of its CTAs' tiles or none. ::
+
+    python examples/blackwell/cluster_gemm.py                # 2 x 1 cluster, PTX counts
+    python examples/blackwell/cluster_gemm.py --cluster 1x2
+    ts verify examples/blackwell/cluster_gemm.py:make_plan
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils.blackwell_helpers as sm100
+from cutlass.base_dsl.ast_helpers import const_expr
+from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.cutlass_dsl import Constexpr
+
+from task_scheduling import (
+    WorkAttr,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    schedule,
+    work_tile_loop,
+)
+from task_scheduling.harness import compare_ptx, fake_tensor
+from task_scheduling.memory import (
+    SmemAllocation,
+    SmemAllocator,
+    TensorMemory,
+    TmemAllocation,
+    TmemAllocator,
+)
+from task_scheduling.resources import (
+    MemoryResource,
+    PdlLaunchBarrier,
+    PdlWaitBarrier,
+    PipelineConfig,
+    TaskLocalVariable,
+    TileSchedulerConfig,
+    WorkQueue,
+)
+from task_scheduling.task import Task
+from task_scheduling.task_manager import TaskManager
+from task_scheduling.tiles import TileRaster
+
+TILE_M, TILE_N, TILE_K = 128, 128, 64
+MMA_TILER = (TILE_M, TILE_N, TILE_K)
+AB_STAGES, ACC_STAGES = 4, 2
+ACC_COLUMNS = TILE_N * ACC_STAGES  # fp32 accumulators: one TMEM column per output column
+EPILOGUE_WARPS, LOAD_WARP, MMA_WARP = 4, 4, 5
+BLOCK_THREADS = (MMA_WARP + 1) * 32
+# A stage holds the whole A and B blocks of a K step in every CTA: its own slices and the ones
+# its peers multicast. The full barrier counts all of those bytes.
+STAGE_BYTES = (TILE_M + TILE_N) * TILE_K * 2
+SMS = 148  # persistent clusters: one CTA per SM of a B200
+CLUSTERS = ((2, 1), (1, 2))
+
+
+def _threads(n: int) -> Any:
+    return cpipe.CooperativeGroup(cpipe.Agent.Thread, n)
+
+
+def _swizzled(base: Any, offset: int, layout: Any) -> Any:
+    """An fp16 SMEM tensor of a (swizzled, composed) UMMA operand layout at ``base[offset]``."""
+    raw = cute.make_ptr(cutlass.Float16, base.data_ptr(offset), assumed_align=1024)
+    ptr = cute.recast_ptr(raw, layout.inner, dtype=cutlass.Float16)
+    return cute.make_tensor(ptr, layout.outer)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Operands(MemoryResource):
+    """The A / B ring in SMEM: the cluster's TMA loads fill a stage, the UMMAs read it."""
+
+    tma_a: Any = None
+    tma_b: Any = None
+    gmem_a: Any = None
+    gmem_b: Any = None
+    layout_a: Any = None
+    layout_b: Any = None
+    tiled_mma: Any = None
+    cluster_mn: tuple[int, int] = (2, 1)
+    stage: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.stage = TaskLocalVariable(dtype="Int32", default=0)
+        self.smem_a = SmemAllocation("ab.a", TILE_M * TILE_K * 2 * AB_STAGES, alignment=1024)
+        self.smem_b = SmemAllocation("ab.b", TILE_N * TILE_K * 2 * AB_STAGES, alignment=1024)
+
+    def get_smem_requirements(self) -> list[Any]:
+        return [self.smem_a, self.smem_b]
+
+    def views(self, stage_info: Any) -> tuple[Any, Any]:
+        base = stage_info.context.smem_base
+        a = _swizzled(base, self.smem_a.offset, self.layout_a)
+        b = _swizzled(base, self.smem_b.offset, self.layout_b)
+        return a, b
+
+    @producer_work
+    @cute.jit
+    def load(self, stage_info: Any) -> None:
+        """TMA-load this CTA's slices of K step ``loop_offset``, multicast to the peers.
+
+        ``A`` (tile row ``m``) is shared by the ``CN`` CTAs of the cluster row: this CTA
+        loads slice ``n % CN`` of it into all of them. ``B`` alike over the ``CM`` CTAs of the
+        column, slice ``m % CM``.
+        """
+        s_a, s_b = self.views(stage_info)
+        m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
+        cm, cn = self.cluster_mn
+        cluster = cute.make_layout((cm, cn, 1))
+        coord = cluster.get_flat_coord(
+            cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        )
+        thr_mma = self.tiled_mma.get_slice(0)
+        k = stage_info.loop_offset
+        # (atom, TMA tensor, SMEM, tile mode, tile index, sharing CTAs, this CTA's place among
+        # them, the cluster mode the sharing CTAs differ in)
+        for tma, gmem, smem, mode, idx, peers, place, along in (
+            (self.tma_a, self.gmem_a, s_a, (None, 0, None), m, cn, coord[1], 1),
+            (self.tma_b, self.gmem_b, s_b, (0, None, None), n, cm, coord[0], 0),
+        ):
+            tiles = cute.local_tile(gmem, cute.slice_(MMA_TILER, mode), (None, None))
+            parts = thr_mma.partition_A(tiles) if mode[1] == 0 else thr_mma.partition_B(tiles)
+            t_s, t_g = cpasync.tma_partition(
+                tma,
+                place,
+                cute.make_layout(peers),
+                cute.group_modes(smem, 0, 3),
+                cute.group_modes(parts, 0, 3),
+            )
+            if const_expr(peers == 1):
+                cute.copy(
+                    tma,
+                    t_g[(None, idx, k)],
+                    t_s[(None, stage_info.stage_idx)],
+                    tma_bar_ptr=stage_info.barrier,
+                )
+            else:
+                cute.copy(
+                    tma,
+                    t_g[(None, idx, k)],
+                    t_s[(None, stage_info.stage_idx)],
+                    tma_bar_ptr=stage_info.barrier,
+                    mcast_mask=cute.make_layout_image_mask(cluster, coord, mode=along),
+                )
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=stage)
+    def stage_index(self, stage_info: Any) -> Any:
+        """The waited stage's index (the UMMA of the accumulator reads it)."""
+        return stage_info.stage_idx
+
+
+@dataclasses.dataclass(kw_only=True)
+class Accumulator(MemoryResource):
+    """The accumulator ring in TMEM (the CTA's own): the UMMAs fill a stage, the epilogue
+    drains it."""
+
+    operands: Any = None
+    tiled_mma: Any = None
+    gmem_c: Any = None
+
+    def get_tmem_requirements(self) -> list[Any]:
+        return [TmemAllocation("acc", ACC_COLUMNS)]
+
+    def _stages(self, stage_info: Any) -> Any:
+        """The accumulator stages in TMEM (their address is what tcgen05.alloc wrote)."""
+        word = stage_info.context.tmem_ptr_i32
+        ptr = cute.make_ptr(cutlass.Int32, word.data_ptr(), assumed_align=4)
+        tmem = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, ptr)
+        shape = self.tiled_mma.partition_shape_C((TILE_M, TILE_N))
+        layout = self.tiled_mma.make_fragment_C(cute.append(shape, ACC_STAGES)).layout
+        return cute.make_tensor(tmem, layout)
+
+    @producer_work
+    @cute.jit
+    def mma(self, stage_info: Any, *, ab_stage: Any = None) -> None:
+        """The UMMAs of one K step into the acquired stage (accumulating after the first)."""
+        s_a, s_b = self.operands.views(stage_info)
+        frag_a = self.tiled_mma.make_fragment_A(s_a)
+        frag_b = self.tiled_mma.make_fragment_B(s_b)
+        acc = self._stages(stage_info)[(None, None, None, stage_info.stage_idx)]
+        self.tiled_mma.set(tcgen05.Field.ACCUMULATE, stage_info.loop_offset != 0)
+        for kp in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):  # type: ignore[attr-defined]
+            cute.gemm(
+                self.tiled_mma,
+                acc,
+                frag_a[(None, None, kp, ab_stage)],
+                frag_b[(None, None, kp, ab_stage)],
+                acc,
+            )
+            self.tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+
+    @consumer_work
+    @cute.jit
+    def store(self, stage_info: Any) -> None:
+        """``tcgen05.ld`` of the waited stage (thread t: row t), to fp16, into C."""
+        m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
+        acc = self._stages(stage_info)[((None, None), 0, 0, stage_info.stage_idx)]
+        g_c = self.tiled_mma.get_slice(0).partition_C(
+            cute.local_tile(self.gmem_c, (TILE_M, TILE_N), (m, n))
+        )[((None, None), 0, 0)]
+        atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x128), cutlass.Float32)
+        t2r = tcgen05.make_tmem_copy(atom, acc)
+        thr = t2r.get_slice(cute.arch.thread_idx()[0] % (EPILOGUE_WARPS * 32))
+        src, dst = thr.partition_S(acc), thr.partition_D(g_c)
+        regs = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+        cute.copy(t2r, src, regs)
+        cute.arch.fence_view_async_tmem_op("load")  # the stage is read: it may be released
+        out = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
+        out.store(regs.load().to(cutlass.Float16))
+        cute.autovec_copy(out, dst)
+
+
+@schedule
+def load(wq: Any, pdl: Any, ab: Any) -> None:
+    pdl.wait_griddep()  # A and B may be the previous kernel's output
+    with work_tile_loop(wq), domain_loop(Gemm.k_tiles):
+        ab.acquire()
+        ab.load()
+        ab.commit()
+
+
+@schedule
+def mma(wq: Any, tmem: Any, ab: Any, acc: Any) -> None:
+    tmem.allocate()  # before the first UMMA into the accumulator
+    with work_tile_loop(wq):
+        acc.acquire()
+        with domain_loop(Gemm.k_tiles):
+            ab.wait()
+            s = ab.stage_index()
+            acc.mma(ab_stage=s)
+            ab.release()  # tcgen05.commit, multicast: the stage is free in every CTA that filled it
+        acc.commit()  # tcgen05.commit: the accumulator is full once every UMMA is done
+
+
+@schedule
+def epilogue(wq: Any, tmem: Any, acc: Any, launch: Any) -> None:
+    with work_tile_loop(wq):
+        acc.wait()
+        acc.store()
+        acc.release()
+    launch.launch_griddep()  # the dependent kernel's prologue may start now
+    tmem.free()  # after the last tcgen05.ld of the accumulator
+
+
+class Gemm(Task):
+    """A task whose K loop has ``k`` steps (the same for every tile)."""
+
+    def __init__(self, *args: Any, k: Any = 8, **kwargs: Any) -> None:
+        self.k = k
+        super().__init__(*args, **kwargs)
+
+    def k_tiles(self, work_tile_coord: Any) -> Any:
+        """K steps of every tile."""
+        del work_tile_coord
+        return self.k
+
+
+def build(
+    cluster_mn: tuple[int, int] = (2, 1),
+    params: Any = None,
+    k_tiles: Any = 8,
+    tiled_mma: Any = None,
+    tma: tuple[Any, ...] = (None, None, None, None),
+    layouts: tuple[Any, Any] = (None, None),
+    gmem_c: Any = None,
+) -> TaskManager:
+    """The resources, tasks and TaskManager (on the host: placeholders for the DSL values)."""
+    cm, cn = cluster_mn
+    vmnk = (1, cm, cn, 1)
+    tma_a, gmem_a, tma_b, gmem_b = tma
+    ab = Operands(
+        name="ab",
+        # Each CTA's empty barrier: one commit from the MMA warp of each of the CM + CN - 1
+        # CTAs of its cluster row and column (the reference's count; TS reads one CTA's).
+        pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
+            AB_STAGES, STAGE_BYTES, _threads(1), _threads(cm + cn - 1), cta_layout_vmnk=vmnk
+        ),
+        tma_a=tma_a,
+        tma_b=tma_b,
+        gmem_a=gmem_a,
+        gmem_b=gmem_b,
+        layout_a=layouts[0],
+        layout_b=layouts[1],
+        tiled_mma=tiled_mma,
+        cluster_mn=cluster_mn,
+    )
+    acc = Accumulator(
+        name="acc",
+        pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
+            ACC_STAGES, _threads(1), _threads(EPILOGUE_WARPS * 32), cta_layout_vmnk=vmnk
+        ),
+        operands=ab,
+        tiled_mma=tiled_mma,
+        gmem_c=gmem_c,
+    )
+    wq = WorkQueue(
+        TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params), name="tiles"
+    )
+    tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
+    pdl_wait, pdl_launch = PdlWaitBarrier(name="pdl_wait"), PdlLaunchBarrier(name="pdl_launch")
+    smem = SmemAllocator()
+    for r in (ab, acc):
+        smem.add_resource(r)
+    smem.add_tmem_ptr(SmemAllocation("tmem_ptr", dtype=cutlass.Int32, alignment=4))
+    smem.compute_layout()
+    columns = TmemAllocator()
+    columns.add_resource(acc)
+    columns.compute_layout()
+    tasks = [
+        Gemm(
+            [wq, tmem, acc],
+            [pdl_launch],
+            0,
+            EPILOGUE_WARPS,
+            schedule=epilogue(wq, tmem, acc, pdl_launch),
+            name="epilogue",
+            k=k_tiles,
+        ),
+        Gemm(
+            [wq, pdl_wait],
+            [ab],
+            LOAD_WARP,
+            1,
+            schedule=load(wq, pdl_wait, ab),
+            name="load",
+            k=k_tiles,
+        ),
+        Gemm(
+            [wq, tmem, ab],
+            [acc],
+            MMA_WARP,
+            1,
+            schedule=mma(wq, tmem, ab, acc),
+            name="mma",
+            k=k_tiles,
+        ),
+    ]
+    graph: dict[MemoryResource, list[MemoryResource]] = {ab: [wq, pdl_wait], acc: [ab, wq]}
+    return TaskManager(
+        tasks, graph, smem_allocator=smem, tmem_allocator=columns, name="blackwell_cluster_gemm"
+    )
+
+
+def make_plan() -> Any:
+    """The kernel plan of the 2 x 1 cluster (what ``ts show`` / ``verify`` / ``compile`` read)."""
+    return build().plan
+
+
+def make_tiled_mma() -> Any:
+    """One-CTA fp16 UMMA, fp32 accumulator in TMEM, both operands K-major, 128 x 128."""
+    major = cute.nvgpu.OperandMajorMode.K
+    return sm100.make_trivial_tiled_mma(
+        cutlass.Float16,
+        cutlass.Float16,
+        major,
+        major,
+        cutlass.Float32,
+        tcgen05.CtaGroup.ONE,
+        (TILE_M, TILE_N),
+    )
+
+
+@cute.kernel
+def kernel(
+    tiled_mma: cute.TiledMma,
+    tma_a: cute.CopyAtom,
+    gmem_a: cute.Tensor,
+    tma_b: cute.CopyAtom,
+    gmem_b: cute.Tensor,
+    gmem_c: cute.Tensor,
+    layout_a: cute.ComposedLayout,
+    layout_b: cute.ComposedLayout,
+    params: TileRaster,
+    cluster_mn: Constexpr[tuple[int, int]],
+) -> None:
+    k_tiles = cute.ceil_div(cute.size(gmem_a, mode=[1]), TILE_K)
+    manager = build(
+        cluster_mn,
+        params,
+        k_tiles,
+        tiled_mma,
+        (tma_a, gmem_a, tma_b, gmem_b),
+        (layout_a, layout_b),
+        gmem_c,
+    )
+    manager.setup_resources_and_tasks()
+    manager.run()
+
+
+def _load_op(peers: int) -> Any:
+    """A multicast TMA load when ``peers`` CTAs share the block, else a plain one."""
+    if peers == 1:
+        return cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
+    return cpasync.CopyBulkTensorTileG2SMulticastOp(tcgen05.CtaGroup.ONE)
+
+
+@cute.jit
+def launch(
+    a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, cluster_mn: Constexpr[tuple[int, int]]
+) -> None:
+    cm, cn = cluster_mn
+    tiled_mma = make_tiled_mma()
+    layout_a = sm100.make_smem_layout_a(tiled_mma, MMA_TILER, cutlass.Float16, AB_STAGES)
+    layout_b = sm100.make_smem_layout_b(tiled_mma, MMA_TILER, cutlass.Float16, AB_STAGES)
+    one_a = cute.slice_(layout_a, (None, None, None, 0))
+    one_b = cute.slice_(layout_b, (None, None, None, 0))
+    vmnk = (1, cm, cn, 1)
+    # A is shared along the cluster's N (CN CTAs), B along its M (CM CTAs).
+    tma_a, gmem_a = cute.nvgpu.make_tiled_tma_atom_A(
+        _load_op(cn), a, one_a, MMA_TILER, tiled_mma, vmnk
+    )
+    tma_b, gmem_b = cute.nvgpu.make_tiled_tma_atom_B(
+        _load_op(cm), b, one_b, MMA_TILER, tiled_mma, vmnk
+    )
+    tiles = (
+        cute.ceil_div(cute.size(c, mode=[0]), TILE_M),
+        cute.ceil_div(cute.size(c, mode=[1]), TILE_N),
+        1,
+    )
+    params = TileRaster(tiles, (cm, cn, 1))
+    grid = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params).grid_shape(
+        SMS // (cm * cn)
+    )
+    kernel(
+        tiled_mma, tma_a, gmem_a, tma_b, gmem_b, c, layout_a, layout_b, params, cluster_mn
+    ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1), cluster=(cm, cn, 1))
+
+
+def fake_args(m: int = 1024, n: int = 1024, k: int = 512) -> tuple[Any, ...]:
+    """Fake A (M x K), B (N x K) and C (M x N), all row-major, for a CPU compile."""
+    return (
+        fake_tensor(cutlass.Float16, (m, k), row_major=True, align=16),
+        fake_tensor(cutlass.Float16, (n, k), row_major=True, align=16),
+        fake_tensor(cutlass.Float16, (m, n), row_major=True, align=16),
+    )
+
+
+def compile_only(cluster_mn: tuple[int, int] = (2, 1)) -> dict[str, Any]:
+    """Compile for the target (sm_100a by default) with fake tensors; PTX counts per opcode."""
+    if cluster_mn not in CLUSTERS:
+        raise ValueError(f"cluster {cluster_mn} is not one of {CLUSTERS}")
+    counts = compare_ptx({"ts": launch}, *fake_args(), cluster_mn, ops=True)
+    return {"example": "blackwell_cluster_gemm", "cluster": list(cluster_mn), **counts}
+
+
+def _cluster_arg(argv: list[str]) -> tuple[int, int]:
+    """``--cluster CMxCN`` (default 2x1)."""
+    if "--cluster" not in argv:
+        return (2, 1)
+    text = argv[argv.index("--cluster") + 1]
+    cm, cn = (int(x) for x in text.lower().split("x"))
+    return (cm, cn)
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(compile_only(_cluster_arg(sys.argv[1:])), indent=1, sort_keys=True))
+    sys.exit(0)
