@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -107,8 +109,25 @@ def test_smem_over_budget() -> None:
 
 
 def test_smem_capacity_override() -> None:
-    with pytest.raises(SmemBudgetError):
+    """A capacity the caller gave that the kernel exceeds: the error names the call that set it
+    first (that number may be the one to change), then the largest allocation's class."""
+    with pytest.raises(SmemBudgetError) as info:
         build(smem_capacity_bytes=32 * 1024)
+    text = str(info.value)
+    frames = re.findall(r'File "([^"]+)", line (\d+), in (\w+)', text)
+    helper = Path(sys.modules[build.__module__].__file__ or "")
+    call = 1 + next(
+        i for i, line in enumerate(helper.read_text().splitlines()) if "return TaskManager(" in line
+    )
+    (first_file, first_line, first_fn), second = frames[0], frames[1]
+    assert (Path(first_file).name, int(first_line), first_fn) == (helper.name, call, "build")
+    assert second[2] == "StageBuffer"
+    assert "the capacity (32768 B) is set at" in text
+    assert "smem_capacity_bytes" in info.value.fix
+    # The target's own capacity is no line of the user's: only the allocation is named.
+    with pytest.raises(SmemBudgetError) as info:
+        build(stages=16)
+    assert "the capacity" not in str(info.value)
 
 
 def test_blackwell_pipeline_on_hopper(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,7 +165,11 @@ def plan_tasks(
 
 # -- verify ----------------------------------------------------------------------------------------
 def _typed_error(
-    plan: KernelPlan, d: Diagnostic, target: Target, lines: Mapping[str, SourceLocation]
+    plan: KernelPlan,
+    d: Diagnostic,
+    target: Target,
+    lines: Mapping[str, SourceLocation],
+    capacity_at: SourceLocation | None = None,
 ) -> RuntimeConfigError:
     """The runtime's typed error for a finding the user fixes in the declaration."""
     at: SourceLocation | None = d.location or lines.get(d.resource)
@@ -195,7 +199,17 @@ def _typed_error(
             fix=d.fix,
         )
     # TS-V209: the whole kernel is over budget; the user's line is that of the largest
-    # allocation where known, else where the kernel is put together.
+    # allocation where known, else where the kernel is put together. A capacity the caller
+    # gave (smem_capacity_bytes) is a number of the user's too, and may be the one to change:
+    # its line comes first.
+    if capacity_at is not None:
+        message = at_line(
+            d.message + f"\n  the capacity ({plan.smem_capacity} B) is set at", capacity_at
+        )
+        if at is not None:
+            message = at_line(message + "\n  the largest allocation is declared at", at)
+        fix = f"{d.fix}; or pass a larger smem_capacity_bytes"
+        return SmemBudgetError(message, task=d.task, resource=d.resource, fix=fix)
     return SmemBudgetError(at_line(d.message, at), task=d.task, resource=d.resource, fix=d.fix)
 
 
@@ -215,6 +229,7 @@ def verify_plan(
     raise_verification: bool = True,
     stacklevel: int = 2,
     lines: Mapping[str, SourceLocation] | None = None,
+    capacity_at: SourceLocation | None = None,
 ) -> Report:
     """Verify ``plan`` for ``target`` (stage 2): ts-verify's report, typed where it can be.
 
@@ -226,14 +241,16 @@ def verify_plan(
     verification errors, are warnings (stacklevel counted from the caller). Any other error
     raises :class:`ts_verify.VerificationError` when ``raise_verification``; otherwise it stays
     in the returned report. ``lines`` gives the user's line of allocations the plan cannot
-    locate (the kernel's own SMEM, by name), for the typed errors about them.
+    locate (the kernel's own SMEM, by name), for the typed errors about them;
+    ``capacity_at`` the line that set the SMEM capacity explicitly, which an over-budget
+    error names first.
     """
     report = verify(plan, target=target)
     for code in _TYPED:
         for d in report.errors:
             if d.code != code:
                 continue
-            err = _typed_error(plan, d, target, lines or {})
+            err = _typed_error(plan, d, target, lines or {}, capacity_at)
             if not skip_validation or code not in ("TS-V203", "TS-V209"):  # cannot be lowered
                 raise err
             warnings.warn(str(err), stacklevel=stacklevel + 1)

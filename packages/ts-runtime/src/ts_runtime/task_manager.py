@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ts_ir import KernelPlan, SmemLayout, plan_smem_layout, render_mermaid
+from ts_ir.errors import caller_location
 from ts_runtime._arguments import check_task_manager_arguments
 from ts_runtime.errors import UnsupportedFeatureError
 from ts_runtime.memory import ResourceContext, SmemAllocator
@@ -156,7 +157,12 @@ class TaskManager:
         )
         # stacklevel 2: a warning (skip_validation) points at the user's TaskManager(...) line.
         self._report = verify_plan(
-            self._plan, self._target, skip_validation=skip_validation, stacklevel=2
+            self._plan,
+            self._target,
+            skip_validation=skip_validation,
+            stacklevel=2,
+            # An explicit capacity is the user's number: a budget error names this call.
+            capacity_at=None if smem_capacity_bytes is None else caller_location(),
         )
         self._context: ResourceContext | None = None
         self._setup_done = False
