@@ -13,7 +13,8 @@ The pipeline kinds map onto ``cutlass.pipeline``'s Blackwell classes:
 
 Every commit is issued by one elected thread of each warp that executes it (the DSL's
 ``elect_one``): that is the arrival count ts-verify models. One CTA per UMMA (``CtaGroup.ONE``)
-is what TS lowers; a 2-CTA UMMA ring is refused by the lowering.
+is what TS lowers; a 2-CTA UMMA ring (``V = 2`` in ``cta_layout_vmnk``) is refused when the
+pipeline is declared (``ts_runtime.PipelineConfig``).
 
 Over a cluster ``(CM, CN)`` (one CTA per UMMA, TMA multicast along the cluster's rows and
 columns) two kinds are lowered:
@@ -171,8 +172,9 @@ def _cluster_pipeline(
         cta_layout_vmnk=layout,
         defer_sync=True,
     )
-    # The commit's mask is exactly the CTAs that multicast into the stage (the DSL's default
-    # mask also folds in a 2-CTA peer, which a cluster of one-CTA UMMAs does not have).
+    # The commit's mask: exactly the CTAs whose loads fill the stage, what ts-verify counts.
+    # (The DSL's own mask is built for 2-CTA pairs too: it adds the rows and columns of the
+    # V-mode peer, a coordinate a cluster of one-CTA UMMAs does not have.)
     return dataclasses.replace(pipe, consumer_mask=multicast_sources_mask(cluster_mn))
 
 
