@@ -40,7 +40,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[KernelPlan, str]
         text=True,
         timeout=600,
         check=False,
-        cwd=EXAMPLE.parent,
+        cwd=out,  # where the DSL may dump its files; the child finds the example by path
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     plan = from_json((out / "0.0.json").read_text())
