@@ -3,8 +3,8 @@
 Host checks (fast): every configuration family's plan verifies; the KV trip count per query
 tile agrees with a brute-force count of the blocks that hold a visible key; schedules that
 give a K or V stage back before its WGMMAs retire, or that break the ping-pong turns, are
-rejected with the right codes. Two compiles (each tens of seconds on a CPU): the default
-(D = 128, bf16) and D = 128, fp16, causal, GQA (D = 64 compiles too, only slower); each PTX
+rejected with the right codes. Three compiles (seconds each on a CPU): the default
+(D = 128, bf16), D = 128 fp16 causal GQA, and D = 64 bf16 causal; each PTX
 holds the WGMMAs (PV with a register A operand), TMA and ``setmaxnreg``; the default one
 passes translation validation against its plan (the causal one does too, in minutes).
 """
@@ -136,8 +136,8 @@ def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"dtype": "fp16", "causal": True, "group": 2}],
-    ids=["d128-bf16", "d128-fp16-causal-gqa"],
+    [{}, {"dtype": "fp16", "causal": True, "group": 2}, {"head_dim": 64, "causal": True}],
+    ids=["d128-bf16", "d128-fp16-causal-gqa", "d64-bf16-causal"],
 )
 def test_compiles_for_sm90a_and_validates(attention: Any, host: Any, options: Any) -> None:
     cfg, ptx, compiled = _compiled(attention, host, **options)
