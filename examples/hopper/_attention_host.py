@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 import traceback
 from typing import Any
@@ -236,6 +237,9 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--iters", type=int, default=20)
     args = p.parse_args(argv)
+    # The CuTe DSL reads sys.argv itself on every compile (its own ``-diagnostic`` flag), and
+    # there ``--h`` abbreviates ``--help``: hide our arguments from it once parsed.
+    sys.argv[1:] = []
     if args.compile_only:
         hkv = args.hkv or args.h
         cfg = AttentionConfig(args.d, args.dtype, args.causal, args.h // hkv)
