@@ -25,6 +25,10 @@ its cluster's tiles in the same order):
   launch (``griddepcontrol.launch_dependents``: its prologue overlaps this kernel's tail) and
   frees TMEM.
 
+The kernel is launched with programmatic dependent launch (``use_pdl=True``): it may start
+while the previous grid runs, its prologue (barrier initialisation, TMEM allocation)
+overlapping that grid's tail, and only its loads wait for it.
+
 The problem must be a whole number of cluster tiles (``M`` a multiple of ``128 CM``, ``N`` of
 ``128 CN``): a cluster computes all of its CTAs' tiles or none. ::
 
@@ -460,7 +464,14 @@ def launch(
     )
     kernel(
         tiled_mma, tma_a, gmem_a, tma_b, gmem_b, c, layout_a, layout_b, params, cluster_mn
-    ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1), cluster=(cm, cn, 1))
+    ).launch(
+        grid=grid,
+        block=(BLOCK_THREADS, 1, 1),
+        cluster=(cm, cn, 1),
+        # Programmatic dependent launch: this grid may start while the previous one runs; its
+        # prologue (barriers, TMEM) overlaps that tail, its loads wait (griddepcontrol.wait).
+        use_pdl=True,
+    )
 
 
 def fake_args(m: int = 1024, n: int = 1024, k: int = 512) -> tuple[Any, ...]:
