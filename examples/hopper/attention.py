@@ -62,7 +62,15 @@ from task_scheduling import (
     when_true,
     work_tile_loop,
 )
-from task_scheduling.kernel import Kernel, KernelContext, Tasks, TileTurns, prefetch_tma, tile_queue
+from task_scheduling.kernel import (
+    Kernel,
+    KernelContext,
+    Tasks,
+    TileTurns,
+    WgmmaRing,
+    prefetch_tma,
+    tile_queue,
+)
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import MemoryResource
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
@@ -80,8 +88,6 @@ def ring_pipeline(stages: int, stage_bytes: int) -> Any:
     ``TmaWgmma``: ts-verify requires a ``wgmma.wait_group`` between a stage's MMAs and its
     release.
     """
-    from task_scheduling.kernel import WgmmaRing
-
     return WgmmaRing.pipeline(stages, stage_bytes, WARPGROUP)
 
 
