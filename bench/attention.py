@@ -41,6 +41,7 @@ QUICK: tuple[tuple[int, int, int, int, bool], ...] = (
     (2, 777, 3, 64, False),
     (2, 777, 3, 64, True),
 )
+QUICK_GQA = (2, 777, 4, 128, True, 2)  # (B, S, H, D, causal, Hkv)
 
 
 def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> float:
@@ -49,12 +50,13 @@ def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> f
     from torch.nn.attention import sdpa_kernel
 
     f = torch.nn.functional.scaled_dot_product_attention
+    kw = {"enable_gqa": True} if k.shape[1] != q.shape[1] else {}
     with sdpa_kernel([backend]):
-        return float(_host().time_ms(lambda: f(q, k, v, is_causal=causal), iters))
+        return float(_host().time_ms(lambda: f(q, k, v, is_causal=causal, **kw), iters))
 
 
 def run_shape(
-    b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int
+    b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int, hkv: int = 0
 ) -> dict[str, Any]:
     """One JSON record: TS (checked), cuDNN and flash SDPA, ratios."""
     import torch
@@ -64,10 +66,11 @@ def run_shape(
     flops, run_case = host.flops, host.run_case
 
     out: dict[str, Any] = {"bench": "attention"}
-    out["ts"] = run_case(b, s, h, d, causal, dtype, iters=iters)
+    out["ts"] = run_case(b, s, h, d, causal, dtype, hkv, iters=iters)
     torch.manual_seed(0)
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
-    q, k, v = (torch.randn(b, h, s, d, device="cuda", dtype=tdt) for _ in "qkv")
+    q = torch.randn(b, h, s, d, device="cuda", dtype=tdt)
+    k, v = (torch.randn(b, hkv or h, s, d, device="cuda", dtype=tdt) for _ in "kv")
     work = flops(b, h, s, d, causal)
     for name, backend in (
         ("cudnn", SDPBackend.CUDNN_ATTENTION),
@@ -91,10 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small shapes, odd lengths")
     args = parser.parse_args(argv)
     ok = True
-    for b, s, h, d, causal in QUICK if args.quick else SHAPES:
-        shape = {"b": b, "s": s, "h": h, "d": d, "causal": causal, "dtype": args.dtype}
+    cases = [(*c, 0) for c in (QUICK if args.quick else SHAPES)]
+    cases += [QUICK_GQA] if args.quick else []
+    for b, s, h, d, causal, hkv in cases:
+        shape = {"b": b, "s": s, "h": h, "hkv": hkv or h, "d": d, "causal": causal}
+        shape["dtype"] = args.dtype
         try:
-            r = run_shape(b, s, h, d, causal, args.dtype, args.iters)
+            r = run_shape(b, s, h, d, causal, args.dtype, args.iters, hkv)
             ok &= bool(r["ts"].get("ok"))
         except Exception as e:  # keep going: whoever runs this cannot debug interactively
             traceback.print_exc()
