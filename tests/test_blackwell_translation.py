@@ -226,3 +226,43 @@ def test_the_reference_clc_step_names_compile_to_the_same_kernel(
         "copy": ["copy_tile", "read_next_tile"],
         "sched": ["fetch_work_tile", "read_next_tile"],
     }
+
+
+def _dealloc_guard(ptx: str) -> tuple[str, str]:
+    """The PTX with the branch that keeps all but one epilogue warp from the dealloc removed,
+    and with the dealloc removed."""
+    lines = ptx.splitlines(keepends=True)
+    (at,) = [i for i, line in enumerate(lines) if "tcgen05.dealloc" in line]
+    guard = max(i for i in range(at) if re.match(r"\s*@%p\d+ bra\s", lines[i]))
+    assert at - guard <= 4, "the guard sits right before the dealloc"
+    unguarded = "".join(lines[:guard] + lines[guard + 1 :])
+    no_free = "".join(lines[:at] + lines[at + 1 :])
+    return unguarded, no_free
+
+
+def test_tmem_freed_by_every_epilogue_warp(captured: dict[str, Captured]) -> None:
+    """``tcgen05.dealloc`` is a whole warp's: run by all four epilogue warps it would free the
+    columns four times. TS-X105 at the dealloc, naming the epilogue."""
+    plan, ptx = captured["umma_chain"][0]
+    bad, _ = _dealloc_guard(ptx)
+    (err,) = _errors(plan, bad)
+    assert err.code == "TS-X105" and err.task == "epilogue"
+    assert err.line == _line_of(bad, r"tcgen05\.dealloc")
+    assert "128 thread(s) of warp(s) [0, 1, 2, 3]" in str(err)
+
+
+def test_tmem_never_freed(captured: dict[str, Captured]) -> None:
+    """The plan frees the TMEM in the epilogue (``TensorMemory.free``); a PTX without the
+    dealloc leaks it (the next CTA on the SM would wait for columns for ever)."""
+    plan, ptx = captured["umma_chain"][0]
+    _, bad = _dealloc_guard(ptx)
+    (err,) = _errors(plan, bad)
+    assert err.code == "TS-X105" and err.task == "epilogue"
+    assert "the PTX has no tcgen05.dealloc" in str(err)
+
+
+def test_tmem_placement_is_read(captured: dict[str, Captured]) -> None:
+    plan, ptx = captured["gemm"][0]
+    text = check_ptx(plan, ptx).as_text()
+    assert "task `mma` allocates the TMEM in warp" in text
+    assert "task `epilogue` frees the TMEM in warp" in text

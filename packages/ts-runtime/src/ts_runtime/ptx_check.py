@@ -19,7 +19,9 @@ from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
 * **roles** (``TS-X105``): each operation is run by tasks whose schedules use that ring and
   side, on an address that is a barrier of the plan;
 * **registers** (``TS-X106``): ``setmaxnreg`` per warpgroup as the tasks declare;
-* **SMEM** (``TS-X107``): copies into SMEM stay clear of the barriers, which fit the capacity.
+* **SMEM** (``TS-X107``): copies into SMEM stay clear of the barriers, which fit the capacity;
+* **TMEM** (``TS-X105``): the plan's allocation and free run in one warp of the tasks whose
+  schedules make them (:mod:`ts_runtime.ptx_tmem`).
 
 Every difference is a :class:`TranslationError` naming the resource, the task and the PTX
 line. What it assumes is in ``docs/verification.rst`` (translation validation).
@@ -44,7 +46,7 @@ from ts_ir import (
 )
 from ts_runtime.catalog_translation import TRANSLATION_ENTRIES
 from ts_runtime.ptx_cfg import entry_names, parse_kernel
-from ts_runtime.ptx_clc import ClcRequest, check_requests
+from ts_runtime.ptx_clc import ClcRequest, Finding, check_requests
 from ts_runtime.ptx_plan import plan_arrivals, roles, warp_lane_tasks
 from ts_runtime.ptx_protocol import (
     BarrierOp,
@@ -55,6 +57,7 @@ from ts_runtime.ptx_protocol import (
     recover,
     state_machine,
 )
+from ts_runtime.ptx_tmem import check_tmem
 from ts_runtime.ptx_values import SMEM, Affine
 from ts_verify import multicast_peers
 
@@ -191,6 +194,13 @@ class _Checker:
         self, code: str, message: str, *, resource: str = "", task: str = "", line: int = 0
     ) -> None:
         self.errors.append(TranslationError(code, message, resource=resource, task=task, line=line))
+
+    def finding(self, f: Finding) -> None:
+        """A finding of a part checked in its own module: an error, or a line of what held."""
+        if f.code:
+            self.error(f.code, f.message, resource=f.resource, task=f.task, line=f.line)
+        else:
+            self.checked.append(f.message)
 
     def tasks_of(self, op_warps: frozenset[int]) -> list[TaskSpec]:
         return [t for t in self.plan.tasks if any(w in op_warps for w in t.warps)]
@@ -409,10 +419,7 @@ class _Checker:
             lambda task, ring: self.live_roles[task].get(ring, set()),
             {r.resource: r.init_line for r in self.rings},
         ):
-            if f.code:
-                self.error(f.code, f.message, resource=f.resource, task=f.task, line=f.line)
-            else:
-                self.checked.append(f.message)
+            self.finding(f)
         for ring in self.rings:
             pipe = self.pipes[ring.resource]
             for side in ("full", "empty"):
@@ -752,6 +759,8 @@ def _check_entry(plan: KernelPlan, ptx: str, entry: str | None, forks: _Forks) -
             checker.sequences()
         checker.registers()
         checker.smem()
+        for f in check_tmem(plan, protocol.tmem):
+            checker.finding(f)
         report = TranslationReport(
             kernel.name, tuple(checker.rings), tuple(checker.errors), tuple(checker.checked)
         )

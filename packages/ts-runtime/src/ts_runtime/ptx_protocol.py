@@ -3,11 +3,12 @@
 :func:`recover` lists every operation on an mbarrier (``mbarrier.init`` and its count, each
 arrive with the arrivals and transaction bytes it adds, each wait with its parity operand,
 each TMA / bulk copy that completes transaction bytes on a barrier, ``tcgen05.commit``, each
-CLC ``try_cancel`` whose answer completes bytes on a barrier), every
-``setmaxnreg`` and every TMA copy into SMEM, each with the set of threads of the CTA that may
-run it (:meth:`ts_runtime.ptx_values.Values.reach`) and its address as an affine form over the
-dynamic SMEM base. :func:`state_machine` recovers how a wait's stage index and parity
-registers start and advance by running the blocks that update them on concrete values.
+CLC ``try_cancel`` whose answer completes bytes on a barrier), every ``setmaxnreg``, every TMA
+copy into SMEM and every ``tcgen05.alloc`` / ``dealloc``, each with the set of threads of the
+CTA that may run it (:meth:`ts_runtime.ptx_values.Values.reach`) and its address as an
+affine form over the dynamic SMEM base. :func:`state_machine` recovers how a wait's stage
+index and parity registers start and advance by running the blocks that update them on
+concrete values.
 
 Nothing here knows the plan: :mod:`ts_runtime.ptx_check` compares the two.
 """
@@ -26,6 +27,7 @@ __all__ = [
     "RegisterOp",
     "StateMachine",
     "TmaStore",
+    "TmemOp",
     "WaitSite",
     "not_advancing",
     "recover",
@@ -87,6 +89,15 @@ class TmaStore:
 
 
 @dataclasses.dataclass(frozen=True)
+class TmemOp:
+    """A ``tcgen05.alloc`` / ``tcgen05.dealloc`` (``kind``) and the threads that may run it."""
+
+    kind: str
+    instr: Instr
+    threads: frozenset[int]
+
+
+@dataclasses.dataclass(frozen=True)
 class Protocol:
     """Everything :func:`recover` found (module docstring)."""
 
@@ -96,6 +107,7 @@ class Protocol:
     registers: tuple[RegisterOp, ...]
     smem_writes: tuple[TmaStore, ...]
     threads: int
+    tmem: tuple[TmemOp, ...] = ()
 
 
 def _threads_running(
@@ -158,6 +170,7 @@ def recover(kernel: PtxKernel) -> Protocol:
     barriers: list[BarrierOp] = []
     registers: list[RegisterOp] = []
     writes: list[TmaStore] = []
+    tmem: list[TmemOp] = []
     for ins in kernel.instrs:
         head = ins.parts[0]
         if head not in ("mbarrier", "cp", "tcgen05", "setmaxnreg", "clusterlaunchcontrol"):
@@ -166,6 +179,9 @@ def recover(kernel: PtxKernel) -> Protocol:
         if head == "setmaxnreg":
             n = _const(values, ins.args[0], ins) if ins.args else None
             registers.append(RegisterOp(ins, n, "inc" in ins.parts, running))
+            continue
+        if ins.has("tcgen05.alloc") or ins.has("tcgen05.dealloc"):
+            tmem.append(TmemOp(ins.parts[1], ins, running))
             continue
         op = _barrier_op(values, ins, running)
         if op is not None:
@@ -180,7 +196,9 @@ def recover(kernel: PtxKernel) -> Protocol:
             if spaces and spaces[0].startswith("shared"):
                 barrier = op.address if op is not None else None
                 writes.append(TmaStore(ins, values.address(ins.args[0]), barrier))
-    return Protocol(kernel, values, tuple(barriers), tuple(registers), tuple(writes), threads)
+    return Protocol(
+        kernel, values, tuple(barriers), tuple(registers), tuple(writes), threads, tuple(tmem)
+    )
 
 
 # -- how a wait's stage index and phase advance -------------------------------------------------
