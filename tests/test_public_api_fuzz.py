@@ -50,7 +50,13 @@ from task_scheduling.enums import (
     SignalingThreads,
     TileSchedulerType,
 )
-from task_scheduling.memory import SmemAllocation, SmemAllocator, TmemAllocation, TmemAllocator
+from task_scheduling.memory import (
+    SmemAllocation,
+    SmemAllocator,
+    TensorMemory,
+    TmemAllocation,
+    TmemAllocator,
+)
 from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec
 from task_scheduling.plan import TaskDeclaration, build_plan
 from task_scheduling.resources import (
@@ -813,6 +819,26 @@ def _(v: Any) -> object:
 @case("TmemAllocation.num_columns", lambda v: is_int(v, 1, 2**16), "num_columns")
 def _(v: Any) -> object:
     return TmemAllocation("acc", v)
+
+
+def _tmem_columns(v: object) -> bool:
+    # tcgen05.alloc takes a power of two from 32 to 512 columns.
+    return is_int(v, 32, 512) and isinstance(v, int) and v & (v - 1) == 0
+
+
+@case("TensorMemory.num_columns", _tmem_columns, "num_columns")
+def _(v: Any) -> object:
+    return TensorMemory(name="tmem", num_columns=v, warp=0)
+
+
+@case("TensorMemory.warp", lambda v: is_int(v, 0, 31), "warp")  # 32 warps at most
+def _(v: Any) -> object:
+    return TensorMemory(name="tmem", num_columns=128, warp=v)
+
+
+@case("TensorMemory.free_warp", lambda v: v is None or is_int(v, 0, 31), "free_warp")
+def _(v: Any) -> object:
+    return TensorMemory(name="tmem", num_columns=128, warp=0, free_warp=v)
 
 
 @case("TmemAllocator.add", never, "TmemAllocation")

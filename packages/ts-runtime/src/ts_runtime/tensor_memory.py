@@ -37,6 +37,9 @@ from ts_runtime._arguments import at_line
 from ts_runtime.errors import RuntimeConfigError
 from ts_trace import MemoryResource, consumer_work
 
+_CTA_WARPS = 32
+"""Warps of the largest CTA (1024 threads): the warp indices there are."""
+
 __all__ = ["TensorMemory"]
 
 
@@ -73,11 +76,13 @@ class TensorMemory(MemoryResource):
             self.free_warp = self.warp
         for field in ("warp", "free_warp"):
             w = getattr(self, field)
-            if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+            # A CTA has at most 1024 threads: 32 warps.
+            if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w < _CTA_WARPS:
                 raise RuntimeConfigError(
                     at_line(
-                        f"TensorMemory `{self.name}`: {field}={w!r} is not a warp index; "
-                        "tcgen05.alloc and dealloc are each run by one whole warp"
+                        f"TensorMemory `{self.name}`: {field}={w!r} is not a warp index (0 to "
+                        f"{_CTA_WARPS - 1}); tcgen05.alloc and dealloc are each run by one whole "
+                        "warp"
                     ),
                     resource=self.name,
                     fix=f"pass {field}=<a warp of the task that calls "
