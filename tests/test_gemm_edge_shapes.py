@@ -2,7 +2,8 @@
 
 An empty M or N once killed the process (a fast-divmod divisor of 0 built on the host);
 K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> bf16, per-tensor
-and rowwise scales; a ragged K on a 16-byte padded pitch), and the operands FP8 cannot take
+and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), split-K
+(bf16, and FP8 with promotion) on shapes of its own, and the operands FP8 cannot take
 (K-contiguous rows not a multiple of 16 bytes, an N-major operand) refused with a typed error
 before any launch. Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
 """
@@ -38,10 +39,25 @@ SHAPES = [
 ]
 
 
-CONFIGS = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "bf16": {},
     "e4m3-tensor": {"dtype": "e4m3", "scale": "tensor"},
     "e4m3-rowwise": {"dtype": "e4m3", "scale": "rowwise"},
+    # two-level accumulation (the FP8 default on 128 x 128 tiles: promote every 4 K blocks)
+    "e4m3-promoted": {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 128)},
+}
+# Split-K: shapes with at least split_k K blocks (fewer is refused before launch) or K = 0.
+# 320 = 5 blocks of 64 in 4 chunks of 2: the last chunk reads only blocks past K (zero-filled);
+# FP8 896 = 7 blocks of 128 in 2 chunks of 4 (the second a short promotion group).
+SPLIT_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
+    "bf16-split4": (
+        {"tile_mn": (128, 128), "split_k": 4},
+        [(1003, 1501, 0), (128, 1024, 320), (129, 257, 257), (7, 9, 512), (300, 200, 4096)],
+    ),
+    "e4m3-split2-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "split_k": 2},
+        [(1003, 1501, 0), (129, 257, 896), (128, 1024, 1664), (1, 1, 256)],
+    ),
 }
 
 
@@ -63,6 +79,21 @@ def test_gemm_shape(gemm: Any, mnk: tuple[int, int, int]) -> None:
     result = module.run_case(cfg, compiled, mnk, iters=1, timed=False)
     for name in compiled:
         assert result[name]["ok"], (name, mnk, result[name])
+
+
+@pytest.mark.parametrize("name", list(SPLIT_CONFIGS))
+def test_split_k_shapes(name: str) -> None:
+    """Every chunk count, ragged K, a chunk of zero-filled blocks, K = 0; twice each (the
+    last item of every tile zeroes its counter for the next launch)."""
+    module = _module()
+    options, shapes = SPLIT_CONFIGS[name]
+    cfg = module.GemmConfig(**options)
+    compiled = module.compile_for_gpu(cfg)
+    for mnk in shapes:
+        for _ in range(2):
+            result = module.run_case(cfg, compiled, mnk, iters=1, timed=False)
+            for kernel in compiled:
+                assert result[kernel]["ok"], (name, kernel, mnk, result[kernel])
 
 
 def test_fp8_operands_fp8_cannot_take_are_refused_before_launch() -> None:

@@ -94,6 +94,8 @@ def fake_operands(cfg: GemmConfig) -> tuple[Any, ...]:
 
     bias = vector(cfg.out_element, n) if cfg.bias else None
     counters = vector(cutlass.Int32, 2, 4) if cfg.dynamic else None
+    if cfg.split:  # one counter per output tile, and the partial tiles' workspace
+        counters = vector(cutlass.Int32, cute.sym_int32(), 4)
     operands = (
         fake(cfg.element, m, k, lda, cfg.a_layout),
         fake(cfg.element, n, k, ldb, cfg.b_layout),
@@ -101,10 +103,13 @@ def fake_operands(cfg: GemmConfig) -> tuple[Any, ...]:
         bias,
         counters,
     )
-    if not cfg.scaled:
-        return operands
-    rows, cols = (m, n) if cfg.scale == "rowwise" else (1, 1)
-    return (*operands, None, vector(cutlass.Float32, rows), vector(cutlass.Float32, cols))
+    scales: tuple[Any, ...] = (None, None)
+    if cfg.scaled:
+        rows, cols = (m, n) if cfg.scale == "rowwise" else (1, 1)
+        scales = (vector(cutlass.Float32, rows), vector(cutlass.Float32, cols))
+    if cfg.split:
+        return (*operands, None, *scales, vector(cutlass.Float32, cute.sym_int32()))
+    return (*operands, None, *scales) if cfg.scaled else operands
 
 
 def make_inputs(cfg: GemmConfig, mnk: tuple[int, int, int], seed: int = 0) -> tuple[Any, Any]:
@@ -135,11 +140,38 @@ def make_output(cfg: GemmConfig, m: int, n: int, seed: int = 1) -> Any:
     return torch.randn(m, np_, device="cuda", dtype=dt, generator=gen)[:, :n]
 
 
-def make_counters_tensor(cfg: GemmConfig) -> Any:
-    """The dynamic scheduler's two Int32 counters, zero (None for the static scheduler)."""
+def output_tiles(cfg: GemmConfig, m: int, n: int) -> int:
+    """The ``ceil(M / BM) x ceil(N / BN)`` output tiles of an ``M x N`` problem."""
+    return -(-m // cfg.tile_mn[0]) * -(-n // cfg.tile_mn[1])
+
+
+def workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
+    """Split-K: fp32 elements of the partial tiles, ``tiles x split_k x BM x BN`` (0 without)."""
+    if not cfg.split:
+        return 0
+    return output_tiles(cfg, m, n) * cfg.split_k * cfg.tile_mn[0] * cfg.tile_mn[1]
+
+
+def make_counters_tensor(cfg: GemmConfig, m: int = 0, n: int = 0) -> Any:
+    """Zeroed Int32 counters: the dynamic scheduler's two, or split-K's one per output tile of
+    the ``M x N`` problem (the tile's last item zeroes its counter again); None otherwise."""
     import torch
 
+    if cfg.split:
+        size = max(1, output_tiles(cfg, m, n))
+        return torch.zeros(size, dtype=torch.int32, device="cuda")
     return torch.zeros(2, dtype=torch.int32, device="cuda") if cfg.dynamic else None
+
+
+def make_workspace(cfg: GemmConfig, m: int, n: int) -> Any:
+    """Split-K's fp32 workspace for an ``M x N`` problem (``workspace_elements``; its contents
+    need no initial value: every item writes its partial before the last one reads), else None.
+    """
+    import torch
+
+    if not cfg.split:
+        return None
+    return torch.empty(max(1, workspace_elements(cfg, m, n)), device="cuda")
 
 
 def to_counters(t: Any) -> Any:
@@ -205,16 +237,21 @@ def kernel_args(
     counters: Any = None,
     scale_a: Any = None,
     scale_b: Any = None,
+    workspace: Any = None,
 ) -> tuple[Any, ...]:
-    """The launchers' CuTe arguments ``(a, b, c, bias, counters[, None, scale_a, scale_b])``.
+    """The launchers' CuTe arguments
+    ``(a, b, c, bias, counters[, None, scale_a, scale_b[, workspace]])``.
 
     The scales (``make_scales``'s shapes) go in as vectors, after the default stream, only
-    with ``cfg.scale``.
+    with ``cfg.scale``; split-K's workspace (``make_workspace``) last, only with it.
     """
     args = (to_cute(a), to_cute(b), to_cute(c), to_cute(bias), to_counters(counters))
-    if not cfg.scaled:
-        return args
-    return (*args, None, to_cute(scale_a.reshape(-1)), to_cute(scale_b.reshape(-1)))
+    scales: tuple[Any, ...] = (None, None)
+    if cfg.scaled:
+        scales = (to_cute(scale_a.reshape(-1)), to_cute(scale_b.reshape(-1)))
+    if cfg.split:
+        return (*args, None, *scales, to_cute(workspace))
+    return (*args, None, *scales) if cfg.scaled else args
 
 
 def check_operands(
@@ -285,6 +322,21 @@ def check_operands(
                 fix=f"pad {name}'s rows to a multiple of {TMA_ALIGN} bytes "
                 "(a view of a wider, zero-padded buffer)",
             )
+    k_blocks = -(-k // cfg.tile_k)
+    if cfg.split and k and cfg.split_k > k_blocks:
+        raise RuntimeConfigError(
+            f"GemmConfig(split_k={cfg.split_k}) splits K = {k} ({k_blocks} blocks of "
+            f"{cfg.tile_k}) into more chunks than it has blocks",
+            resource="c",
+            fix=f"use split_k <= {k_blocks} (or split_k=1)",
+        )
+    if workspace_elements(cfg, m, n) >= 1 << 31:
+        raise RuntimeConfigError(
+            f"GemmConfig(split_k={cfg.split_k}): the {m} x {n} problem's partial tiles need "
+            f"{workspace_elements(cfg, m, n)} fp32 elements, past the kernel's 32-bit indices",
+            resource="c",
+            fix="use a smaller split_k (split-K is for problems with few output tiles)",
+        )
     if not cfg.scaled and (scale_a is not None or scale_b is not None):
         raise RuntimeConfigError(
             "scales given, but GemmConfig(scale='none') takes none",
@@ -442,13 +494,14 @@ def run_case(
     for name, kernel in compiled.items():
         c = make_output(cfg, m, n)
         c_old = c.clone() if cfg.beta != 0.0 else None
-        counters_t = make_counters_tensor(cfg)
+        counters_t = make_counters_tensor(cfg, m, n)
         check_operands(cfg, a, b, c, bias, scale_a, scale_b)
-        args = kernel_args(cfg, a, b, c, bias, counters_t, scale_a, scale_b)
+        workspace = make_workspace(cfg, m, n)
+        args = kernel_args(cfg, a, b, c, bias, counters_t, scale_a, scale_b, workspace)
         kernel(*args)
         torch.cuda.synchronize()
         ok, err = check(c, a, b, cfg, c_old, bias, scale_a, scale_b)
-        if counters_t is not None:  # the last CTA out zeroed the counters for the next launch
+        if counters_t is not None:  # the last CTA (or item) zeroed the counters for the next run
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
@@ -512,6 +565,7 @@ SCHEDULE_FLAGS = (
     "raster",
     "epi_n",
     "epi_stages",
+    "split_k",
 )
 """The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
 whichever of them the command line does not give from the per-shape table."""
@@ -645,6 +699,13 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         default="none",
         help="C = scale_a * scale_b * (A @ B^T) ...: fp32 scalars (tensor) or scale_a[m] * "
         "scale_b[n] (rowwise), applied in the epilogue",
+    )
+    parser.add_argument(
+        "--split-k",
+        type=int,
+        default=None,
+        help="split each output tile's K blocks into this many chunks, summed in a fixed "
+        "order by the tile's last chunk (1: off; cooperative, static scheduler, 1x1)",
     )
     parser.add_argument(
         "--promote-every",

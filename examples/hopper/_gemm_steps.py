@@ -77,6 +77,7 @@ PROMOTE_EVERY = 4
 # to the ~64 registers of addresses and indices only up to BN = 128 (two 128-value tiles for
 # BN = 256 exceed the 232 / 255 registers a consumer thread has).
 PROMOTE_MAX_TILE_N = 128
+MAX_SPLIT = 16  # split-K chunks per tile (more only adds partial tiles to write and read)
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
     "wgmma.mma_async",
@@ -133,6 +134,14 @@ class GemmConfig:
             (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
             tile (``BN <= 128``), else off (16-bit WGMMAs accumulate in fp32 already;
             ``promotion`` is the value in effect). Works for every dtype.
+        split_k: split-K (1: off): the K blocks of every output tile are cut into
+            ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
+            ``(tile, chunk)`` is a work item of the persistent schedule (the chunk is the
+            raster's L coordinate). Each item writes its fp32 partial tile to a global
+            workspace; the item that arrives last at its tile (a per-tile atomic counter) sums
+            the partials in chunk order 0 .. split_k - 1 and runs the epilogue (a fixed order:
+            the result does not depend on which CTA comes last). Cooperative kernel, static
+            scheduler, 1 x 1 clusters; see ``docs/gemm.rst``.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -151,9 +160,11 @@ class GemmConfig:
     scale: str = "none"
     raster: str = "m"
     promote_every: int | None = None
+    split_k: int = 1
 
     def __post_init__(self) -> None:
         self._check_promotion()
+        self._check_split()
         if self.tile_mn not in TILES:
             raise ValueError(f"tile {self.tile_mn} not in {TILES}")
         if self.cluster_mn not in CLUSTERS:
@@ -209,6 +220,29 @@ class GemmConfig:
                 resource="acc",
                 fix="use a tile with BN <= 128 (128x128 or 64x128), or promote_every=0",
             )
+
+    def _check_split(self) -> None:
+        split = self.split_k
+        if isinstance(split, bool) or not isinstance(split, int) or not 1 <= split <= MAX_SPLIT:
+            raise RuntimeConfigError(
+                f"GemmConfig(split_k={split!r}): the number of K chunks per output tile is an "
+                f"int in [1, {MAX_SPLIT}] (1: no split)",
+                resource="c",
+                fix="pass split_k=1 (off) or a small chunk count such as 2 or 4",
+            )
+        if split > 1 and (self.pingpong or self.dynamic or self.cluster_size > 1):
+            raise RuntimeConfigError(
+                f"GemmConfig(split_k={split}, kernel={self.kernel!r}, scheduler="
+                f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): split-K runs on the "
+                "cooperative kernel with the static scheduler and 1 x 1 clusters",
+                resource="c",
+                fix="use kernel='cooperative', scheduler='static', cluster_mn=(1, 1)",
+            )
+
+    @property
+    def split(self) -> bool:
+        """Whether the K blocks of a tile are split between work items."""
+        return self.split_k > 1
 
     @property
     def promotion(self) -> int:
@@ -428,9 +462,17 @@ def make_tma_atoms(
 
 
 def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
-    """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN)`` tile grid."""
-    tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), 1)
+    """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN) x split_k`` work items."""
+    # Split-K: the K chunk of a work item is its L coordinate (1 without a split).
+    tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), cfg.split_k)
     return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=cfg.raster == "m")
+
+
+def chunk_blocks(cfg: GemmConfig, t_a: Any) -> Any:
+    """K blocks of a work item: ``ceil(K / BK)``, or with split-K its chunk's share
+    ``ceil(ceil(K / BK) / split_k)`` (blocks past ``K`` arrive zero-filled)."""
+    k_blocks = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
+    return cute.ceil_div(k_blocks, cfg.split_k) if cfg.split else k_blocks
 
 
 def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
@@ -687,130 +729,3 @@ VALUE_CHUNK = 32
 def value_chunks(n: int) -> list[tuple[int, int]]:
     """``[0, n)`` as static ``(start, stop)`` loop bounds, at most ``VALUE_CHUNK`` apart."""
     return [(lo, min(lo + VALUE_CHUNK, n)) for lo in range(0, n, VALUE_CHUNK)]
-
-
-@cute.jit
-def epilogue_fuse(
-    cfg: Constexpr[GemmConfig],
-    acc: Any,
-    thr_mma: Any,
-    t_c: Any,
-    c_in: Any,
-    bias: Any,
-    m: Any,
-    n: Any,
-    scale_a: Any = None,
-    scale_b: Any = None,
-) -> None:
-    """Consumers: ``acc = alpha * s * acc + beta * C[tile (m, n)] + bias[n]`` in fp32, in place.
-
-    ``acc`` is the accumulator in its MMA layout, ``thr_mma`` the thread's slice of the tiled
-    MMA. ``s`` is 1, ``scale_a[0] * scale_b[0]`` (``cfg.scale == "tensor"``) or
-    ``scale_a[row] * scale_b[col]`` (``"rowwise"``). Each thread reads the old C (``c_in``,
-    the global output tensor; None when ``beta == 0``) and the bias (an ``N``-vector seen as an
-    ``M x N`` tensor of row stride 0; None when off) at the coordinates of its own accumulator
-    values (the MMA partition of the tile), with plain predicated global loads: values outside
-    ``M x N`` read nothing (the TMA store clips them anyway).
-    """
-    n_vals = cute.size(acc)
-    shape = t_c.shape  # (M, N); t_c's own coordinates are in TMA order (N first)
-    if const_expr(cfg.beta != 0.0 or cfg.bias or cfg.scale == "rowwise"):
-        ident = cute.make_identity_tensor(shape)
-        coords = thr_mma.partition_C(cute.local_tile(ident, cfg.tile_mn, (m, n)))
-    if const_expr(cfg.scale == "tensor"):
-        s = scale_a[0] * scale_b[0]  # once per tile: two L1-resident loads
-        for lo, hi in value_chunks(n_vals):
-            for i in range_constexpr(lo, hi):
-                acc[i] = acc[i] * s
-    if const_expr(cfg.scale == "rowwise"):
-        # Clamped, not predicated, indices: a value outside M x N is clipped by the store
-        # anyway, and unconditional loads of equal addresses merge (each thread holds 2 rows
-        # and BN / 4 columns of its warpgroup's tile, read once each). A tile exists only when
-        # M, N >= 1, so the clamp stays inside the vectors.
-        last_row, last_col = shape[0] - 1, shape[1] - 1
-        for lo, hi in value_chunks(n_vals):
-            for i in range_constexpr(lo, hi):
-                row, col = coords[i]
-                sa = scale_a[cutlass.min(row, last_row)]  # type: ignore[attr-defined]
-                sb = scale_b[cutlass.min(col, last_col)]  # type: ignore[attr-defined]
-                acc[i] = acc[i] * (sa * sb)
-    if const_expr(cfg.alpha != 1.0):
-        for lo, hi in value_chunks(n_vals):
-            for i in range_constexpr(lo, hi):
-                acc[i] = acc[i] * cutlass.Float32(cfg.alpha)
-    if const_expr(cfg.beta != 0.0 or cfg.bias):
-        if const_expr(cfg.beta != 0.0):
-            old = thr_mma.partition_C(cute.local_tile(c_in, cfg.tile_mn, (m, n)))
-        if const_expr(cfg.bias):
-            rows = cute.make_tensor(bias.iterator, cute.make_layout(shape, stride=(0, 1)))
-            add = thr_mma.partition_C(cute.local_tile(rows, cfg.tile_mn, (m, n)))
-        for lo, hi in value_chunks(n_vals):
-            for i in range_constexpr(lo, hi):
-                if cute.elem_less(coords[i], shape):
-                    if const_expr(cfg.beta != 0.0):
-                        acc[i] = acc[i] + cutlass.Float32(cfg.beta) * old[i].to(cutlass.Float32)
-                    if const_expr(cfg.bias):
-                        acc[i] = acc[i] + add[i].to(cutlass.Float32)
-
-
-@cute.jit
-def epilogue_store(
-    cfg: Constexpr[GemmConfig],
-    views: EpilogueViews,
-    atom_c: Any,
-    s_c: Any,
-    t_c: Any,
-    m: Any,
-    n: Any,
-    bar: Any,
-    is_store_warp: Any,
-    c_in: Any = None,
-    bias: Any = None,
-    scale_a: Any = None,
-    scale_b: Any = None,
-) -> None:
-    """Consumers: write tile ``(m, n)`` of C from the accumulator, one sub-tile at a time.
-
-    Sub-tile ``j`` goes through buffer ``j % epi_stages`` (the sub-tile count is a multiple of
-    it, so the buffer is static and the ring continues seamlessly into the next tile). For each
-    sub-tile: convert + ``stmatrix`` into the buffer, ``fence.proxy.async`` (make the generic
-    proxy writes visible to TMA), and one named barrier over the consumer threads. Before
-    arriving, the store thread waits until at most ``epi_stages - 2`` of its stores still read
-    SMEM, so after the barrier the *next* sub-tile's buffer is free; after the barrier it
-    issues the TMA store of this sub-tile and commits it. One barrier per sub-tile suffices.
-
-    With a fused epilogue (``cfg.fused_epilogue``) ``epilogue_fuse`` first rewrites the
-    accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector,
-    ``scale_a`` / ``scale_b``: the scales when ``cfg.scale`` is set).
-    """
-    if const_expr(cfg.fused_epilogue):
-        acc, thr = views.acc_mma, views.thr_mma
-        epilogue_fuse(cfg, acc, thr, t_c, c_in, bias, m, n, scale_a, scale_b)
-    g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
-    g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (1, subtiles))
-    t_s, t_g = cpasync.tma_partition(
-        atom_c, 0, cute.make_layout(1), cute.group_modes(s_c, 0, 2), g_sub
-    )
-    n_vals = cute.size(views.frag)
-    for j in range_constexpr(cfg.epi_subtiles):
-        buf = j % cfg.epi_stages
-        for v in range_constexpr(n_vals):
-            views.frag[v] = views.acc[j * n_vals + v].to(cfg.out_element)
-        cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
-        cute.arch.fence_proxy("async.shared", space="cta")
-        if is_store_warp:
-            cute.arch.cp_async_bulk_wait_group(cfg.epi_stages - 2, read=True)
-        bar.arrive_and_wait()
-        if is_store_warp:
-            # Bulk groups are per thread: the same (elected) lane issues and commits, and the
-            # whole warp's wait_group above includes that lane.
-            with cute.arch.elect_one():
-                cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (0, j))])
-                cute.arch.cp_async_bulk_commit_group()
-
-
-@cute.jit
-def epilogue_drain(is_store_warp: Any) -> None:
-    """Store warp, before exit: wait until the TMA stores finished reading SMEM."""
-    if is_store_warp:
-        cute.arch.cp_async_bulk_wait_group(0, read=True)

@@ -37,8 +37,12 @@ TUNED_FIELDS = (
     "raster",
     "epi_n",
     "epi_stages",
+    "split_k",
 )
 """The ``GemmConfig`` fields a table entry sets (the schedule, not the math)."""
+OPTIONAL_FIELDS = {"split_k": 1}
+"""Fields an entry may leave out (added after schema 1's first tables): their value then, and
+``tuned_fields`` leaves them out at it, so a table without split-K reads as before."""
 TUPLE_FIELDS = ("tile_mn", "cluster_mn")
 REQUIRED_KEYS = ("schema", "kind", "created", "gpu", "cute_dsl", "command", "timed", "entries")
 REGENERATE = "python examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 -o <table.json>"
@@ -50,6 +54,10 @@ MN_EDGES = (256, 2048)
 K_EDGES = (1024, 8192)
 WAVE_TILE = (128, 256)  # waves are counted in the default tile, whatever the class picks
 WAVE_EDGES = (1.0, 4.0)  # under one wave / a few (the last one's fill matters) / many
+# Split-K: at least this many K blocks per chunk (the ring's stages fill, and the main loop
+# outweighs writing and reading the partial tile), and the rule's most chunks per tile.
+SPLIT_MIN_CHUNK = 8
+RULE_MAX_SPLIT = 4
 
 
 def _bucket(value: int, edges: tuple[int, int]) -> str:
@@ -77,13 +85,14 @@ def shape_class(mnk: tuple[int, int, int]) -> str:
 def tuned_fields(cfg: GemmConfig) -> dict[str, Any]:
     """The schedule fields of ``cfg`` as a table entry stores them (JSON lists for tuples)."""
     out = {name: getattr(cfg, name) for name in TUNED_FIELDS}
+    out = {k: v for k, v in out.items() if OPTIONAL_FIELDS.get(k, object()) != v}
     return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
 def apply_fields(base: GemmConfig, fields: dict[str, Any]) -> GemmConfig:
     """``base`` with a table entry's schedule fields (``GemmConfig`` checks the result)."""
     values: dict[str, Any] = {k: tuple(v) if k in TUPLE_FIELDS else v for k, v in fields.items()}
-    return dataclasses.replace(base, **values)
+    return dataclasses.replace(base, **{**OPTIONAL_FIELDS, **values})
 
 
 def rule_config(mnk: tuple[int, int, int], base: GemmConfig) -> GemmConfig:
@@ -94,6 +103,9 @@ def rule_config(mnk: tuple[int, int, int], base: GemmConfig) -> GemmConfig:
     64 x 128 ping-pong (the most tiles, one warpgroup's epilogue under the other's main loop).
     An FP8 GEMM whose promotion is left to its default takes 128 x 128 where 16 bits take
     128 x 256: two-level accumulation (``GemmConfig.promote_every``) needs ``BN <= 128``.
+    With fewer 128 x 128 tiles than SMs and a long enough K, split-K on 128 x 128 tiles
+    (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 8192 x 8192 problem has 64
+    tiles, two chunks each fill 128 of the 132 SMs with full-size tiles.
     """
     m = mnk[0]
     plain = {"stages": 0, "swizzle": 8, "raster": "m", "epi_n": 32, "epi_stages": 4}
@@ -106,10 +118,23 @@ def rule_config(mnk: tuple[int, int, int], base: GemmConfig) -> GemmConfig:
     elif waves(mnk, (128, 128)) >= 1.0:
         fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
         fields.update(kernel="cooperative", scheduler="static")
+    elif rule_split(mnk, base) > 1:
+        fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": rule_split(mnk, base)}
+        fields.update(kernel="cooperative", scheduler="static")
     else:
         fields = {"tile_mn": (64, 128), "cluster_mn": (1, 1)}
         fields.update(kernel="pingpong", scheduler="static")
     return apply_fields(base, {**plain, **fields})
+
+
+def rule_split(mnk: tuple[int, int, int], base: GemmConfig) -> int:
+    """The rule's split-K for a problem of fewer 128 x 128 tiles than SMs: the most chunks per
+    tile that still fit the ``(tile, chunk)`` items in one wave (``SMS // tiles``), at most
+    ``RULE_MAX_SPLIT``, each chunk at least ``SPLIT_MIN_CHUNK`` K blocks long; 1: no split."""
+    m, n, k = mnk
+    tiles = -(-m // 128) * -(-n // 128)
+    by_k = -(-k // base.tile_k) // SPLIT_MIN_CHUNK
+    return max(1, min(RULE_MAX_SPLIT, SMS // max(tiles, 1), by_k))
 
 
 def _table_error(path: Path, what: str) -> RuntimeConfigError:
@@ -137,8 +162,14 @@ def validate_table(data: Any, path: Path = TABLE_PATH) -> dict[str, Any]:
     seen: set[tuple[str, str]] = set()
     for i, entry in enumerate(data["entries"]):
         where = f"entry {i} ({entry.get('dtype')!r}, {entry.get('class')!r})"
-        if not isinstance(entry.get("config"), dict) or set(entry["config"]) != set(TUNED_FIELDS):
-            raise _table_error(path, f"{where}: config must set exactly {list(TUNED_FIELDS)}")
+        keys = set(entry["config"]) if isinstance(entry.get("config"), dict) else None
+        required = set(TUNED_FIELDS) - set(OPTIONAL_FIELDS)
+        if keys is None or not required <= keys <= set(TUNED_FIELDS):
+            raise _table_error(
+                path,
+                f"{where}: config must set {sorted(required)} (and may set "
+                f"{sorted(OPTIONAL_FIELDS)}), nothing else",
+            )
         key = (entry.get("dtype"), entry.get("class"))
         if key in seen:
             raise _table_error(path, f"{where}: the class appears twice for this dtype")

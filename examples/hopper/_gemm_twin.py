@@ -14,7 +14,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_promote import group_end, make_fresh_mma, mma_promote, mma_promote_rest
+from _gemm_split import split_reduce
 from _gemm_steps import (
     LOAD_WARP,
     PRODUCER_REGS,
@@ -22,10 +24,9 @@ from _gemm_steps import (
     STORE_WARP,
     WARPGROUP,
     GemmConfig,
+    chunk_blocks,
     cluster_coord,
     epilogue_barrier,
-    epilogue_drain,
-    epilogue_store,
     load_k_block,
     make_ab_pipeline,
     make_accumulator,
@@ -70,6 +71,7 @@ def twin_kernel(
     counters: cute.Tensor | None,
     scale_a: cute.Tensor | None,
     scale_b: cute.Tensor | None,
+    workspace: cute.Tensor | None,
     cfg: Constexpr[GemmConfig],
 ) -> None:
     """The persistent warp-specialized GEMM: producer warpgroup 0, consumer warpgroups 1 (-2)."""
@@ -84,7 +86,14 @@ def twin_kernel(
     s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
     s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
     s_c = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
-    k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
+    flag: Any = None  # split-K: whether this CTA sums the tile, told to every consumer
+    if const_expr(cfg.split):
+        flag_ptr = alloc.allocate_array(cutlass.Int32, num_elems=1, byte_alignment=4)
+        flag = cute.make_tensor(flag_ptr, cute.make_layout(1))
+    k_tiles = chunk_blocks(cfg, t_a)  # split-K: the blocks of one chunk
+    tiles_m: Any = None  # split-K: tile (m, n) is counted at m + n * tiles_m
+    if const_expr(cfg.split):
+        tiles_m = cute.ceil_div(cute.size(t_c, mode=[0]), cfg.tile_mn[0])
     bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe = make_ab_pipeline(cfg, bars)
     qpipe: Any = None
@@ -154,9 +163,12 @@ def twin_kernel(
                             )
                 qpipe.producer_commit(qstate)
                 qstate.advance()
-            m, n, _ = tile.tile_idx
+            m, n, chunk = tile.tile_idx
             for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
                 pipe.producer_acquire(state)
+                kb = k
+                if const_expr(cfg.split):
+                    kb = chunk * k_tiles + k  # the work item's chunk of K blocks
                 load_k_block(
                     atom_a,
                     atom_b,
@@ -166,7 +178,7 @@ def twin_kernel(
                     tb_s,
                     m,
                     n,
-                    k,
+                    kb,
                     state.index,
                     pipe.producer_get_barrier(state),
                     mask_a,
@@ -206,7 +218,7 @@ def twin_kernel(
                 nxt = cutlass.Int32(slots[qstate.index])
                 qpipe.consumer_release(qstate)
                 qstate.advance()
-            m, n, _ = tile.tile_idx
+            m, n, chunk = tile.tile_idx
             mma_begin_tile(tiled_mma, acc, summed)
             for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
@@ -228,9 +240,20 @@ def twin_kernel(
                     release.advance()
             if const_expr(cfg.promotion > 0):
                 mma_promote_rest(summed, acc, k_tiles, cfg.promotion)
-            epilogue_store(
-                cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
-            )
+            if const_expr(cfg.split):
+                # The tile's last chunk to arrive sums the chunks (in chunk order), stores C.
+                tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
+                args = (out, workspace, ctr, flag, bar, m + n * tiles_m, chunk, cfg.split_k)
+                if split_reduce(*args, tidx_c, threads):
+                    epilogue_store(
+                        cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
+                        scale_a, scale_b,
+                    )  # fmt: skip
+            else:
+                epilogue_store(
+                    cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
+                    scale_a, scale_b,
+                )  # fmt: skip
             sched = next_scheduler(cfg, sched, nxt)
             tile = sched.tile()
         epilogue_drain(is_store_warp)
@@ -330,6 +353,7 @@ def twin_pingpong_kernel(
     counters: cute.Tensor | None,
     scale_a: cute.Tensor | None,
     scale_b: cute.Tensor | None,
+    workspace: cute.Tensor | None,
     cfg: Constexpr[GemmConfig],
 ) -> None:
     """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""

@@ -45,9 +45,11 @@ The TS kernel (this file) is one declaration on TS building blocks (``ts_runtime
 ``WgmmaRing``, ``WgmmaAccumulator``, ``TmaEpilogue``, ``TileTurns``, ``tile_queue``), traced,
 planned and verified on the host and called again inside the generated kernel with the real
 values. The hand-written twin (``_gemm_twin.py``) is plain CuTe DSL around small step helpers
-(``load_k_block``, ``mma_k_block``, ``epilogue_store`` ... in ``_gemm_steps.py``, which also
-holds the configuration, the trace-time builders and the fused epilogue step both use);
-``_gemm_host.py`` holds the inputs, the torch reference, timing and the CLI options.
+(``load_k_block``, ``mma_k_block`` ... in ``_gemm_steps.py``, which also holds the
+configuration and the trace-time builders; ``epilogue_store`` and the fused epilogue step both
+use in ``_gemm_epilogue.py``; two-level accumulation in ``_gemm_promote.py``, split-K in
+``_gemm_split.py``); ``_gemm_host.py`` holds the inputs, the torch reference, timing and the
+CLI options.
 
 Usage::
 
@@ -71,7 +73,11 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
+import cutlass
 import cutlass.cute as cute
+
+# The configuration and steps, the twins and the host helpers live beside this file.
+from _gemm_epilogue import epilogue_fuse
 from _gemm_host import (
     add_config_args,
     config_for,
@@ -82,10 +88,9 @@ from _gemm_host import (
     make_inputs,
     make_output,
     make_scales,
+    make_workspace,
     run_case,
 )
-
-# The configuration and steps, the twins and the host helpers live beside this file.
 from _gemm_promote import make_fresh_mma
 from _gemm_steps import (
     DEFAULT_MNK,
@@ -94,7 +99,7 @@ from _gemm_steps import (
     PRODUCER_REGS,
     WARPGROUP,
     GemmConfig,
-    epilogue_fuse,
+    chunk_blocks,
     make_scheduler_params,
     make_smem_layouts,
     make_tiled_mma,
@@ -113,6 +118,7 @@ from task_scheduling.harness import compile_only as compile_and_count
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
+    SplitK,
     Tasks,
     TileTurns,
     TmaEpilogue,
@@ -159,9 +165,11 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
         counters: Any,
         scale_a: Any,
         scale_b: Any,
+        workspace: Any,
     ) -> Tasks:
         prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
-        k_tiles = k.value("k_tiles", lambda: cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k))
+        # Split-K: a work item's K loop is its chunk's ceil(k_blocks / split_k) blocks.
+        k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
         wq = tile_queue(
             params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
@@ -198,6 +206,7 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                     b=TmaSource(atom_b, t_b, s_b),
                     acc=acc,
                     tile_k=cfg.tile_k,
+                    chunk_blocks=k_tiles if cfg.split else None,
                 )
             )
             accs.append(acc)
@@ -213,6 +222,12 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                     fuse=fuse if cfg.fused_epilogue else None,
                 )
             )
+
+        if cfg.split:  # split-K: the partial tiles meet in the workspace, counted per tile
+            flag = k.smem_tensor(cutlass.Int32, 1, alignment=4)  # after the tiles, as the twin
+            bm = cfg.tile_mn[0]
+            rows = k.value("tiles_m", lambda: cute.ceil_div(cute.size(t_c, mode=[0]), bm))
+            accs[0].split = SplitK(cfg.split_k, workspace, counters, flag, rows, barrier_id=1)
 
         def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile
             with domain_loop(k_tiles, unroll=1):
@@ -238,7 +253,12 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                     ab.release()
             if every:
                 acc.promote_rest()  # a last group shorter than `every`
-            c.store()
+            if cfg.split:  # the tile's last chunk to arrive sums the chunks and stores
+                last = acc.reduce()
+                with when_true(last, key="last"):
+                    c.store()
+            else:
+                c.store()
 
         @schedule
         def load(wq: ResourceProxy, ab: ResourceProxy) -> None:
@@ -356,14 +376,15 @@ def make_plan(
 
 def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
     """A ``@cute.jit`` ``launch(a, b, c, bias, counters, stream=None, scale_a=None,
-    scale_b=None)`` specialised to ``cfg``.
+    scale_b=None, workspace=None)`` specialised to ``cfg``.
 
     It builds the TMA atoms, the SMEM layouts and the scheduler parameters and hands them to
     ``start(*values, grid=, block=, cluster=)``: a staged kernel's ``launch`` or the twin's.
     ``bias`` is None unless ``cfg.bias``; the kernel gets ``c`` a second time (as the old C)
-    only when ``cfg.beta != 0``, the counters only with the dynamic scheduler, the fp32 scales
-    only with ``cfg.scale`` (one element each for ``"tensor"``, the ``M``- and ``N``-vector for
-    ``"rowwise"``).
+    only when ``cfg.beta != 0``, the counters only with the dynamic scheduler (two) or split-K
+    (one per output tile, ``make_counters_tensor``), the fp32 scales only with ``cfg.scale``
+    (one element each for ``"tensor"``, the ``M``- and ``N``-vector for ``"rowwise"``), the
+    fp32 workspace only with split-K (``make_workspace``).
     """
 
     @cute.jit
@@ -376,6 +397,7 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
         stream: cuda.CUstream | None = None,
         scale_a: cute.Tensor | None = None,
         scale_b: cute.Tensor | None = None,
+        workspace: cute.Tensor | None = None,
     ) -> None:
         layouts = make_smem_layouts(cfg)
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
@@ -392,9 +414,10 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
             params,
             c if const_expr(cfg.beta != 0.0) else None,
             bias if const_expr(cfg.bias) else None,
-            counters if const_expr(cfg.dynamic) else None,
+            counters if const_expr(cfg.dynamic or cfg.split) else None,
             scale_a if const_expr(cfg.scaled) else None,
             scale_b if const_expr(cfg.scaled) else None,
+            workspace if const_expr(cfg.split) else None,
             grid=grid,
             block=(cfg.block_threads, 1, 1),
             cluster=(*cfg.cluster_mn, 1),
@@ -448,9 +471,11 @@ def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, An
 
     ``only`` names the kernels to compile (``("ts",)``: the TS kernel alone); all by default.
     """
-    a, b = make_inputs(cfg, (256, 256, 64))
+    a, b = make_inputs(cfg, (256, 256, 64 * cfg.split_k))
     c, bias = make_output(cfg, 256, 256), make_bias(cfg, 256)
-    args = kernel_args(cfg, a, b, c, bias, make_counters_tensor(cfg), *make_scales(cfg, 256, 256))
+    counters, workspace = make_counters_tensor(cfg, 256, 256), make_workspace(cfg, 256, 256)
+    scales = make_scales(cfg, 256, 256)
+    args = kernel_args(cfg, a, b, c, bias, counters, *scales, workspace=workspace)
     return {name: cute.compile(fn, *args) for name, fn in kernels(cfg) if not only or name in only}
 
 

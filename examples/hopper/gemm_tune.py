@@ -43,9 +43,10 @@ from typing import Any
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from _gemm_host import DTYPE_ALIASES, REL_TOL
-from _gemm_steps import DEFAULT_MNK, DTYPES, SCALES, GemmConfig, fit_swizzle
+from _gemm_steps import DEFAULT_MNK, DTYPES, SCALES, SMS, GemmConfig, fit_swizzle
 from _gemm_table import (
     SCHEMA,
+    SPLIT_MIN_CHUNK,
     TABLE_KIND,
     TABLE_PATH,
     apply_fields,
@@ -96,9 +97,15 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+        # split-K (few output tiles): a tile's K chunks are work items of their own
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 2},
+        {"tile_mn": (64, 256), "cluster_mn": (1, 1), "split_k": 2},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (16 of them)."""
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (20 of them; ``split_k``
+only where it is not 1)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,13 +123,12 @@ class Candidate:
         name = "{}x{}-c{}x{}-{}-{}".format(
             *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
         )
-        extra = [
-            f"{k}{f[k]}" for k in ("raster", "swizzle", "stages", "epi_n") if f[k] != _DEFAULTS[k]
-        ]
+        keys = ("raster", "swizzle", "stages", "epi_n", "split_k")
+        extra = [f"{k}{f.get(k, 1)}" for k in keys if f.get(k, 1) != _DEFAULTS[k]]
         return "-".join([name, *extra])
 
 
-_DEFAULTS = {**_COOP, **_PLAIN}
+_DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1}
 
 
 def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, Any]]:
@@ -130,10 +136,12 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
 
     A cluster wider than the problem's tiles in that direction only idles CTAs, and a
     128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
-    out. The rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the
-    table is never worse than the fallback on a tuned shape.
+    out. Split-K templates are kept only for problems of few output tiles (at most two waves
+    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks. The
+    rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
+    never worse than the fallback on a tuned shape.
     """
-    m, n, _ = mnk
+    m, n, k = mnk
     out: list[dict[str, Any]] = []
     rule = tuned_fields(rule_config(mnk, base))
     rule = {k: tuple(v) if isinstance(v, list) else v for k, v in rule.items()}
@@ -141,6 +149,10 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         bm, bn = t["tile_mn"]
         cm, cn = t["cluster_mn"]
         if -(-m // bm) < cm or -(-n // bn) < cn or (m <= 64 and bm > 64):
+            continue
+        split = t.get("split_k", 1)
+        few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
+        if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):
             continue
         if t not in out:
             out.append(t)
@@ -253,11 +265,13 @@ def _time_shape(
     """Check every candidate against an fp32 reference on one shape, then time the right ones."""
     import torch
     from _gemm_host import (
+        check_operands,
         kernel_args,
         make_counters_tensor,
         make_inputs,
         make_output,
         make_scales,
+        make_workspace,
         reference,
         time_ms,
     )
@@ -273,8 +287,10 @@ def _time_shape(
         assert cand.cfg is not None
         cfg = fit_swizzle(cand.cfg, n, m)
         c = make_output(cfg, m, n)
-        args = kernel_args(cfg, a, b, c, None, make_counters_tensor(cfg), scale_a, scale_b)
+        counters, workspace = make_counters_tensor(cfg, m, n), make_workspace(cfg, m, n)
+        args = kernel_args(cfg, a, b, c, None, counters, scale_a, scale_b, workspace)
         try:
+            check_operands(cfg, a, b, c, None, scale_a, scale_b)
             compiled[cfg](*args)
             torch.cuda.synchronize()
         except Exception as e:  # a launch the host refuses: reported, never timed

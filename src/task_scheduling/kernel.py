@@ -17,6 +17,7 @@ the runtime layer.
 """
 
 from ts_runtime.blocks import (
+    SplitK,
     TileTurns,
     TmaEpilogue,
     TmaRing,
@@ -56,6 +57,7 @@ __all__ = [
     "Planned",
     "RuntimeConfigError",
     "SmemBudgetError",
+    "SplitK",
     "Symbol",
     "TaskDeclarationError",
     "Tasks",

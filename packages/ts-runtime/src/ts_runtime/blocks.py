@@ -35,6 +35,7 @@ from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
 
 __all__ = [
+    "SplitK",
     "TileTurns",
     "TmaEpilogue",
     "TmaRing",
@@ -155,6 +156,27 @@ class TmaSource:
     smem: Any
 
 
+@dataclasses.dataclass(frozen=True)
+class SplitK:
+    """Split-K for a :class:`WgmmaAccumulator`: where the partial tiles of a tile meet.
+
+    Attributes:
+        chunks: K chunks per output tile (the work tile's L coordinate is the chunk).
+        workspace: A global fp32 tensor of ``tiles x chunks x BM x BN`` elements.
+        counters: A global Int32 tensor of one zeroed counter per output tile.
+        flag: One Int32 of SMEM (the task's threads learn there whether they sum the tile).
+        tiles_m: Output tiles along M (a kernel value): tile ``(m, n)`` is ``m + n * tiles_m``.
+        barrier_id: A named barrier over the task's threads (the epilogue's may be reused).
+    """
+
+    chunks: int
+    workspace: Any
+    counters: Any
+    flag: Any
+    tiles_m: Any
+    barrier_id: int
+
+
 @dataclasses.dataclass(kw_only=True)
 class WgmmaAccumulator(MemoryResource):
     """The fp32 accumulator of a WGMMA task, in the registers of its warpgroups.
@@ -175,13 +197,18 @@ class WgmmaAccumulator(MemoryResource):
         fresh_mma: With ``promote_every``: a second ``TiledMma`` like ``tiled_mma`` whose
             accumulate flag is off (``set(warpgroup.Field.ACCUMULATE, False)``), for the first
             WGMMA of a group.
+        split: Split-K (:class:`SplitK`), or None: work items ``(m, n, chunk)`` each hold a
+            partial sum of tile ``(m, n)``, which :meth:`reduce` hands over.
 
     Work methods (consumer, auxiliary): ``setup`` (once per thread: the WGMMA descriptors over
     the stages, the register tile) and ``zero`` (per tile: zero the registers and fence them
     for WGMMA); with ``promote_every``, ``promote`` (at the end of a group, after a
     ``wgmma.wait_group 0``: ``total += regs``) and ``promote_rest`` (after the K loop: the
-    last group when ``k_blocks`` is not a multiple of ``promote_every``). The MMAs are the
-    operand ring's work (:meth:`WgmmaRing.mma`): they read its stage.
+    last group when ``k_blocks`` is not a multiple of ``promote_every``); with ``split``,
+    ``reduce`` (after the K loop: write the partial tile, count the item, and in the tile's last
+    item sum every chunk's partial in chunk order; returns ``last``, whether this item holds
+    the tile's sum: ``with when_true(last, key=...): c.store()``). The MMAs are the operand
+    ring's work (:meth:`WgmmaRing.mma`): they read its stage.
     """
 
     tiled_mma: Any
@@ -192,6 +219,11 @@ class WgmmaAccumulator(MemoryResource):
     promote_every: int = 0
     k_blocks: Any = None
     fresh_mma: Any = None
+    split: SplitK | None = None
+    last: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.last = TaskLocalVariable(dtype="Boolean", default=False)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -204,6 +236,8 @@ class WgmmaAccumulator(MemoryResource):
         self.total = None
         if self.promote_every:
             self.total = wgmma.make_accumulator(self.tiled_mma, self.tile_mn, 0)
+        if self.split is not None:
+            self.split_barrier = wgmma.task_barrier(self.tiled_mma, self.split.barrier_id)
 
     @property
     def result(self) -> Any:
@@ -224,6 +258,33 @@ class WgmmaAccumulator(MemoryResource):
         from ts_codegen.dsl import wgmma
 
         wgmma.promote(self.total, self.regs)
+
+    @consumer_work(returns=last, work_attrs=WorkAttr.AUXILIARY)
+    def reduce(self, stage_info: Any) -> Any:
+        """Split-K, after the K loop: hand this item's partial tile over.
+
+        True in the tile's last item, whose registers then hold the sum of every chunk (in
+        chunk order).
+        """
+        from ts_codegen.dsl import wgmma
+
+        split = self.split
+        if split is None:
+            raise TypeError(f"{self.name}.reduce() needs WgmmaAccumulator(split=SplitK(...))")
+        m, n, chunk = stage_info.work_tile.tile_idx
+        threads = self.tile_mn[0] // 64 * 128  # the task's warpgroups, one per 64 rows
+        return wgmma.split_reduce(
+            self.result,
+            split.workspace,
+            split.counters,
+            split.flag,
+            self.split_barrier,
+            m + n * split.tiles_m,
+            chunk,
+            split.chunks,
+            self.tidx,
+            threads,
+        )
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def promote_rest(self, stage_info: Any) -> None:
@@ -252,6 +313,9 @@ class WgmmaRing(MemoryResource):
         b: The ``B`` operand (``N x K``), loaded in ``(BN, tile_k)`` blocks.
         acc: The accumulator the MMAs write (its ``tile_mn`` is ``(BM, BN)``).
         tile_k: The K extent of a block.
+        chunk_blocks: Split-K: the K blocks of one chunk (a kernel value); the work tile's L
+            coordinate is its chunk, so ``load`` reads block ``chunk * chunk_blocks +
+            loop_offset``. None: block ``loop_offset``.
 
     Work methods: ``setup`` (producer, auxiliary: the TMA views and multicast masks), ``load``
     (producer: K block ``loop_offset`` of the work tile), ``mma`` (consumer: the WGMMAs of the
@@ -263,6 +327,7 @@ class WgmmaRing(MemoryResource):
     b: TmaSource
     acc: WgmmaAccumulator
     tile_k: int
+    chunk_blocks: Any = None
 
     @staticmethod
     def pipeline(
@@ -300,9 +365,11 @@ class WgmmaRing(MemoryResource):
         """TMA-load K block ``loop_offset`` of the work tile into the acquired stage."""
         from ts_codegen.dsl import wgmma
 
-        m, n, _ = stage_info.work_tile.tile_idx
+        m, n, chunk = stage_info.work_tile.tile_idx
         atoms = (self.a.atom, self.b.atom)
         k, stage = stage_info.loop_offset, stage_info.stage_idx
+        if self.chunk_blocks is not None:  # split-K: the blocks of the work tile's chunk
+            k = chunk * self.chunk_blocks + k
         wgmma.load_operands(atoms, self.views, m, n, k, stage, stage_info.barrier)
 
     @consumer_work

@@ -47,6 +47,8 @@ __all__ = [
     "prefetch_descriptors",
     "promote",
     "promote_rest",
+    "split_reduce",
+    "task_barrier",
 ]
 
 WARPGROUP = 128
@@ -262,6 +264,68 @@ def promote_rest(total: Any, acc: Any, k_blocks: Any, every: Constexpr[int]) -> 
 def mma_wait(outstanding: Constexpr[int]) -> None:
     """Wait until at most ``outstanding`` WGMMA groups of this warpgroup are in flight."""
     warpgroup.wait_group(outstanding)
+
+
+def task_barrier(tiled_mma: Any, barrier_id: int) -> Any:
+    """A named barrier over the threads of the task that issues ``tiled_mma``."""
+    return cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=cute.size(tiled_mma))
+
+
+# -- split-K: partial tiles through a global workspace -------------------------------------------
+@cute.jit
+def split_reduce(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    barrier: Any,
+    tile: Any,
+    chunk: Any,
+    chunks: Constexpr[int],
+    tidx: Any,
+    threads: Constexpr[int],
+) -> Any:
+    """Split-K: write this item's partial tile; the tile's last item sums all partials.
+
+    Every one of the ``threads`` threads of the task writes its ``n`` accumulator values to the
+    ``workspace`` (fp32, ``[tile][chunk][value][thread]``: a warp's stores are contiguous), fences
+    them (``fence.acq_rel.gpu``) and meets the others at ``barrier``; thread 0 counts the item
+    in ``counters[tile]`` (``atom.add.acq_rel.gpu``) and tells the task through the SMEM ``flag``
+    whether it was the tile's ``chunks``-th, after a second barrier. The last item (and only
+    it; it also zeroes the counter for the next launch) reads the partials back in chunk order
+    ``0 .. chunks - 1`` into ``acc``: the same sum, in the same order, whichever item is last.
+
+    Returns:
+        Whether this item holds the tile's sum (then it writes the tile).
+    """
+    n = cute.size(acc)
+    per_chunk = n * threads
+    base = (tile * chunks + chunk) * per_chunk + tidx
+    for lo in range_constexpr(0, n, _CHUNK):
+        for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+            workspace[base + i * threads] = acc[i]
+    cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+    barrier.arrive_and_wait()
+    if tidx == 0:
+        ctr = counters.iterator + tile
+        seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
+        done = Int32(seen) == chunks - 1
+        flag[0] = Int32(done)
+        if done:  # every item of the tile has counted: reset for the next launch
+            cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
+    barrier.arrive_and_wait()
+    last = flag[0] != 0
+    if last:
+        cute.arch.fence_acq_rel_gpu()  # see the other items' partials
+        first = tile * chunks * per_chunk + tidx
+        for lo in range_constexpr(0, n, _CHUNK):
+            for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                acc[i] = workspace[first + i * threads]
+        for c in range_constexpr(1, chunks):
+            for lo in range_constexpr(0, n, _CHUNK):
+                for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                    acc[i] = acc[i] + workspace[first + c * per_chunk + i * threads]
+    return last
 
 
 # -- the epilogue ---------------------------------------------------------------------------------
