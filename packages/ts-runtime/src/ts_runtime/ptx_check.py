@@ -52,6 +52,8 @@ from ts_runtime.ptx_protocol import (
     BarrierOp,
     Protocol,
     WaitSite,
+    barrier_operand,
+    constant_inits,
     index_term,
     not_advancing,
     recover,
@@ -303,7 +305,7 @@ class _Checker:
         if found is None or (found[2] is None and found[3] is None):
             # The stage index may be computed (a warp's lane, mod the stages): read the
             # address as base + 8 * one register.
-            operand = _barrier_operand(op)
+            operand = barrier_operand(op)
             slots = self.p.values.slot_address(operand) if operand else None
             again = self._locate(slots)
             if again is not None and (again[2] is not None or again[3] is not None):
@@ -705,19 +707,6 @@ class _Checker:
                 )
 
 
-def _barrier_operand(op: BarrierOp) -> str:
-    """The ``[...]`` operand naming the barrier an operation acts on ("" when none)."""
-    a = op.instr.args
-    mem = [x for x in a if x.startswith("[")]
-    if op.kind == "init":
-        return a[0] if a else ""
-    if op.kind == "wait":
-        return a[1] if len(a) > 1 else ""
-    if op.kind in ("complete_tx", "clc_response"):
-        return mem[-1] if len(mem) >= 2 else ""
-    return mem[0] if mem else ""
-
-
 @dataclasses.dataclass(frozen=True)
 class _Forks:
     """The full barriers TMA Fork members share (:mod:`ts_codegen.groups`).
@@ -753,7 +742,7 @@ def _check_entry(plan: KernelPlan, ptx: str, entry: str | None, forks: _Forks) -
     while window < windows:
         checker = _Checker(plan, protocol, window, forks)
         checker.barriers()
-        windows = max(1, len(checker.windows(_inits(protocol))))
+        windows = max(1, len(checker.windows(constant_inits(protocol))))
         if not checker.errors:
             checker.operations()
             checker.sequences()
@@ -771,19 +760,6 @@ def _check_entry(plan: KernelPlan, ptx: str, entry: str | None, forks: _Forks) -
         window += 1
     assert best is not None
     return best
-
-
-def _inits(protocol: Protocol) -> list[tuple[int, BarrierOp]]:
-    """The ``mbarrier.init`` s at constant SMEM offsets, by offset."""
-    out = [
-        (op.address.const, op)
-        for op in protocol.barriers
-        if op.kind == "init"
-        and op.address is not None
-        and op.address.coef(SMEM) == 1
-        and not op.address.others(SMEM)
-    ]
-    return sorted(out, key=lambda s: s[0])
 
 
 def check_ptx(plan: KernelPlan, ptx: str, entry: str | None = None) -> TranslationReport:

@@ -29,6 +29,8 @@ __all__ = [
     "TmaStore",
     "TmemOp",
     "WaitSite",
+    "barrier_operand",
+    "constant_inits",
     "not_advancing",
     "recover",
     "state_machine",
@@ -199,6 +201,32 @@ def recover(kernel: PtxKernel) -> Protocol:
     return Protocol(
         kernel, values, tuple(barriers), tuple(registers), tuple(writes), threads, tuple(tmem)
     )
+
+
+def barrier_operand(op: BarrierOp) -> str:
+    """The ``[...]`` operand naming the barrier an operation acts on ("" when none)."""
+    a = op.instr.args
+    mem = [x for x in a if x.startswith("[")]
+    if op.kind == "init":
+        return a[0] if a else ""
+    if op.kind == "wait":
+        return a[1] if len(a) > 1 else ""
+    if op.kind in ("complete_tx", "clc_response"):
+        return mem[-1] if len(mem) >= 2 else ""
+    return mem[0] if mem else ""
+
+
+def constant_inits(protocol: Protocol) -> list[tuple[int, BarrierOp]]:
+    """The ``mbarrier.init`` s at constant SMEM offsets, by offset."""
+    out = [
+        (op.address.const, op)
+        for op in protocol.barriers
+        if op.kind == "init"
+        and op.address is not None
+        and op.address.coef(SMEM) == 1
+        and not op.address.others(SMEM)
+    ]
+    return sorted(out, key=lambda s: s[0])
 
 
 # -- how a wait's stage index and phase advance -------------------------------------------------
