@@ -431,8 +431,9 @@ def _scaled_mm_calls(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """``torch._scaled_mm`` on the same FP8 inputs and scales, bf16 out: ``(calls, info)``.
 
-    ``torch`` accumulates like the TS kernel (``use_fast_accum=True``: WGMMA's own fp32
-    accumulator), ``torch_accurate`` with cuBLAS's periodic promotion (the default). cuBLAS
+    ``torch`` accumulates like the TS kernel without promotion (``use_fast_accum=True``:
+    WGMMA's own accumulator), ``torch_accurate`` with cuBLAS's periodic promotion (the default),
+    like the TS kernel with ``promote_every`` (``GemmConfig.promotion``). cuBLAS
     wants K and N multiples of 16: other shapes run on zero-padded copies (``info`` says so).
     """
     import torch
@@ -490,6 +491,7 @@ def run_case(
     scale_a, scale_b = make_scales(cfg, m, n)
     flop = 2.0 * m * n * k
     result: dict[str, Any] = {"mnk": list(mnk), "config": dataclasses.asdict(cfg)}
+    result["promotion"] = cfg.promotion  # the interval in effect (promote_every None: default)
     calls: dict[str, Any] = {}
     for name, kernel in compiled.items():
         c = make_output(cfg, m, n)
