@@ -182,3 +182,10 @@ def test_unpromoted_plan_has_no_promotion(gemm: Any) -> None:
     loop, after = _math_loop(plan)
     nested = [s for n in loop if isinstance(n, ConditionalBlock) for s in _labels(n.body)]
     assert not {"acc.promote", "acc.promote_rest"} & {*_labels(loop), *nested, *_labels(after)}
+
+
+def test_promoted_ptx_passes_translation_validation(gemm: Any) -> None:
+    """The compiled TS kernel's barrier protocol is the verified plan's (``Compiled.check``)."""
+    cfg = gemm.GemmConfig(dtype="e4m3", tile_mn=(64, 128), kernel="pingpong", promote_every=3)
+    report = gemm.gemm_kernel(cfg).compile(*gemm.fake_operands(cfg)).check()
+    assert report.ok, report.as_text()

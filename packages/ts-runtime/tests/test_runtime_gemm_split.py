@@ -218,3 +218,10 @@ def test_table_entries_may_set_split(gemm: Any, table: Any) -> None:
     assert table.apply_fields(gemm.GemmConfig(), fields) == cfg
     plain = {k: v for k, v in fields.items() if k != "split_k"}
     assert table.apply_fields(cfg, plain).split_k == 1  # an entry without it: no split
+
+
+def test_split_ptx_passes_translation_validation(gemm: Any) -> None:
+    """The compiled TS kernel's barrier protocol is the verified plan's (``Compiled.check``)."""
+    cfg = gemm.GemmConfig(tile_mn=(128, 128), split_k=2, dtype="e4m3", scale="tensor")
+    report = gemm.gemm_kernel(cfg).compile(*gemm.fake_operands(cfg)).check()
+    assert report.ok, report.as_text()
