@@ -21,8 +21,14 @@ Options (``GemmConfig``, all compile-time):
   GEMMs take them as ``torch._scaled_mm`` does.
 * tiles ``128x256``, ``128x128`` (two consumer warpgroups, 384 threads) and ``64x256``,
   ``64x128`` (one consumer warpgroup, 256 threads).
+* ``promote_every`` (``--promote-every``): FP8 two-level accumulation, the WGMMA accumulator
+  added into a second fp32 register tile every that many K blocks (default 4 for FP8 on tiles
+  with ``BN <= 128``, else off).
+* ``split_k`` (``--split-k``): each tile's K blocks in that many chunks, each ``(tile, chunk)``
+  a work item; the tile's last item sums the fp32 partials in chunk order (a global workspace,
+  a per-tile counter) and writes C.
 * ``--config auto`` (the default) takes the schedule options (tile, cluster, kernel,
-  scheduler, stages, swizzle, raster, epilogue sub-tile) from the per-shape table
+  scheduler, stages, swizzle, raster, epilogue sub-tile, split-K) from the per-shape table
   ``gemm_table.json`` written by ``gemm_tune.py`` (``_gemm_table.pick``); the options given on
   the command line override it, ``--config default`` ignores it.
 
@@ -59,6 +65,7 @@ Usage::
     python examples/hopper/gemm.py --mnk 1000 1500 700 --tile 128x128 --cluster 2x1
     python examples/hopper/gemm.py --mnk 1003 1501 707 --layout nt --alpha 0.5 --beta 1 --bias
     python examples/hopper/gemm.py --mnk 8192 8192 8192 --dtype fp8 --scale rowwise
+    python examples/hopper/gemm.py --mnk 128 8192 8192 --tile 128x128 --split-k 2
 """
 
 from __future__ import annotations
