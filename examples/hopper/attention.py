@@ -485,6 +485,13 @@ def _launcher(cfg: AttentionConfig, start: Callable[..., None]) -> Any:
     return launch
 
 
+def compile_only(cfg: AttentionConfig | None = None) -> dict[str, Any]:
+    """Verify the plan and compile the kernel for sm_90a with fake tensors; count its PTX."""
+    from _attention_host import compile_only as compile_host
+
+    return compile_host(cfg)
+
+
 def main(argv: list[str] | None = None) -> int:
     from _attention_host import run_cli
 
