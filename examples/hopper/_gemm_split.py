@@ -3,7 +3,7 @@
 A work item ``(m, n, chunk)`` holds the partial sum of tile ``(m, n)`` over its chunk of K
 blocks. ``split_reduce`` writes it to a global fp32 workspace, counts the item at its tile, and
 in the tile's last item sums every chunk's partial in chunk order. The TS kernel's side is
-``ts_runtime.blocks.TmaEpilogue(split=SplitK(...))``. See ``docs/gemm.rst``.
+``ts_runtime.blocks.WgmmaAccumulator(split=SplitK(...))``. See ``docs/gemm.rst``.
 """
 
 from __future__ import annotations

@@ -189,3 +189,18 @@ def test_promoted_ptx_passes_translation_validation(gemm: Any) -> None:
     cfg = gemm.GemmConfig(dtype="e4m3", tile_mn=(64, 128), kernel="pingpong", promote_every=3)
     report = gemm.gemm_kernel(cfg).compile(*gemm.fake_operands(cfg)).check()
     assert report.ok, report.as_text()
+
+
+def test_accumulator_promotion_arguments_are_checked() -> None:
+    from ts_runtime.blocks import WgmmaAccumulator
+    from ts_runtime.errors import RuntimeConfigError
+
+    common: dict[str, Any] = {"tiled_mma": None, "tile_mn": (128, 128), "smem_a": 0, "smem_b": 0}
+    with pytest.raises(RuntimeConfigError, match="needs fresh_mma") as err:
+        WgmmaAccumulator(name="acc", promote_every=4, **common)
+    assert err.value.resource == "acc"
+    with pytest.raises(RuntimeConfigError, match=r"promote_every=-1\): a count of K blocks"):
+        WgmmaAccumulator(name="acc", promote_every=-1, **common)
+    ok = WgmmaAccumulator(name="acc", promote_every=2, fresh_mma=1, k_blocks=8, **common)
+    assert ok.promote_every == 2
+    assert WgmmaAccumulator(name="acc", **common).promote_every == 0

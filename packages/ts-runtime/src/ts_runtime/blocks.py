@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, WorkAttr
+from ts_runtime.errors import RuntimeConfigError
 from ts_runtime.pipeline_config import PipelineConfig
 from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
@@ -224,6 +225,20 @@ class WgmmaAccumulator(MemoryResource):
 
     def __post_init__(self) -> None:
         self.last = TaskLocalVariable(dtype="Boolean", default=False)
+        every = self.promote_every
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise RuntimeConfigError(
+                f"WgmmaAccumulator(promote_every={every!r}): a count of K blocks, an int >= 0",
+                resource=self.name,
+                fix="pass promote_every=0 (one register tile) or the group length, e.g. 4",
+            )
+        if every and (self.fresh_mma is None or self.k_blocks is None):
+            raise RuntimeConfigError(
+                f"WgmmaAccumulator(promote_every={every}) needs fresh_mma (the tiled MMA with "
+                "its accumulate flag off) and k_blocks (the K loop's trip count)",
+                resource=self.name,
+                fix="pass fresh_mma=k.value(...) and k_blocks=<the K loop's bound>",
+            )
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -254,7 +269,11 @@ class WgmmaAccumulator(MemoryResource):
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def promote(self, stage_info: Any) -> None:
-        """End of a group (its WGMMAs retired): add the WGMMA registers into the total."""
+        """End of a group: add the WGMMA registers into the total.
+
+        It waits for the group's WGMMAs itself (``wgmma.wait_group 0``) and fences the
+        registers for the next group's first WGMMA.
+        """
         from ts_codegen.dsl import wgmma
 
         wgmma.promote(self.total, self.regs)
@@ -270,7 +289,11 @@ class WgmmaAccumulator(MemoryResource):
 
         split = self.split
         if split is None:
-            raise TypeError(f"{self.name}.reduce() needs WgmmaAccumulator(split=SplitK(...))")
+            raise RuntimeConfigError(
+                f"{self.name}.reduce() is split-K's hand-over, and this accumulator has no split",
+                resource=self.name,
+                fix="pass WgmmaAccumulator(split=SplitK(...)), or do not call reduce()",
+            )
         m, n, chunk = stage_info.work_tile.tile_idx
         threads = self.tile_mn[0] // 64 * 128  # the task's warpgroups, one per 64 rows
         return wgmma.split_reduce(

@@ -3,7 +3,9 @@
 * the operand ring (``WgmmaRing``): TMA views of the ``A`` / ``B`` stages and their multicast
   masks within a thread-block cluster, the TMA loads of one K block;
 * the accumulator (``WgmmaAccumulator``): WGMMA descriptors over the operand stages, the fp32
-  register tile, one K block of WGMMAs;
+  register tile, one K block of WGMMAs; two-level accumulation (``promote``: a second fp32
+  tile summing groups of K blocks) and split-K's hand-over (``split_reduce``: partial tiles
+  through a global workspace, summed in chunk order by a tile's last work item);
 * the epilogue (``TmaEpilogue``): the accumulator converted sub-tile by sub-tile into SMEM
   buffers (``stmatrix``) that one warp TMA-stores.
 
