@@ -159,3 +159,32 @@ def test_warp_lanes_that_all_start_on_stage_zero_are_reported() -> None:
     report = check_ptx(plan, bad)
     assert "TS-X104" in report.codes(), report.as_text()
     assert any("warp 1" in str(e) and e.task == "load" for e in report.errors), report.as_text()
+
+
+def _instructions(ptx: str) -> list[str]:
+    """The PTX's instruction lines, without names that differ between two compiles."""
+    body = ptx[ptx.index(".entry") :]
+    lines = [ln.split("//", 1)[0].strip() for ln in body.splitlines()]
+    return [ln for ln in lines if ln and not ln.startswith((".", "{", "}", "$")) and ";" in ln]
+
+
+def test_static_queue_fetch_step_lowers_to_nothing(tmp_path: Path) -> None:
+    """p40's ``try_acquire(); acquire(); fetch_work_tile(); commit()`` on a static queue adds
+    no instruction: the same program without those four lines compiles to the same PTX."""
+    stem = "p40_static_queue_fetch_step"
+    src = (PROGRAMS / f"{stem}.py").read_text()
+    steps = ("wq.try_acquire()", "wq.acquire()", "wq.fetch_work_tile()", "wq.commit()")
+    kept = [ln for ln in src.splitlines(keepends=True) if ln.strip() not in steps]
+    assert len(src.splitlines()) - len(kept) == len(steps), "p40's fetch bracket moved"
+    # A file of its own: the DSL reads a kernel's source back from its file.
+    path = tmp_path / "p40_without_fetch.py"
+    path.write_text("".join(kept))
+    name = "ts_compat_p40_without_fetch"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    without = importlib.util.module_from_spec(spec)
+    sys.modules[name] = without
+    spec.loader.exec_module(without)
+    ours = _instructions(_ptx(_load(stem).compile_fake(ARCH)))
+    assert len(ours) > 20
+    assert _instructions(_ptx(without.compile_fake(ARCH))) == ours

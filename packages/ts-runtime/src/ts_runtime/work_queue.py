@@ -309,7 +309,15 @@ class WorkQueue(MemoryResource):
 
     @producer_work
     def fetch_work_tile(self, stage_info: Any) -> None:
-        """The reference's name of :meth:`fetch_next_tile` (the same request)."""
+        """The reference's name of :meth:`fetch_next_tile` (the same request).
+
+        On a static queue it does nothing: every CTA computes its own tiles, so there is no
+        request to make, and a program written for either scheduler (the fetching task's
+        ``acquire(); fetch_work_tile(); commit()`` kept with the static one) runs unchanged.
+        The brackets around it carry no barrier there, as the static queue's others do not.
+        """
+        if not self.tile_scheduler_config.is_dynamic:
+            return
         self._dynamic("fetch_work_tile").fetch(stage_info.stage_idx, stage_info.barrier)
 
     @consumer_work(returns=next_tile)
