@@ -43,7 +43,15 @@ from typing import Any
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 from _gemm_host import DTYPE_ALIASES, REL_TOL
-from _gemm_steps import DEFAULT_MNK, DTYPES, SCALES, SMS, GemmConfig, fit_swizzle
+from _gemm_steps import (
+    DEFAULT_MNK,
+    DTYPES,
+    PROMOTE_MAX_TILE_N,
+    SCALES,
+    SMS,
+    GemmConfig,
+    fit_swizzle,
+)
 from _gemm_table import (
     SCHEMA,
     SPLIT_MIN_CHUNK,
@@ -137,7 +145,8 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     A cluster wider than the problem's tiles in that direction only idles CTAs, and a
     128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
     out. Split-K templates are kept only for problems of few output tiles (at most two waves
-    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks. The
+    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks. An FP8
+    GEMM with its default promotion gets only tiles that can promote (``BN <= 128``). The
     rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
     never worse than the fallback on a tuned shape.
     """
@@ -150,6 +159,8 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         cm, cn = t["cluster_mn"]
         if -(-m // bm) < cm or -(-n // bn) < cn or (m <= 64 and bm > 64):
             continue
+        if base.fp8 and base.promote_every is None and bn > PROMOTE_MAX_TILE_N:
+            continue  # FP8 promotes by default, which a BN = 256 tile has no registers for
         split = t.get("split_k", 1)
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
         if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):
@@ -424,6 +435,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dtype", choices=sorted([*DTYPES, *DTYPE_ALIASES]), default="bf16")
     parser.add_argument("--scale", choices=list(SCALES), default="none")
     parser.add_argument(
+        "--promote-every",
+        type=int,
+        default=None,
+        help="FP8 two-level accumulation interval (default: GemmConfig's; 0 lets FP8 "
+        "candidates use BN = 256 tiles, unpromoted)",
+    )
+    parser.add_argument(
         "--dry-run", action="store_true", help="CPU: list and verify the candidates"
     )
     parser.add_argument(
@@ -439,7 +457,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:  # GemmConfig's checks (typed TS errors) on the options: a usage error
+        GemmConfig(
+            dtype=DTYPE_ALIASES.get(args.dtype, args.dtype), promote_every=args.promote_every
+        )
+    except ValueError as e:
+        parser.error(str(e))
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -465,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
     shapes = [tuple(s) for s in args.mnk or ()] + list(SWEEP if args.shapes else ())
     part, parts = args.part
     shapes = shapes[part - 1 :: parts] or [DEFAULT_MNK]  # none given: the example's default
-    base = GemmConfig(dtype=DTYPE_ALIASES.get(args.dtype, args.dtype), scale=args.scale)
+    dtype = DTYPE_ALIASES.get(args.dtype, args.dtype)
+    base = GemmConfig(dtype=dtype, scale=args.scale, promote_every=args.promote_every)
     start = time.perf_counter()
     verified: dict[tuple[Any, ...], Candidate] = {}  # one verification per template
     per_shape: list[tuple[tuple[int, int, int], list[Candidate]]] = []

@@ -204,3 +204,13 @@ def test_accumulator_promotion_arguments_are_checked() -> None:
     ok = WgmmaAccumulator(name="acc", promote_every=2, fresh_mma=1, k_blocks=8, **common)
     assert ok.promote_every == 2
     assert WgmmaAccumulator(name="acc", **common).promote_every == 0
+
+
+def test_fp8_tuner_candidates_can_promote(gemm: Any, load_example: Any) -> None:
+    tune = load_example("gemm_tune")
+    for mnk in ((4096, 4096, 14336), (128, 8192, 8192), (8192, 8192, 8192)):
+        promoted = tune.candidates(mnk, gemm.GemmConfig(dtype="e4m3"))
+        assert promoted and all(c["tile_mn"][1] <= 128 for c in promoted), mnk
+        assert all(tune.apply_fields(gemm.GemmConfig(dtype="e4m3"), c).promotion for c in promoted)
+        fast = tune.candidates(mnk, gemm.GemmConfig(dtype="e4m3", promote_every=0))
+        assert any(c["tile_mn"][1] == 256 for c in fast)
