@@ -120,6 +120,7 @@ TRANSLATION_CHECKED = [
     "p37_tma_multicast_cluster",
     "p38_async_stride_per_side_runtime",
     "p39_async_stride_per_side_runtime_lanes",
+    "p41_async_warp_lanes_all_signal",
 ]
 
 

@@ -169,9 +169,9 @@ def test_more_warps_than_lanes_outside_a_lane_loop_is_reported() -> None:
 @pytest.mark.parametrize("kind", ["tma", "task_warp_leader"])
 def test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported(kind: str) -> None:
     # The store task's warps are lanes of `ring`, and it also fills a ring that only its first
-    # warp signals (a TMA ring it arms, or TaskWarpLeader): its other warps would wait on that
-    # ring's barriers without arriving, which the per-warp model does not have, so it is
-    # refused (typed) rather than guessed.
+    # warp signals (a TMA ring it arms, or TaskWarpLeader): warp 1 runs at its own pace on
+    # stages that warp 0's signal alone completes, a race and a possible deadlock
+    # (test_verify_first_warp_lanes_oracle.py shows both), so it is refused as wrong.
     src, dst = Src(name="src"), Dst(name="dst")
     r = _ring()
     spec = (
@@ -208,7 +208,8 @@ def test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported(kind: str) -
     assert report.codes() == ["TS-V214"], report.as_text()
     d = report.errors[0]
     assert (d.task, d.resource) == ("store", "out") and "first warp" in d.message
-    assert "split the task" in d.fix
+    assert "(a race" in d.message and "(a deadlock)" in d.message
+    assert "split the task" in d.fix and "SignalingThreads.All" in d.fix
     assert d.location is not None and d.location.function == (
         "test_warp_lanes_with_a_first_warp_signal_elsewhere_are_reported"
     )

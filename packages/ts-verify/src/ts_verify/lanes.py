@@ -155,19 +155,29 @@ def _lanes_of(
                         name, res.pipeline.stages, lane_count(res), stride, lane
                     )
     if split and not errors:
+        # Refused as wrong, not as unsupported: the warps run their lanes at their own pace,
+        # and on `other` (one stride) they all take the same stages, which only the first
+        # warp signals. docs/migrating.rst ("Deliberately stricter") has the minimal program.
+        lane_ring = sorted(split)[0]
         for other in _first_warp_signals(plan, task, split):
             errors.append(
                 Diagnostic(
                     "TS-V214",
-                    f"task `{task.name}` runs `{sorted(split)[0]}` on one lane per warp, and "
+                    f"task `{task.name}` runs `{lane_ring}` on one lane per warp (its warps "
+                    "run their lanes at their own pace, with no barrier between them), and "
                     f"only its first warp signals `{other}` (a TMA producer or "
-                    "TaskWarpLeader); warps on lanes of their own that share a first-warp "
-                    "signal are not supported yet",
+                    "TaskWarpLeader), whose stages all its warps take too: warp 0's signal "
+                    f"alone completes a stage of `{other}`, so the other side may read it "
+                    "before warp 1's work on it has run (a race wherever warp 1 writes it), "
+                    "and warp 1, whose progress nothing waits for, can fall a phase behind "
+                    f"`{other}`'s barrier and then wait on it forever (a deadlock)",
                     task=task.name,
                     resource=other,
                     location=task.location,
-                    fix=f"split the task: give `{other}` a task of its own, or run "
-                    f"`{sorted(split)[0]}` in a domain_loop(lane, end, stride) per task",
+                    fix=f"signal `{other}` from every warp of the task (SignalingThreads.All, "
+                    "its group sized for all of them, so a stage completes when every warp "
+                    f"has written it), or split the task: give `{other}` a task of its own, "
+                    f"or run `{lane_ring}` in a domain_loop(lane, end, stride) per task",
                 )
             )
     return per_warp, errors
@@ -178,8 +188,8 @@ def split_lanes(plan: KernelPlan) -> tuple[KernelPlan, list[Diagnostic]]:
 
     A task with warp lanes on some ring becomes one single-warp task per warp
     (:func:`warp_task_name`). A task with more warps than lanes that is not in a lane loop
-    (TS-V214), or one with warp lanes whose first warp alone signals another ring (TS-V214,
-    not supported yet), is an error.
+    (TS-V214), or one with warp lanes whose first warp alone signals another ring (TS-V214:
+    a race and a possible deadlock), is an error.
     """
     rings = {
         r.name: r for r in plan.resources if r.pipeline is not None and r.pipeline.interleave > 1
