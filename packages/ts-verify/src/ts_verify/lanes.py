@@ -83,8 +83,10 @@ def _renamed(task: TaskSpec, names: dict[str, str]) -> TaskSpec:
     )
 
 
-def _first_warp_signals(plan: KernelPlan, task: TaskSpec, split: set[str]) -> Iterator[str]:
-    """The rings outside ``split`` that only ``task``'s first warp signals (or arms)."""
+def _first_warp_signals(
+    plan: KernelPlan, task: TaskSpec, split: set[str]
+) -> Iterator[tuple[str, bool]]:
+    """The rings outside ``split`` that only ``task``'s first warp signals (or arms, True)."""
     for res in plan.resources:
         p = res.pipeline
         if p is None or res.name in split:
@@ -93,7 +95,7 @@ def _first_warp_signals(plan: KernelPlan, task: TaskSpec, split: set[str]) -> It
             signaling = p.producer_signaling if role is Role.PRODUCER else p.consumer_signaling
             tma = role is Role.PRODUCER and p.type.producer_is_tma
             if tma or signaling.has_task_warp_leader():
-                yield res.name
+                yield res.name, tma
 
 
 def lane_count(res: ResourceSpec) -> int:
@@ -159,7 +161,15 @@ def _lanes_of(
         # and on `other` (one stride) they all take the same stages, which only the first
         # warp signals. docs/migrating.rst ("Deliberately stricter") has the minimal program.
         lane_ring = sorted(split)[0]
-        for other in _first_warp_signals(plan, task, split):
+        for other, tma in _first_warp_signals(plan, task, split):
+            # A TMA stage is armed once for its bytes: every warp arming it is no fix there.
+            every_warp = (
+                ""
+                if tma
+                else f"signal `{other}` from every warp of the task (SignalingThreads.All, "
+                "its group sized for all of them, so a stage completes when every warp has "
+                "written it), or "
+            )
             errors.append(
                 Diagnostic(
                     "TS-V214",
@@ -174,9 +184,7 @@ def _lanes_of(
                     task=task.name,
                     resource=other,
                     location=task.location,
-                    fix=f"signal `{other}` from every warp of the task (SignalingThreads.All, "
-                    "its group sized for all of them, so a stage completes when every warp "
-                    f"has written it), or split the task: give `{other}` a task of its own, "
+                    fix=f"{every_warp}split the task: give `{other}` a task of its own, "
                     f"or run `{lane_ring}` in a domain_loop(lane, end, stride) per task",
                 )
             )
