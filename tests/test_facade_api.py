@@ -161,3 +161,71 @@ def test_runtime_facade_modules() -> None:
     assert SmemAllocator is not None and ResourceContext is not None
     # As documented: task / task_manager are imported explicitly, not by the package.
     assert "task" not in task_scheduling.__all__ and "task_manager" not in task_scheduling.__all__
+
+
+def test_reference_resources_module_names() -> None:
+    """The names the reference's ``resources`` module offers besides its own import from ours
+    (a program may take ``WorkTileInfo`` or ``SignalingThreads`` from there)."""
+    import ts_codegen
+    import ts_ir
+    import ts_runtime.memory
+    import ts_runtime.tmem
+    from task_scheduling import resources
+
+    assert resources.WorkTileInfo is ts_codegen.WorkTile
+    assert resources.ResourceContext is ts_runtime.memory.ResourceContext
+    assert resources.SmemAllocation is ts_runtime.memory.SmemAllocation
+    assert resources.TmemAllocation is ts_runtime.tmem.TmemAllocation
+    for name in ("PipelineType", "SignalingThreads", "TileSchedulerType", "ScheduleStage"):
+        assert getattr(resources, name) is getattr(ts_ir, name), name
+    with pytest.raises(AttributeError, match="no attribute 'WorkTileInfos'"):
+        resources.WorkTileInfos  # noqa: B018
+
+
+def test_work_tile_info_update_from() -> None:
+    from task_scheduling.resources import WorkTileInfo
+
+    tile = WorkTileInfo((0, 0, 0), False)
+    tile.update_from(WorkTileInfo((3, 1, 2), True))
+    assert tile.tile_idx == (3, 1, 2)
+    assert bool(tile.is_valid_tile)
+    tile.update_from(WorkTileInfo((4, 0, 0), False))
+    assert tile.tile_idx == (4, 0, 0) and not bool(tile.is_valid_tile)
+
+
+def test_resource_without_tmem_adds_nothing_to_the_tmem_allocator() -> None:
+    """The reference's MemoryResource has a ``get_tmem_requirements`` hook returning no blocks:
+    adding every resource to both allocators is a correct program."""
+    from task_scheduling.memory import TmemAllocation, TmemAllocator
+    from task_scheduling.resources import MemoryResource
+
+    plain = MemoryResource(name="plain")
+    assert plain.get_tmem_requirements() == []
+    tmem = TmemAllocator()
+    tmem.add_resource(plain)
+    tmem.add(TmemAllocation("acc", 32))
+    tmem.compute_layout()
+    assert tmem.total_tmem_columns == 32
+
+
+def test_task_get_domain_and_smem_get_typed_ptr_as_the_reference_spells_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from task_scheduling.memory import SmemAllocation, SmemAllocator
+    from task_scheduling.task import Task
+
+    # Task.get_domain(self, tile_coord): the reference's parameter name, by keyword too.
+    assert list(inspect.signature(Task.get_domain).parameters) == ["self", "tile_coord"]
+    monkeypatch.setattr(Task, "domain", property(lambda self: 7))
+    assert Task.__new__(Task).get_domain(tile_coord=(0, 0, 0)) == 7
+    # SmemAllocator.get_typed_ptr: the reference's older name of get_as_type.
+    calls: list[tuple[Any, ...]] = []
+
+    def get_as_type(self: Any, *args: Any) -> str:
+        calls.append(args)
+        return "view"
+
+    monkeypatch.setattr(SmemAllocator, "get_as_type", get_as_type)
+    alloc = SmemAllocation("buf", size_bytes=64)
+    assert SmemAllocator().get_typed_ptr(alloc, "f32", 4) == "view"
+    assert calls == [(alloc, "f32", 4)]

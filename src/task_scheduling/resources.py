@@ -3,7 +3,11 @@
 ``PipelineConfig``, ``TileSchedulerConfig``, ``WorkQueue`` and the PDL barriers
 (``PdlWaitBarrier``, ``PdlLaunchBarrier``, ``PDL_BARRIER_TYPES``) come from the runtime layer
 (ts-runtime) and are imported when first used, so that the rest of this module, which is all a
-schedule needs, works with only ts-ir, ts-trace and ts-verify installed.
+schedule needs, works with only ts-ir, ts-trace and ts-verify installed. So do the names the
+reference's ``resources`` module offers besides its own (a program may import them from here):
+the enums ``PipelineType``, ``SignalingThreads``, ``TileSchedulerType``, ``ScheduleStage``,
+``WorkTileInfo`` (the type of ``stage_info.work_tile``: ``tile_idx``, ``is_valid_tile``,
+``update_from``), ``ResourceContext``, ``SmemAllocation`` and ``TmemAllocation``.
 """
 
 from __future__ import annotations
@@ -11,7 +15,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ts_ir.enums import WorkAttr
+from ts_ir.enums import (
+    PipelineType,
+    ScheduleStage,
+    SignalingThreads,
+    TileSchedulerType,
+    WorkAttr,
+)
 from ts_trace.groups import PipelineGroup
 from ts_trace.resources import MemoryResource
 from ts_trace.stage_info import StageInfo
@@ -29,9 +39,13 @@ __all__ = [
     "PdlWaitBarrier",
     "PipelineConfig",
     "PipelineGroup",
+    "PipelineType",
+    "ScheduleStage",
+    "SignalingThreads",
     "StageInfo",
     "TaskLocalVariable",
     "TileSchedulerConfig",
+    "TileSchedulerType",
     "WorkAttr",
     "WorkQueue",
     "consumer_work",
@@ -48,7 +62,15 @@ _RUNTIME = {
     "PipelineConfig": "ts_runtime.pipeline_config",
     "TileSchedulerConfig": "ts_runtime.work_queue",
     "WorkQueue": "ts_runtime.work_queue",
+    # Names the reference's `resources` module also offers (a program may import them from
+    # here): the work tile type of `stage_info.work_tile` and the allocation records.
+    "WorkTileInfo": "ts_codegen",
+    "ResourceContext": "ts_runtime.memory",
+    "SmemAllocation": "ts_runtime.memory",
+    "TmemAllocation": "ts_runtime.tmem",
 }
+# Where a layer spells the name differently.
+_LAYER_NAME = {"WorkTileInfo": "WorkTile"}
 
 
 def __getattr__(name: str) -> Any:
@@ -57,7 +79,7 @@ def __getattr__(name: str) -> Any:
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     try:
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(importlib.import_module(module), _LAYER_NAME.get(name, name))
     except ModuleNotFoundError as err:
         raise ImportError(
             f"task_scheduling.resources.{name} comes from the runtime layer, which is not "

@@ -408,6 +408,14 @@ class SmemAllocator:
         placement = self.layout.placement(a.name)
         return _dsl.typed_view(self.smem_base_ptr + placement.offset, dtype, count, layout)
 
+    def get_typed_ptr(self, alloc: SmemAllocation, dtype: Any, count: int = 1) -> Any:
+        """The reference's older name of :meth:`get_as_type` (it marks it deprecated there).
+
+        Kept so that a program written against it runs unchanged; new code calls
+        :meth:`get_as_type` or :meth:`get`.
+        """
+        return self.get_as_type(alloc, dtype, count)
+
     def get(self, alloc: SmemAllocation, *, layout: Any = None) -> Any:
         """A typed view of ``alloc`` (kernel trace time).
 

@@ -245,14 +245,14 @@ class Task:
         value = self._traced[0][1]
         return None if value is _bounds.MISSING else value
 
-    def get_domain(self, work_tile_coord: Any) -> Any:
+    def get_domain(self, tile_coord: Any) -> Any:
         """The domain-loop end for a work tile; override for dynamic domains.
 
         A schedule that passes ``MyTask.get_domain`` as a ``domain_loop`` bound gets this
         method's result, called with the work-tile coordinate, as that bound. The default
         returns :attr:`domain`.
         """
-        del work_tile_coord
+        del tile_coord  # the reference's parameter name, for callers that pass it by keyword
         return self.domain
 
     def is_selected(self) -> Any:

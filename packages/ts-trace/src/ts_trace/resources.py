@@ -306,6 +306,14 @@ class MemoryResource(metaclass=_ResourceMeta):
         """SMEM regions this resource needs (objects with name, size_bytes, alignment...)."""
         return []
 
+    def get_tmem_requirements(self) -> list[Any]:
+        """TMEM blocks this resource owns (``TmemAllocation`` objects); none unless overridden.
+
+        As in the reference, ``TmemAllocator.add_resource`` of a resource without TMEM adds
+        nothing (a program may add every resource to both allocators).
+        """
+        return []
+
     def ts_work_label(self, attr: str) -> str:
         """The work method a schedule's ``resource.<attr>(...)`` records: ``attr`` itself.
 

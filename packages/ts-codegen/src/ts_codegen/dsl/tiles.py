@@ -290,6 +290,14 @@ class WorkTile:
         self.tile_idx = tuple(tile_idx)
         self.is_valid_tile = cutlass.Boolean(is_valid_tile)
 
+    def update_from(self, other: Any) -> None:
+        """Take ``other``'s coordinate and validity (the reference's ``WorkTileInfo`` method).
+
+        Any object with ``tile_idx`` and ``is_valid_tile`` will do (CUTLASS's work tiles too).
+        """
+        self.tile_idx = tuple(other.tile_idx)
+        self.is_valid_tile = cutlass.Boolean(other.is_valid_tile)
+
     def __extract_mlir_values__(self) -> list[Any]:
         return [*extract_mlir_values(self.tile_idx), *extract_mlir_values(self.is_valid_tile)]
 
