@@ -8,7 +8,9 @@ in one *block* (biconnected component) of the multigraph whose nodes are tasks a
 are the rings between their producers and consumers. So it is enough to check
 
 * every ring on its own, with the tasks that use it and only its operations, and
-* every block that holds two or more distinct rings, with its tasks and only its rings' ops.
+* every block that holds two or more distinct rings, with every task of its rings (a ring that
+  two consumer tasks read at once joins two blocks at its producer, and each reader's releases
+  are needed for a stage to be freed) and only its rings' ops.
 
 Leaving out the other rings' operations only removes waits, so every state the whole kernel
 reaches is reached by such a part too, and a blocked cycle of the kernel is a blocked cycle of
@@ -106,18 +108,25 @@ def systems(plan: KernelPlan) -> list[tuple[System, int]]:
     order = {t.name: i for i, t in enumerate(plan.tasks)}
     out: list[tuple[System, int]] = []
     edges: list[tuple[str, str, str]] = []
+    users_of: dict[str, set[str]] = {}
     for ring in stages:
         producers, consumers = _sides(plan, ring)
         users = sorted(set(producers) | set(consumers), key=order.__getitem__)
         if not users:
             continue
+        users_of[ring] = set(users)
         out.append((System((ring,), tuple(users)), stages[ring] + len(users)))
         edges.extend((p, c, ring) for p in producers for c in consumers if p != c)
     for block in _blocks([t.name for t in plan.tasks], edges):
         rings = sorted({edges[e][2] for e in block})
         if len(rings) < 2:
             continue
-        tasks = sorted({n for e in block for n in edges[e][:2]}, key=order.__getitem__)
+        # Every task of the block's rings, not only the block's: a ring read by two consumer
+        # tasks (one arrival count over both) lies in two blocks that meet at its producer,
+        # and a part without the other consumer's releases would never see a stage freed.
+        tasks = sorted(set().union(*(users_of[r] for r in rings)), key=order.__getitem__)
         slack = sum(stages[r] for r in rings) + len(tasks)
-        out.append((System(tuple(rings), tuple(tasks), cycle=True), slack))
+        part = (System(tuple(rings), tuple(tasks), cycle=True), slack)
+        if part not in out:  # the two blocks of such a ring give the same part
+            out.append(part)
     return out
