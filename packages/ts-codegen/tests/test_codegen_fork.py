@@ -54,13 +54,15 @@ def test_same_counts_per_kind_as_twin(result: dict[str, Any]) -> None:
     assert result["ts_ops"] == result["twin_ops"]
 
 
-def test_translation_validation_says_it_does_not_model_the_shared_barrier(example: Any) -> None:
+def test_translation_validation_reads_the_shared_full_barrier(example: Any) -> None:
     import cutlass
 
     from task_scheduling.harness import fake_tensor
-    from ts_runtime import UnsupportedFeatureError
 
     args = [fake_tensor(cutlass.Float16, SHAPE, row_major=True, align=16) for _ in range(3)]
     compiled = example.KERNEL.compile(*args)
-    with pytest.raises(UnsupportedFeatureError, match=r"TS-R001: .*`x_square` waits on the full"):
-        compiled.check()
+    report = compiled.check()
+    assert report.ok, report.as_text()
+    text = report.as_text()
+    assert "ring `x_square`: a TMA Fork member, it uses the full barriers of `x_double`" in text
+    assert "task `square` waits on ring `x_square` (full)" in text
