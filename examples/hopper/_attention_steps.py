@@ -35,7 +35,9 @@ dsl_math: Any = cute.math
 select: Any = cutlass.select_  # type: ignore[attr-defined]
 
 WARPGROUP = 128
-BLOCK_M = 64  # query rows of one math warpgroup's tile (one WGMMA M)
+BLOCK_M = 128  # query rows of a CTA's tile: both math warpgroups, on the same K / V blocks
+WG_M = 64  # query rows of one math warpgroup (one WGMMA M): half of the tile
+BLOCK_N = 128  # keys per K / V block (the N of S = Q K^T, the K of O += P V)
 LOAD_WARP = 0
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
@@ -45,7 +47,6 @@ SMEM_RESERVED = 1024
 LOG2_E = 1.4426950408889634
 DTYPES: dict[str, Any] = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
 HEAD_DIMS = (64, 128)
-STAGE_BYTES = 16384  # one K (or V) block: 16 KB, so BN = 8192 / D rows
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +59,8 @@ class AttentionConfig:
         causal: Query ``i`` sees keys ``j <= i`` (square attention): KV blocks past the
             diagonal are never loaded, the diagonal block is masked.
         group: Query heads per KV head (GQA; 1 is plain multi-head attention).
-        kv_stages: Depth of the K ring and of the V ring (per math warpgroup); 0 picks the most
-            that fit (3 for D = 64, 2 for D = 128).
+        kv_stages: Depth of the K ring and of the V ring (both shared by the two math
+            warpgroups); 0 picks the most that fit (6 for D = 64, 2 for D = 128).
         scale: Softmax scale (None: ``1 / sqrt(D)``).
     """
 
@@ -89,26 +90,31 @@ class AttentionConfig:
 
     @property
     def block_n(self) -> int:
-        """Keys per KV block (a 16 KB stage: 128 for D = 64, 64 for D = 128)."""
-        return STAGE_BYTES // (2 * self.head_dim)
+        """Keys per KV block."""
+        return BLOCK_N
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes of one K (or V) block: ``BN x D``, 16 bit."""
+        return self.block_n * self.head_dim * 2
 
     @property
     def q_bytes(self) -> int:
-        """Bytes of one Q tile (also one O epilogue buffer)."""
-        return BLOCK_M * self.head_dim * 2
+        """Bytes of one math warpgroup's half of the Q tile (also of its O epilogue buffer)."""
+        return WG_M * self.head_dim * 2
 
     @property
     def smem_bytes(self) -> int:
-        """SMEM of both math warpgroups: Q, the K and V rings and the O buffer each."""
-        return 2 * (2 * self.q_bytes + 2 * self.stages * STAGE_BYTES)
+        """SMEM: the Q tile (both halves), the shared K and V rings, an O buffer per warpgroup."""
+        return 4 * self.q_bytes + 2 * self.stages * self.stage_bytes
 
     @property
     def stages(self) -> int:
-        """Depth of each K and V ring (``kv_stages``, or as many as fit)."""
+        """Depth of the K ring and of the V ring (``kv_stages``, or as many as fit)."""
         if self.kv_stages:
             return self.kv_stages
-        free = SMEM_BYTES - SMEM_RESERVED - 2 * 2 * self.q_bytes
-        return free // (2 * 2 * STAGE_BYTES)
+        free = SMEM_BYTES - SMEM_RESERVED - 4 * self.q_bytes
+        return free // (2 * self.stage_bytes)
 
     @property
     def softmax_scale(self) -> float:
@@ -134,7 +140,7 @@ class AttentionConfig:
 def make_qk_mma(cfg: AttentionConfig) -> Any:
     """``S = Q K^T``: ``64 x BN`` per warpgroup, Q and K K-major in SMEM (K = head dim)."""
     k_major = cute.nvgpu.OperandMajorMode.K
-    tiler = (BLOCK_M, cfg.block_n)
+    tiler = (WG_M, cfg.block_n)
     return sm90.make_trivial_tiled_mma(
         cfg.element, cfg.element, k_major, k_major, cutlass.Float32, (1, 1, 1), tiler
     )
@@ -149,20 +155,21 @@ def make_pv_mma(cfg: AttentionConfig) -> Any:
         cute.nvgpu.OperandMajorMode.MN,
         cutlass.Float32,
         (1, 1, 1),
-        (BLOCK_M, cfg.head_dim),
+        (WG_M, cfg.head_dim),
         warpgroup.OperandSource.RMEM,
     )
 
 
 def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
-    """Swizzled SMEM layouts: Q ``(64, D, 1)``, K ``(BN, D, st)``, V ``(D, BN, st)``, O."""
+    """Swizzled SMEM layouts: Q ``(64, D, 2)`` (the two warpgroups' halves of the tile), K
+    ``(BN, D, st)``, V ``(D, BN, st)``, O ``(64, D, 1)`` (one per warpgroup)."""
     d, bn, el = cfg.head_dim, cfg.block_n, cfg.element
     row, col = LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR
-    q = sm90.make_smem_layout_a(row, (BLOCK_M, bn, d), el, 1)
-    k = sm90.make_smem_layout_b(row, (BLOCK_M, bn, d), el, cfg.stages)
+    q = sm90.make_smem_layout_a(row, (WG_M, bn, d), el, 2)
+    k = sm90.make_smem_layout_b(row, (WG_M, bn, d), el, cfg.stages)
     # V is the B operand of P V read as (N = D) x (K = BN), D contiguous: MN-major.
-    v = sm90.make_smem_layout_b(col, (BLOCK_M, d, bn), el, cfg.stages)
-    o = sm90.make_smem_layout_epi(el, row, (BLOCK_M, d), 1)
+    v = sm90.make_smem_layout_b(col, (WG_M, d, bn), el, cfg.stages)
+    o = sm90.make_smem_layout_epi(el, row, (WG_M, d), 1)
     return q, k, v, o
 
 
@@ -193,11 +200,12 @@ def make_tma_atoms(
     def first(layout: Any) -> Any:
         return cute.slice_(layout, (None, None, 0))
 
-    atom_q, t_q = cpasync.make_tiled_tma_atom(load, seq_view(q), first(lq), (BLOCK_M, d))
+    # Q in boxes of one warpgroup's 64 rows: a tile is two loads, one per half.
+    atom_q, t_q = cpasync.make_tiled_tma_atom(load, seq_view(q), first(lq), (WG_M, d))
     atom_k, t_k = cpasync.make_tiled_tma_atom(load, seq_view(k), first(lk), (bn, d))
     atom_v, t_v = cpasync.make_tiled_tma_atom(load, dim_view(v), first(lv), (d, bn))
     store = cpasync.CopyBulkTensorTileS2GOp()
-    atom_o, t_o = cpasync.make_tiled_tma_atom(store, seq_view(o), first(lo), (BLOCK_M, d))
+    atom_o, t_o = cpasync.make_tiled_tma_atom(store, seq_view(o), first(lo), (WG_M, d))
     return atom_q, t_q, atom_k, t_k, atom_v, t_v, atom_o, t_o
 
 
@@ -238,6 +246,8 @@ class MathState:
         p: ``P`` in 16 bit, laid out as the register A operand of the PV WGMMA.
         coords: ``(row, col)`` of every ``acc_s`` element within the ``64 x BN`` block.
         row_max / row_sum: the online softmax statistics of this thread's two rows.
+        keep: the factor ``softmax`` found for ``O`` (``convert`` applies it, once the PV
+            WGMMA that reads ``O`` has retired).
         tidx: the thread's index in its warpgroup; wg: the warpgroup (0 or 1).
     """
 
@@ -250,6 +260,7 @@ class MathState:
     coords: Any
     row_max: Any
     row_sum: Any
+    keep: Any
     tidx: Any
     wg: int
 
@@ -260,19 +271,25 @@ def math_setup(
     """The state of this thread of math warpgroup ``wg`` (CTA warpgroup ``1 + wg``)."""
     tidx_cta, _, _ = cute.arch.thread_idx()
     tidx = tidx_cta - (1 + wg) * WARPGROUP
+    # O += P V always accumulates: set once here, not per call (a call inside a branch of the
+    # schedule would rebind the MMA to a value the other branches cannot see).
+    pv_mma.set(warpgroup.Field.ACCUMULATE, True)
     thr_qk = qk_mma.get_slice(tidx)
     thr_pv = pv_mma.get_slice(tidx)
     bn, d = cfg.block_n, cfg.head_dim
     frag_q = qk_mma.make_fragment_A(thr_qk.partition_A(s_q))
     frag_k = qk_mma.make_fragment_B(thr_qk.partition_B(s_k))
     frag_v = pv_mma.make_fragment_B(thr_pv.partition_B(s_v))
-    acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((BLOCK_M, bn)), cutlass.Float32)
-    acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((BLOCK_M, d)), cutlass.Float32)
-    p = cute.make_rmem_tensor(thr_pv.partition_shape_A((BLOCK_M, bn)), cfg.element)
-    coords = thr_qk.partition_C(cute.make_identity_tensor((BLOCK_M, bn)))
+    acc_s = cute.make_rmem_tensor(thr_qk.partition_shape_C((WG_M, bn)), cutlass.Float32)
+    acc_o = cute.make_rmem_tensor(thr_pv.partition_shape_C((WG_M, d)), cutlass.Float32)
+    p = cute.make_rmem_tensor(thr_pv.partition_shape_A((WG_M, bn)), cfg.element)
+    coords = thr_qk.partition_C(cute.make_identity_tensor((WG_M, bn)))
     row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
     row_sum = cute.make_rmem_tensor((2,), cutlass.Float32)
-    return MathState(frag_q, frag_k, frag_v, acc_s, acc_o, p, coords, row_max, row_sum, tidx, wg)
+    keep = cute.make_rmem_tensor((2,), cutlass.Float32)
+    return MathState(
+        frag_q, frag_k, frag_v, acc_s, acc_o, p, coords, row_max, row_sum, keep, tidx, wg
+    )
 
 
 @cute.jit
@@ -293,7 +310,7 @@ def qk(qk_mma: Any, st: MathState, stage: Any) -> None:
         cute.gemm(
             qk_mma,
             st.acc_s,
-            st.frag_q[(None, None, kk, 0)],
+            st.frag_q[(None, None, kk, st.wg)],  # this warpgroup's half of the Q tile
             st.frag_k[(None, None, kk, stage)],
             st.acc_s,
         )
@@ -304,7 +321,6 @@ def qk(qk_mma: Any, st: MathState, stage: Any) -> None:
 def pv(pv_mma: Any, st: MathState, stage: Any) -> None:
     """Issue ``O += P V`` for the V block in ``stage`` (P from registers); commit."""
     warpgroup.fence()  # P and the rescaled O were written by ordinary instructions
-    pv_mma.set(warpgroup.Field.ACCUMULATE, True)
     for kk in range_constexpr(cute.size(st.p, mode=[2])):
         cute.gemm(
             pv_mma, st.acc_o, st.p[(None, None, kk)], st.frag_v[(None, None, kk, stage)], st.acc_o
@@ -338,12 +354,14 @@ def col_offset(i: int) -> int:
 
 @cute.jit
 def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seqlen: Any) -> None:
-    """Online softmax of the waited ``S`` block ``n`` of query tile ``m``; ``P`` to 16 bit.
+    """Online softmax of the retired ``S`` block ``n`` of query tile ``m``, in place.
 
     Keys past the sequence end (the last block) and, with ``causal``, past the query row (the
-    diagonal blocks) are masked to ``-inf`` first. The new row max rescales the running sum
-    and ``O`` (``exp2`` of the max difference, ``scale * log2(e)`` folded); the max is taken
-    over the four threads of a quad, the sum stays per thread until ``store``.
+    diagonal blocks) are masked to ``-inf`` first. ``S`` becomes ``exp2(S * scale - max)``
+    (``scale * log2(e)`` folded); the new row max rescales the running sum now and ``O``
+    later (``keep``, applied by ``convert``: the previous block's PV WGMMA may still be
+    accumulating into ``O`` while this runs). The max is taken over the four threads of a
+    quad, the sum stays per thread until ``store``.
     """
     bn = cfg.block_n
     s = st.acc_s
@@ -352,7 +370,7 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
     # Keys at or past the limit are masked: the sequence end and, with ``causal``, the key
     # after the query's own. Only the blocks that need it pay for it; per value it is one
     # compare and select against a static column offset (no branch per value).
-    row0 = m * BLOCK_M
+    row0 = m * BLOCK_M + WG_M * st.wg  # this warpgroup's first query row
     r0, c0 = st.coords[0]  # this thread's first row and column in the block
     first_limit = seqlen
     if const_expr(cfg.causal):
@@ -380,14 +398,27 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
         old = cutlass.Float32(select(prev == neg_inf, base, prev * scale))
         keep = dsl_math.exp2(old - base, fastmath=True)
         st.row_max[h] = mx
+        st.keep[h] = keep
         total = st.row_sum[h] * keep
         for i in half_values(n_vals, h):
             e = dsl_math.exp2(s[i] * scale - base, fastmath=True)
             total = total + e
-            st.p[i] = e.to(cfg.element)
+            s[i] = e
         st.row_sum[h] = total
+
+
+@cute.jit
+def convert(cfg: Constexpr[AttentionConfig], st: MathState) -> None:
+    """``P`` to 16 bit from the softmaxed ``S``; ``O`` rescaled by ``keep``.
+
+    Runs once no PV WGMMA of this warpgroup is in flight (they read ``P`` and accumulate into
+    ``O``), and before the next ``Q K^T`` overwrites ``S``.
+    """
+    for i in half_values(cute.size(st.acc_s), None):
+        st.p[i] = st.acc_s[i].to(cfg.element)
+    for h in range_constexpr(2):
         for i in half_values(cute.size(st.acc_o), h):
-            st.acc_o[i] = st.acc_o[i] * keep
+            st.acc_o[i] = st.acc_o[i] * st.keep[h]
 
 
 @dataclasses.dataclass
@@ -423,8 +454,8 @@ def store_setup(
     thr = r2s.get_slice(st.tidx)
     frag = cute.make_rmem_tensor(cute.shape(thr.partition_S(s_o))[:3], el)
     thr_pv = pv_mma.get_slice(st.tidx)
-    o_coords = thr_pv.partition_C(cute.make_identity_tensor((BLOCK_M, cfg.head_dim)))
-    t_g, t_s = tma_views(atom_o, t_o, s_o, (BLOCK_M, cfg.head_dim))
+    o_coords = thr_pv.partition_C(cute.make_identity_tensor((WG_M, cfg.head_dim)))
+    t_g, t_s = tma_views(atom_o, t_o, s_o, (WG_M, cfg.head_dim))
     barrier = cpipe.NamedBarrier(barrier_id=1 + st.wg, num_threads=WARPGROUP)
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     is_store_warp = warp == (1 + st.wg) * WARPGROUP // 32
@@ -472,7 +503,7 @@ def store(
             )
         for i in half_values(cute.size(st.acc_o), h):
             st.acc_o[i] = st.acc_o[i] * inv
-        row = m * BLOCK_M + sv.o_coords[2 * h][0]
+        row = m * BLOCK_M + WG_M * st.wg + sv.o_coords[2 * h][0]
         # Two ifs, not `and`: both sides are runtime values in the DSL.
         if lane == 0:  # noqa: SIM102
             if row < seqlen:
@@ -487,7 +518,8 @@ def store(
     sv.barrier.arrive_and_wait()
     if sv.is_store_warp:
         with cute.arch.elect_one():
-            cute.copy(atom_o, sv.t_s[(None, 0)], sv.t_g[(None, m, 0, bh)])
+            # this warpgroup's 64-row box of the tile
+            cute.copy(atom_o, sv.t_s[(None, 0)], sv.t_g[(None, 2 * m + st.wg, 0, bh)])
             cute.arch.cp_async_bulk_commit_group()
 
 

@@ -5,23 +5,26 @@
 bf16, ``D`` = 64 or 128, fp32 accumulation and softmax.
 
 Schedule (one CTA per SM, persistent over the ``(q tile, head)`` grid, ``task_scheduling``'s
-``TileRaster``; 384 threads):
+``TileRaster``; 384 threads; a tile is 128 query rows):
 
 * warpgroup 0 gives registers back (``setmaxnreg.dec 40``); its warp 0 is the producer: per
-  work tile it TMA-loads the ``64 x D`` Q tile once into that tile's Q buffer, then, per KV
-  block, the ``BN x D`` K block and the ``BN x D`` V block into their own SMEM rings;
-* warpgroups 1 and 2 (``setmaxnreg.inc 232``) are the math warpgroups, in ping-pong: they take
-  the CTA's work tiles in turns (``TileTurns``: even tiles, odd tiles), each with its own Q
-  buffer, K ring, V ring and O buffer, so one's softmax and epilogue overlap the other's
-  WGMMAs. Per KV block: ``S = Q K^T`` (WGMMA from SMEM), ``wait_group 0``, K stage released;
-  masked (last block, causal diagonal) online softmax in fp32 registers (``exp2`` with
-  ``scale * log2 e`` folded); ``P`` converted to 16 bit in registers and used as the register
-  A operand of ``O += P V``; ``wait_group 0``, V stage released. Then ``O / rowsum`` goes out
-  through an SMEM buffer by TMA store and the LSE by plain stores.
+  work tile it TMA-loads the ``128 x D`` Q tile once (two ``64 x D`` boxes, one per math
+  warpgroup's half), then, per KV block, the ``128 x D`` K block and the ``128 x D`` V block
+  into their own SMEM rings;
+* warpgroups 1 and 2 (``setmaxnreg.inc 232``) are the math warpgroups: each owns 64 rows of
+  the same tile and both read every Q, K and V stage (each ring's empty barrier counts both
+  warpgroups' releases, 256 arrivals), so K and V are loaded once per tile, not once per
+  warpgroup. Per KV block ``j`` (``kv_pipelined``): ``S_j = Q K_j^T`` (WGMMA from SMEM) is
+  issued, then ``O += P_{j-1} V_{j-1}`` (``P`` in registers as the A operand); ``wait_group
+  1`` retires ``S_j`` and its K stage goes back; the masked (last block, causal diagonal)
+  online softmax of ``S_j`` in fp32 registers (``exp2`` with ``scale * log2 e`` folded) runs
+  while the PV WGMMAs do; ``wait_group 0``, V stage back, ``P_j`` to 16 bit and ``O``
+  rescaled. Then ``O / rowsum`` goes out through the warpgroup's SMEM buffer by TMA store and
+  the LSE by plain stores.
 
 With ``causal`` the KV loop of query tile ``m`` stops at the diagonal (a per-tile trip count,
 ``AttentionTask.kv_blocks``), so blocks past it are never loaded. ts-verify proves the
-schedule (every ring, the turns, every trip count including 0) before it is compiled.
+schedule (every ring with both readers, every trip count including 0) before it is compiled.
 
 Usage::
 
@@ -32,9 +35,10 @@ Usage::
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -48,6 +52,7 @@ from _attention_steps import (
     PRODUCER_REGS,
     SMS,
     WARPGROUP,
+    WG_M,
     AttentionConfig,
 )
 from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
@@ -58,15 +63,12 @@ from task_scheduling import (
     domain_loop,
     producer_work,
     schedule,
-    when_false,
-    when_true,
     work_tile_loop,
 )
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
     Tasks,
-    TileTurns,
     WgmmaRing,
     prefetch_tma,
     tile_queue,
@@ -82,13 +84,13 @@ from task_scheduling.tiles import TileRaster
 # ---------------------------------------------------------------------------------------------
 
 
-def ring_pipeline(stages: int, stage_bytes: int) -> Any:
-    """A TMA ring read by WGMMA: one thread arms a stage, the 128 math threads release it.
+def ring_pipeline(stages: int, stage_bytes: int, consumers: int = 2 * WARPGROUP) -> Any:
+    """A TMA ring read by WGMMA: one thread arms a stage, both math warpgroups release it.
 
     ``TmaWgmma``: ts-verify requires a ``wgmma.wait_group`` between a stage's MMAs and its
     release.
     """
-    return WgmmaRing.pipeline(stages, stage_bytes, WARPGROUP)
+    return WgmmaRing.pipeline(stages, stage_bytes, consumers)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -96,8 +98,9 @@ class MathWarpgroup(MemoryResource):
     """One math warpgroup's registers: ``S``, ``P``, ``O`` and the softmax statistics.
 
     Work methods (consumer, auxiliary: no pipeline, the registers are the warpgroup's own):
-    ``setup`` (once: descriptors and register tiles), ``begin`` (a new query tile) and
-    ``softmax`` (the waited ``S`` block of the loop offset to ``P``, ``O`` rescaled).
+    ``setup`` (once: descriptors and register tiles), ``begin`` (a new query tile),
+    ``softmax`` (the retired ``S`` block of the loop offset, in place) and ``convert`` (``P``
+    to 16 bit, ``O`` rescaled).
     """
 
     cfg: AttentionConfig
@@ -123,9 +126,14 @@ class MathWarpgroup(MemoryResource):
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def softmax(self, stage_info: Any) -> None:
-        """Online softmax of KV block ``loop_offset`` of the work tile."""
+        """Online softmax of KV block ``loop_offset`` of the work tile (``S`` in place)."""
         m = stage_info.work_tile.tile_idx[0]
         steps.softmax(self.cfg, self.state, m, stage_info.loop_offset, self.seqlen)
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def convert(self, stage_info: Any) -> None:
+        """``P`` to 16 bit, ``O`` rescaled (no PV WGMMA in flight)."""
+        steps.convert(self.cfg, self.state)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -136,7 +144,8 @@ class OperandRing(MemoryResource):
     offset ``n``: ``"q"`` the query tile ``m`` of head ``bh``; ``"k"`` / ``"v"`` KV block
     ``n`` of KV head ``bh // group``. Work methods: ``setup`` (producer, auxiliary: TMA
     views), ``load`` (producer), ``qk`` / ``pv`` (consumer: the WGMMAs of ``S = Q K^T`` /
-    ``O += P V`` on the waited stage, asynchronous), ``mma_wait_all`` (``wait_group 0``).
+    ``O += P V`` on the waited stage, asynchronous, into the calling warpgroup's registers),
+    ``mma_wait_prior`` / ``mma_wait_all`` (``wait_group 1`` / ``0``).
     """
 
     operand: str
@@ -145,7 +154,6 @@ class OperandRing(MemoryResource):
     smem: Any
     box: tuple[int, int]
     group: int
-    math: MathWarpgroup
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -156,9 +164,12 @@ class OperandRing(MemoryResource):
     def load(self, stage_info: Any) -> None:
         """TMA-load this operand's box for the work tile and loop offset."""
         m, bh, _ = stage_info.work_tile.tile_idx
-        if self.operand == "q":
-            box = (m, 0, bh)
-        elif self.operand == "k":
+        if self.operand == "q":  # the tile's two 64-row halves, one per math warpgroup
+            for half in (0, 1):
+                row = 2 * m + half
+                steps.tma_load(self.atom, self.views, row, 0, bh, half, stage_info.barrier)
+            return
+        if self.operand == "k":
             box = (stage_info.loop_offset, 0, bh // self.group)
         else:
             box = (0, stage_info.loop_offset, bh // self.group)
@@ -166,13 +177,20 @@ class OperandRing(MemoryResource):
 
     @consumer_work
     def qk(self, stage_info: Any) -> None:
-        """Issue ``S = Q K^T`` on the waited K stage."""
-        steps.qk(self.math.qk_mma, self.math.state, stage_info.stage_idx)
+        """Issue ``S = Q K^T`` on the waited K stage (the calling warpgroup's registers)."""
+        mw: MathWarpgroup = stage_info.task_cache
+        steps.qk(mw.qk_mma, mw.state, stage_info.stage_idx)
 
     @consumer_work
     def pv(self, stage_info: Any) -> None:
-        """Issue ``O += P V`` on the waited V stage."""
-        steps.pv(self.math.pv_mma, self.math.state, stage_info.stage_idx)
+        """Issue ``O += P V`` on the waited V stage (the calling warpgroup's registers)."""
+        mw: MathWarpgroup = stage_info.task_cache
+        steps.pv(mw.pv_mma, mw.state, stage_info.stage_idx)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
+    def mma_wait_prior(self, stage_info: Any) -> None:
+        """``wgmma.wait_group 1``: all but this warpgroup's newest MMA group are done."""
+        steps.mma_wait(1)
 
     @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
     def mma_wait_all(self, stage_info: Any) -> None:
@@ -219,10 +237,22 @@ class Output(MemoryResource):
 class AttentionTask(Task):
     """A task whose KV loop runs over the KV blocks its query tile sees."""
 
-    def __init__(self, *args: Any, cfg: AttentionConfig, seqlen: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        cfg: AttentionConfig,
+        seqlen: Any,
+        math: MathWarpgroup | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.cfg = cfg
         self.seqlen = seqlen
+        self.math = math
         super().__init__(*args, **kwargs)
+
+    def make_task_cache(self) -> object:
+        """A math task's warpgroup: the shared rings' ``qk`` / ``pv`` issue into its registers."""
+        return self.math
 
     def kv_blocks(self, work_tile_coord: Any) -> Any:
         """KV blocks of query tile ``work_tile_coord[0]``: all, or up to the diagonal."""
@@ -233,7 +263,7 @@ def kv_blocks(cfg: AttentionConfig, seqlen: Any, m: Any) -> Any:
     """KV blocks that query tile ``m`` sees (Python ints or DSL values).
 
     Every block up to ``ceil(S / BN)``; with ``causal`` only those up to the one that holds
-    the tile's last row's key (``(64 m + 63) // BN``): the KV loop is shorter per tile.
+    the tile's last row's key (``(128 m + 127) // BN``): the KV loop is shorter per tile.
     """
     blocks = (seqlen + cfg.block_n - 1) // cfg.block_n
     if not cfg.causal:
@@ -251,29 +281,78 @@ def kv_blocks(cfg: AttentionConfig, seqlen: Any, m: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def kv_step(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
-    """One KV block of a math warpgroup: QK^T, softmax, PV; each stage back once retired."""
+def kv_pipelined(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+    """The KV blocks of a tile, pipelined (FA3's intra-warpgroup overlap).
+
+    Block 0 alone: ``S_0 = Q K_0^T``, its softmax. Then per block ``j >= 1``: ``S_j = Q
+    K_j^T`` is issued, then ``O += P_{j-1} V_{j-1}``; ``wait_group 1`` retires the older
+    group, ``S_j``, so its K stage goes back and the softmax of block ``j`` runs while the PV
+    WGMMAs still do; ``wait_group 0`` retires them before their V stage goes back and ``O`` is
+    rescaled. The last block's PV runs after the loop. Every stage is released only once the
+    WGMMAs that read it have retired (TS-V113).
+
+    Block 0 is peeled (a tile has at least one KV block: ``kv_blocks >= 1`` whenever there is a
+    tile), so every wait of the loop is unconditional: a ``wait_group`` under a branch of its
+    own would leave ptxas a path (through the branches' other combinations) with a WGMMA in
+    flight while the softmax writes its registers, and it serializes the WGMMAs.
+    """
+    k.wait()
+    k.qk()  # S_0 = Q K_0^T
+    k.mma_wait_all()
+    k.release()
+    mw.softmax()
+    mw.convert()
+    with domain_loop(1, AttentionTask.kv_blocks, unroll=1):
+        k.wait()
+        k.qk()  # S_j = Q K_j^T
+        v.wait()
+        v.pv()  # O += P_{j-1} V_{j-1}, overlapping the softmax of block j
+        k.mma_wait_prior()  # S_j is done; the PV group may still run
+        k.release()
+        mw.softmax()
+        v.mma_wait_all()  # PV_{j-1} done: its V stage is free, O may be rescaled
+        v.release()
+        mw.convert()  # P_j to 16 bit, O rescaled
+    v.wait()
+    v.pv()  # O += P_last V_last
+    v.mma_wait_all()
+    v.release()
+
+
+def serial_block(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+    """One KV block with every WGMMA waited for at once (``wait_group 0``): no overlap."""
     k.wait()
     k.qk()
     k.mma_wait_all()  # S is needed in registers, and the K stage is free
     k.release()
     mw.softmax()
+    mw.convert()
     v.wait()
     v.pv()
     v.mma_wait_all()  # the next softmax rescales O: the PV MMAs must be done
     v.release()
 
 
-KvStep = Callable[[ResourceProxy, ResourceProxy, ResourceProxy], None]
+KvPart = Callable[[ResourceProxy, ResourceProxy, ResourceProxy], None]
 
 
-def math_schedule(mine: Any, step: KvStep = kv_step) -> Callable[..., Schedule]:
-    """A math warpgroup's schedule over its turns (``mine``: when_false / when_true)."""
+def serial(block: KvPart = serial_block) -> KvPart:
+    """The KV blocks of a tile as ``block`` each (block 0 peeled, as the producer's is)."""
+
+    def part(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+        block(k, v, mw)
+        with domain_loop(1, AttentionTask.kv_blocks, unroll=1):
+            block(k, v, mw)
+
+    return part
+
+
+def math_schedule(step: KvPart = kv_pipelined) -> Callable[..., Schedule]:
+    """A math warpgroup's schedule: its 64 rows of every tile of the CTA."""
 
     @schedule
     def attend(
         wq: ResourceProxy,
-        turns: ResourceProxy,
         q: ResourceProxy,
         k: ResourceProxy,
         v: ResourceProxy,
@@ -282,51 +361,43 @@ def math_schedule(mine: Any, step: KvStep = kv_step) -> Callable[..., Schedule]:
     ) -> None:
         mw.setup()
         out.setup()
-        n = turns.start()
         with work_tile_loop(wq):
-            n, odd = turns.take(count=n)
-            with mine(odd, key="odd"):
-                mw.begin()
-                q.wait()
-                with domain_loop(AttentionTask.kv_blocks, unroll=1):
-                    step(k, v, mw)
-                q.release()  # every MMA that read Q retired in the loop
-                out.store()
+            mw.begin()
+            q.wait()
+            step(k, v, mw)
+            q.release()  # every MMA that read Q retired in the loop
+            out.store()
         out.drain()
 
     return attend
 
 
 @schedule
-def load(
-    wq: ResourceProxy,
-    turns: ResourceProxy,
-    q0: ResourceProxy,
-    k0: ResourceProxy,
-    v0: ResourceProxy,
-    q1: ResourceProxy,
-    k1: ResourceProxy,
-    v1: ResourceProxy,
-) -> None:
-    """The producer warp: per tile, Q once, then K and V of every KV block, into the rings of
-    the warpgroup whose turn it is."""
-    for ring in (q0, k0, v0, q1, k1, v1):
+def load(wq: ResourceProxy, q: ResourceProxy, k: ResourceProxy, v: ResourceProxy) -> None:
+    """The producer warp: per tile, the Q tile once, then K and V of every KV block; each
+    stage is read by both math warpgroups."""
+    for ring in (q, k, v):
         ring.setup()
-    n = turns.start()
     with work_tile_loop(wq):
-        n, odd = turns.take(count=n)
-        for mine, (q, k, v) in ((when_false, (q0, k0, v0)), (when_true, (q1, k1, v1))):
-            with mine(odd, key="odd"):
-                q.acquire()
-                q.load()
-                q.commit()
-                with domain_loop(AttentionTask.kv_blocks, unroll=1):
-                    k.acquire()
-                    k.load()
-                    k.commit()
-                    v.acquire()
-                    v.load()
-                    v.commit()
+        q.acquire()
+        q.load()
+        q.commit()
+        # block 0, then the others: the shape of the math tasks' loops (the same symbols,
+        # so the verifier compares the counts exactly)
+        for _ in load_blocks():
+            k.acquire()
+            k.load()
+            k.commit()
+            v.acquire()
+            v.load()
+            v.commit()
+
+
+def load_blocks() -> Iterator[None]:
+    """Block 0 (outside a loop: loop offset 0), then blocks ``1 .. kv_blocks - 1``."""
+    yield
+    with domain_loop(1, AttentionTask.kv_blocks, unroll=1):
+        yield
 
 
 # ---------------------------------------------------------------------------------------------
@@ -336,14 +407,18 @@ def load(
 
 def attention_kernel(
     cfg: AttentionConfig,
-    step: KvStep = kv_step,
-    turns_of: tuple[Any, Any] = (when_false, when_true),
+    step: KvPart = kv_pipelined,
+    second_step: KvPart | None = None,
+    consumers: int = 2 * WARPGROUP,
 ) -> Kernel:
-    """The TS attention kernel for ``cfg``: a load task and two math tasks in ping-pong.
+    """The TS attention kernel for ``cfg``: a load task and two math tasks on one tile.
 
-    ``step`` replaces the math tasks' KV-block body and ``turns_of`` their turn guards
-    (tests build deliberately broken schedules with them).
+    ``step`` replaces the math tasks' KV blocks of a tile (``second_step``, if given, the
+    second warpgroup's alone; ``serial(block)`` builds one from a per-block body) and
+    ``consumers`` the threads each ring stage waits for before it is refilled (tests build
+    deliberately broken kernels with them).
     """
+    steps_of = (step, second_step or step)
 
     def declare(
         k: KernelContext,
@@ -365,14 +440,32 @@ def attention_kernel(
         prefetch_tma(k, atom_q, atom_k, atom_v, atom_o, warp=LOAD_WARP)
         seqlen = k.value("seqlen", lambda: cute.size(t_k, mode=[0]))
         wq = tile_queue(params)
-        turns = TileTurns(name="turns")
         d, bn = cfg.head_dim, cfg.block_n
-        q_bytes, kv_bytes = cfg.q_bytes, steps.STAGE_BYTES
-        rings: list[OperandRing] = []
+        s_q, s_k, s_v = (k.smem_tensor(cfg.element, lay) for lay in (l_q, l_k, l_v))
+        # One ring per operand, read by both math warpgroups: every stage's empty barrier
+        # counts both warpgroups' releases (``consumers`` threads), so the producer refills a
+        # stage only once both are done with it.
+        pipe = functools.partial(ring_pipeline, consumers=consumers)
+
+        def ring(op: str, stages: int, size: int, atom: Any, g: Any, s: Any, box: Any) -> Any:
+            return OperandRing(
+                name=op,
+                pipeline_config=pipe(stages, size),
+                operand=op,
+                atom=atom,
+                gmem=g,
+                smem=s,
+                box=box,
+                group=cfg.group,
+            )
+
+        q = ring("q", 1, 2 * cfg.q_bytes, atom_q, t_q, s_q, (WG_M, d))
+        kr = ring("k", cfg.stages, cfg.stage_bytes, atom_k, t_k, s_k, (bn, d))
+        vr = ring("v", cfg.stages, cfg.stage_bytes, atom_v, t_v, s_v, (d, bn))
+        rings = [q, kr, vr]
         tasks: list[Task] = []
-        graph: dict[Any, list[Any]] = {}
+        graph: dict[Any, list[Any]] = {r: [wq] for r in rings}
         for wg in range(2):
-            s_q, s_k, s_v, s_o = (k.smem_tensor(cfg.element, lay) for lay in (l_q, l_k, l_v, l_o))
             mw = MathWarpgroup(
                 name=f"math{wg}",
                 cfg=cfg,
@@ -384,49 +477,29 @@ def attention_kernel(
                 seqlen=seqlen,
                 wg=wg,
             )
-
-            def ring(
-                op: str, stages: int, size: int, atom: Any, g: Any, s: Any, box: Any, mw: Any = mw
-            ) -> Any:
-                return OperandRing(
-                    name=f"{op}{mw.wg}",
-                    pipeline_config=ring_pipeline(stages, size),
-                    operand=op,
-                    atom=atom,
-                    gmem=g,
-                    smem=s,
-                    box=box,
-                    group=cfg.group,
-                    math=mw,
-                )
-
-            q = ring("q", 1, q_bytes, atom_q, t_q, s_q, (BLOCK_M, d))
-            kr = ring("k", cfg.stages, kv_bytes, atom_k, t_k, s_k, (bn, d))
-            vr = ring("v", cfg.stages, kv_bytes, atom_v, t_v, s_v, (d, bn))
+            s_o = k.smem_tensor(cfg.element, l_o)
             out = Output(name=f"o{wg}", cfg=cfg, math=mw, atom=atom_o, gmem=t_o, smem=s_o, lse=lse)
-            rings += [q, kr, vr]
             tasks.append(
                 AttentionTask(
-                    [wq, turns, q, kr, vr, mw],
+                    [wq, q, kr, vr, mw],
                     [out],
                     (1 + wg) * WARPGROUP // 32,
                     WARPGROUP // 32,
-                    schedule=math_schedule(turns_of[wg], step)(wq, turns, q, kr, vr, mw, out),
+                    schedule=math_schedule(steps_of[wg])(wq, q, kr, vr, mw, out),
                     num_registers=CONSUMER_REGS,
                     name=f"math{wg}",
                     cfg=cfg,
                     seqlen=seqlen,
+                    math=mw,
                 )
             )
-            graph[out] = [q, kr, vr, mw, wq, turns]
-        for r in rings:
-            graph[r] = [wq, turns]
+            graph[out] = [q, kr, vr, mw, wq]
         producer = AttentionTask(
-            [wq, turns],
+            [wq],
             list(rings),
             LOAD_WARP,
             1,
-            schedule=load(wq, turns, *rings),
+            schedule=load(wq, *rings),
             num_registers=PRODUCER_REGS,
             name="load",
             cfg=cfg,

@@ -2,16 +2,16 @@
 
 Host checks (fast): every configuration family's plan verifies; the KV trip count per query
 tile agrees with a brute-force count of the blocks that hold a visible key; schedules that
-give a K or V stage back before its WGMMAs retire, or that break the ping-pong turns, are
-rejected with the right codes. Three compiles (seconds each on a CPU): the default
-(D = 128, bf16), D = 128 fp16 causal GQA, and D = 64 bf16 causal; each PTX
+give a K or V stage back before its WGMMAs retire are rejected with TS-V113 (naming the
+warpgroup that does it); a warpgroup that skips the shared V ring, and rings whose arrival
+count covers one warpgroup only, are refused (TS-R003). Three compiles (seconds each on a
+CPU): the default (D = 128, bf16), D = 128 fp16 causal GQA, and D = 64 bf16 causal; each PTX
 holds the WGMMAs (PV with a register A operand), TMA and ``setmaxnreg``; the default one
 passes translation validation against its plan (the causal one does too, in minutes).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -68,6 +68,7 @@ def test_kv_trip_count_matches_brute_force(attention: Any, causal: bool, head_di
             ]
             assert attention.kv_blocks(cfg, seqlen, m) == len(needed), (seqlen, m)
             assert needed == list(range(len(needed)))  # a prefix: the loop starts at block 0
+            assert needed  # at least one: the math tasks peel block 0
 
 
 def _early_v(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
@@ -76,6 +77,7 @@ def _early_v(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
     k.mma_wait_all()
     k.release()
     mw.softmax()
+    mw.convert()
     v.wait()
     v.pv()
     v.release()  # the PV WGMMAs may still read the V stage
@@ -88,18 +90,75 @@ def _early_k(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
     k.release()  # the QK WGMMAs may still read the K stage
     k.mma_wait_all()
     mw.softmax()
+    mw.convert()
     v.wait()
     v.pv()
     v.mma_wait_all()
     v.release()
 
 
-@pytest.mark.parametrize(("step", "ring"), [(_early_v, "v0"), (_early_k, "k0")])
+def _pipelined(attention: Any, *, prior_too_soon: bool = False, v_too_soon: bool = False) -> Any:
+    """The pipelined KV part with one fault: ``wait_group 1`` before the PV is issued (then
+    the group it leaves in flight is ``S_j``, and the K stage goes back while read), or the V
+    stage given back after ``wait_group 1`` only (``PV_{j-1}`` is the newest group)."""
+    from ts_trace import domain_loop
+
+    def part(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+        k.wait()
+        k.qk()
+        k.mma_wait_all()
+        k.release()
+        mw.softmax()
+        mw.convert()
+        with domain_loop(1, attention.AttentionTask.kv_blocks, unroll=1):
+            k.wait()
+            k.qk()
+            if prior_too_soon:
+                k.mma_wait_prior()
+            v.wait()
+            v.pv()
+            if not prior_too_soon:
+                k.mma_wait_prior()
+            k.release()
+            mw.softmax()
+            if v_too_soon:
+                v.release()
+                v.mma_wait_all()
+            else:
+                v.mma_wait_all()
+                v.release()
+            mw.convert()
+        v.wait()
+        v.pv()
+        v.mma_wait_all()
+        v.release()
+
+    return part
+
+
+def test_default_step_is_the_pipelined_one(attention: Any) -> None:
+    assert attention.attention_kernel.__defaults__[0] is attention.kv_pipelined
+    attention.make_plan(attention.AttentionConfig(), step=attention.serial())
+
+
+@pytest.mark.parametrize(
+    ("fault", "ring"),
+    [
+        ({"block": _early_v}, "v"),
+        ({"block": _early_k}, "k"),
+        ({"prior_too_soon": True}, "k"),
+        ({"v_too_soon": True}, "v"),
+    ],
+    ids=["serial-early-v", "serial-early-k", "pipelined-prior-too-soon", "pipelined-early-v"],
+)
 def test_release_before_wgmma_retires_is_rejected(
-    attention: Any, step: Callable[..., None], ring: str
+    attention: Any, fault: dict[str, Any], ring: str
 ) -> None:
     from ts_verify import VerificationError
 
+    fault = dict(fault)  # the parameter is shared between runs
+    block = fault.pop("block", None)
+    step = attention.serial(block) if block else _pipelined(attention, **fault)
     with pytest.raises(VerificationError) as err:
         attention.make_plan(attention.AttentionConfig(), step=step)
     report = err.value.report
@@ -107,25 +166,45 @@ def test_release_before_wgmma_retires_is_rejected(
     first = report.diagnostics[0]
     assert (first.task, first.resource) == ("math0", ring)
     assert first.location is not None
-    assert first.location.function == step.__name__  # the user's line
+    assert first.location.function == (block or step).__name__  # the user's line
 
 
-def _every_tile(odd: Any, key: str) -> Any:
-    return contextlib.nullcontext()
-
-
-@pytest.mark.parametrize("second", ["same_turn", "no_turn"])
-def test_broken_ping_pong_handoff_is_rejected(attention: Any, second: str) -> None:
-    """The second math warpgroup takes the first one's turns (or every tile): the producer
-    fills its rings only on the odd tiles, so it would wait forever."""
-    from task_scheduling import when_false
+def test_second_warpgroup_early_release_is_its_own(attention: Any) -> None:
+    """Only the second warpgroup gives K back early: the report names it, not the first."""
     from ts_verify import VerificationError
 
-    turns = (when_false, when_false if second == "same_turn" else _every_tile)
     with pytest.raises(VerificationError) as err:
-        attention.make_plan(attention.AttentionConfig(), turns_of=turns)
-    assert "TS-V301" in err.value.report.codes()
-    assert {d.resource for d in err.value.report.diagnostics} <= {"q1", "k1", "v1"}
+        attention.make_plan(attention.AttentionConfig(), second_step=attention.serial(_early_k))
+    report = err.value.report
+    assert set(report.codes()) == {"TS-V113"}
+    assert {(d.task, d.resource) for d in report.diagnostics} == {("math1", "k")}
+
+
+def _k_only(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+    k.wait()
+    k.qk()
+    k.mma_wait_all()
+    k.release()
+    mw.softmax()
+    mw.convert()
+
+
+def test_warpgroup_that_skips_the_shared_ring_is_refused(attention: Any) -> None:
+    """Both warpgroups read every V stage: one that never releases V leaves each V stage's
+    phase one warpgroup short, so the producer would wait forever (TS-R003 names V)."""
+    from ts_runtime.errors import GroupSizeError
+
+    with pytest.raises(GroupSizeError, match=r"TS-R003: resource `v`.*never completes"):
+        attention.make_plan(attention.AttentionConfig(), second_step=attention.serial(_k_only))
+
+
+def test_ring_counting_one_warpgroup_is_refused(attention: Any) -> None:
+    """A shared ring whose stage is free after 128 releases would be refilled while the other
+    warpgroup still reads it: refused before anything is verified or compiled (TS-R003)."""
+    from ts_runtime.errors import GroupSizeError
+
+    with pytest.raises(GroupSizeError, match="TS-R003"):
+        attention.make_plan(attention.AttentionConfig(), consumers=attention.WARPGROUP)
 
 
 def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]:
@@ -147,11 +226,15 @@ def test_compiles_for_sm90a_and_validates(attention: Any, host: Any, options: An
     mmas = WGMMA.findall(ptx)
     dtype = {"bf16": "bf16", "fp16": "f16"}[cfg.dtype]
     d, bn = cfg.head_dim, cfg.block_n
-    # per math warpgroup: S = Q K^T from SMEM (D / 16 WGMMAs of N = BN), O += P V with P
-    # in registers (BN / 16 WGMMAs of N = D)
+    # per math warpgroup, twice (block 0 peeled / the loop, the loop / the last block's PV):
+    # S = Q K^T from SMEM (D / 16 WGMMAs of N = BN), O += P V with P in registers (BN / 16
+    # WGMMAs of N = D)
     qk = [m for m in mmas if m[0] == str(bn) and not m[2]]
     pv = [m for m in mmas if m[0] == str(d) and m[2] == "{"]
-    assert len(qk) == 2 * d // 16 and len(pv) == 2 * bn // 16
+    assert len(qk) == 2 * 2 * d // 16 and len(pv) == 2 * 2 * bn // 16
+    # the pipelined loop: one wait_group 1 per math warpgroup, the rest wait_group 0
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned\s+(\d+);", ptx)
+    assert sorted(waits) == ["0"] * 6 + ["1"] * 2
     assert len(mmas) == len(qk) + len(pv)
     assert {m[1] for m in mmas} == {dtype}
     if not cfg.causal:
