@@ -212,8 +212,8 @@ def test_the_reference_clc_step_names_compile_to_the_same_kernel(
     captured: dict[str, Captured],
 ) -> None:
     """``fetch_work_tile`` / ``get_and_advance_work_tile`` (the reference's names on its CLC
-    queue) are the request and the read of the answer: the same PTX as TS's names, and it runs
-    its plan."""
+    queue) are the request and the read of the answer: the same PTX as TS's names (the
+    ``WorkTileInfo`` the read returns is unused there), and it runs its plan."""
     ((plan, ptx),) = captured["reference_names"]
     ((_, ours),) = captured["clc_copy"]
     assert ptx == ours
@@ -222,9 +222,10 @@ def test_the_reference_clc_step_names_compile_to_the_same_kernel(
         t.name: [s.label for s in t.schedule.steps() if not s.stage.is_pipeline_op]
         for t in plan.tasks
     }
+    # get_and_advance_work_tile is the same read, returning the tile as a WorkTileInfo.
     assert labels == {
-        "copy": ["copy_tile", "read_next_tile"],
-        "sched": ["fetch_work_tile", "read_next_tile"],
+        "copy": ["copy_tile", "read_next_work_tile"],
+        "sched": ["fetch_work_tile", "read_next_work_tile"],
     }
 
 

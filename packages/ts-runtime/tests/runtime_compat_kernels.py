@@ -9,8 +9,16 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 
-from ts_runtime import PipelineConfig, Task, TaskManager
-from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, domain_loop, producer_work
+from ts_codegen import TileRaster
+from ts_runtime import PipelineConfig, Task, TaskManager, TileSchedulerConfig, WorkQueue
+from ts_trace import (
+    MemoryResource,
+    TaskLocalVariable,
+    consumer_work,
+    domain_loop,
+    producer_work,
+    work_tile_loop,
+)
 from ts_trace import schedule as ts_schedule
 
 # -- a producer ring with advance_on_acquire, positional work arguments, runtime ifs on self --
@@ -193,3 +201,68 @@ def cta_gated_kernel(dst: cute.Tensor) -> None:
 @cute.jit
 def cta_gated(dst: cute.Tensor) -> None:
     cta_gated_kernel(dst).launch(grid=(2, 1, 1), block=(128, 1, 1), cluster=(2, 1, 1))
+
+
+# -- a dynamic queue read the reference's way: get_and_advance_work_tile returns the tile ------
+
+NEXT_ROWS = 4  # work tiles (rows of next_of)
+
+
+@dataclasses.dataclass(kw_only=True)
+class NextTiles(MemoryResource):
+    """Writes, for each tile the CTA works on, the tile the queue hands it next (-1: none)."""
+
+    next_of: Any = None
+
+    @producer_work
+    @cute.jit
+    def record(self, stage_info: Any, tile: Any) -> None:
+        m, _, _ = stage_info.work_tile.tile_idx
+        nxt, _, _ = tile.tile_idx  # a WorkTileInfo, as the reference's step returns
+        self.next_of[m] = nxt if tile.is_valid_tile else cutlass.Int32(-1)
+
+
+@cute.kernel
+def next_tile_kernel(next_of: cute.Tensor, counters: cute.Tensor, params: Any) -> None:
+    hand_over = PipelineConfig.create_async_async_pipeline_cfg(
+        2,
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
+    )
+    cfg = TileSchedulerConfig.create_atomic_dynamic_persistent_tile_scheduler_params(
+        params, counters
+    )
+    wq = WorkQueue(cfg, name="tiles", pipeline_config=hand_over)
+    out = NextTiles(name="next", next_of=next_of)
+
+    @ts_schedule
+    def fetch(q: Any) -> None:
+        with work_tile_loop(q):
+            q.acquire()
+            q.fetch_work_tile()
+            q.commit()
+
+    @ts_schedule
+    def follow(q: Any, o: Any) -> None:
+        with work_tile_loop(q):
+            q.wait()
+            tile = q.get_and_advance_work_tile()
+            q.release()
+            o.record(tile)
+
+    tm = TaskManager(
+        [
+            Task([], [wq], 0, 1, schedule=fetch(wq), name="fetch"),
+            Task([wq], [out], 1, 1, schedule=follow(wq, out), name="follow"),
+        ],
+        {out: [wq]},
+    )
+    tm.setup_resources_and_tasks()
+    tm.run()
+    LAST.append(tm)
+
+
+@cute.jit
+def next_tile(next_of: cute.Tensor, counters: cute.Tensor) -> None:
+    params = TileRaster((NEXT_ROWS, 1, 1), (1, 1, 1))
+    next_tile_kernel(next_of, counters, params).launch(grid=(1, 1, 2), block=(64, 1, 1))

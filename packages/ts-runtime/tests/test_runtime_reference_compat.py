@@ -147,3 +147,19 @@ def test_run_only_on_cta_id_compiles_to_a_cluster_rank_test(kernels: Any) -> Non
 
     _, ptx = compile_ptx(kernels.cta_gated, _fake(4096))
     assert "%cluster_ctarank" in ptx  # the task runs on one CTA rank of its cluster
+
+
+def test_dynamic_get_and_advance_work_tile_returns_a_work_tile_info(kernels: Any) -> None:
+    """On a dynamic queue the reference's ``get_and_advance_work_tile`` returns the next tile
+    as a ``WorkTileInfo``: a work method reads its ``tile_idx`` / ``is_valid_tile`` (TS's own
+    ``read_next_tile`` returns the index). Recorded as ``read_next_work_tile``."""
+    counts = _compile(kernels.next_tile, _fake(kernels.NEXT_ROWS), _fake(2))
+    # The record's store; the fetch publishes the index in SMEM and the read takes it back.
+    assert counts["st.global"] >= 1 and counts["st.shared"] >= 1 and counts["ld.shared"] >= 1
+    tm = kernels.LAST[-1]
+    assert tm.report.ok
+    steps = tm.plan.task("follow").schedule.steps()
+    read = next(s for s in steps if s.resource == "tiles" and s.stage.value == "ConsumerWork")
+    assert (read.label, tuple(read.outputs)) == ("read_next_work_tile", ("work_tile",))
+    record = next(s for s in steps if s.label == "record")
+    assert [r.argument for r in record.inputs] == ["tile"]

@@ -56,6 +56,7 @@ def test_static_queue_is_a_work_queue_resource() -> None:
         "fetch_work_tile",
         "get_and_advance_work_tile",
         "read_next_tile",
+        "read_next_work_tile",
     }
 
 
@@ -226,13 +227,15 @@ def _shape(tm: TaskManager) -> list[list[tuple[str, str, tuple[str, ...], str]]]
 
 def test_reference_step_names_on_a_dynamic_queue_are_its_steps() -> None:
     """The reference spells a dynamic queue's steps fetch_work_tile / get_and_advance_work_tile:
-    the same request and the same read of the waited stage (into next_tile), so the plan is
-    TS's own but for the fetch step's label, and it is proven the same way."""
+    the same request and the same read of the waited stage, returning the tile (work_tile, a
+    WorkTileInfo) where read_next_tile returns its index (next_tile), so the plan is TS's own
+    but for those two steps' labels and that output, and it is proven the same way."""
     ours, theirs = _manager(reader), _manager(reference_reader, reference_fetcher)
     assert theirs.report.ok
     got, want = _shape(theirs), _shape(ours)
-    assert got[1] == want[1]  # get_and_advance_work_tile is recorded as read_next_tile
-    assert ("tiles", "ConsumerWork", ("next_tile",), "read_next_tile") in got[1]
+    read = ("tiles", "ConsumerWork", ("work_tile",), "read_next_work_tile")
+    assert read in got[1]
+    assert got[1] == [read if s[3] == "read_next_tile" else s for s in want[1]]
     fetch = [step for step in got[0] if step[0] == "tiles"]
     assert fetch[1] == ("tiles", "ProducerWork", (), "fetch_work_tile")
     assert [s[:3] for s in got[0]] == [s[:3] for s in want[0]]

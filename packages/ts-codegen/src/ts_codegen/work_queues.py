@@ -107,10 +107,11 @@ class AtomicTiles(StaticTiles):
         self.fetched_output = fetched_output
         self.slots: Any = None
         self.last_fetched: Any = None
+        self.last_read: Any = None
 
     def cursor(self) -> Any:
         """The CTA's first tile is its index; forget what an earlier task's body fetched."""
-        self.last_fetched = None
+        self.last_fetched = self.last_read = None
         return super().cursor()
 
     def prepare(self, smem_allocator: Any, stages: int) -> None:
@@ -119,7 +120,9 @@ class AtomicTiles(StaticTiles):
 
     def next_cursor(self, cursor: Any, fetched: Any) -> Any:
         """The schedule positioned at the fetched (or, in the fetching task, claimed) index."""
-        index = fetched if fetched is not None else self.last_fetched
+        index = fetched
+        for known in (self.last_read, self.last_fetched):
+            index = known if index is None else index
         if index is None:
             raise ValueError("the work-tile loop body neither fetched nor read the next tile")
         return dsl_tiles.scheduler_at(cursor, index)
@@ -145,6 +148,11 @@ class AtomicTiles(StaticTiles):
     def read(self, stage_idx: Any) -> Any:
         """The index the fetching warp published in slot ``stage_idx``."""
         return dsl_tiles.slot_read(self.slots, stage_idx)
+
+    def read_tile(self, stage_idx: Any) -> Any:
+        """The ``WorkTileInfo`` of the index in slot ``stage_idx``; the loop moves to it."""
+        self.last_read = self.read(stage_idx)
+        return _tile_at(self.params, self.last_read)
 
 
 class ClcTiles(StaticTiles):
@@ -172,6 +180,7 @@ class ClcTiles(StaticTiles):
         self.response_ptr = response_ptr
         self.fetched_output = fetched_output
         self.slots: Any = None
+        self.last_read: Any = None
         # The cluster shape decides whether the answer is multicast to every CTA of it.
         cm, cn = self.params.cluster_shape_mn
         self.multicast = cm * cn > 1
@@ -180,8 +189,14 @@ class ClcTiles(StaticTiles):
         """One 16-byte response slot per queue stage."""
         self.slots = dsl_clc.response_slots(smem_allocator, stages, self.response_ptr)
 
+    def cursor(self) -> Any:
+        """The cluster's first tile is its index; forget what an earlier task's body read."""
+        self.last_read = None
+        return super().cursor()
+
     def next_cursor(self, cursor: Any, fetched: Any) -> Any:
         """The schedule at the index every task read from the answer (the fetching one too)."""
+        fetched = self.last_read if fetched is None else fetched
         if fetched is None:
             raise ValueError(
                 "the work-tile loop body did not read the CLC answer (read_next_tile): with "
@@ -200,6 +215,23 @@ class ClcTiles(StaticTiles):
         index, cancelled = dsl_clc.read_response(self.slots, stage_idx)
         total = dsl_tiles.TileRaster.of(self.params).num_tiles
         return dsl_tiles.select_int(cancelled, index, total)
+
+    def read_tile(self, stage_idx: Any) -> Any:
+        """The ``WorkTileInfo`` of the answer in stage ``stage_idx``; the loop moves to it."""
+        self.last_read = self.read(stage_idx)
+        return _tile_at(self.params, self.last_read)
+
+
+def _tile_at(params: Any, index: Any) -> Any:
+    """The work tile (coordinate, validity) of linear work index ``index`` of ``params``.
+
+    A dynamic queue's read written the reference's way (``get_and_advance_work_tile``)
+    returns this, as the reference's does, where TS's ``read_next_tile`` returns the index.
+    Invalid past the last tile, as the loop's own tile is.
+    """
+    return dsl_tiles.scheduler_tile(
+        dsl_tiles.scheduler_at(dsl_tiles.static_scheduler(params), index)
+    )
 
 
 def clc_raster(params: Any) -> Any:

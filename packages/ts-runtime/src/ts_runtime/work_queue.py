@@ -197,8 +197,9 @@ class WorkQueue(MemoryResource):
         acquired stage; the fetching task continues with it. ``fetch_work_tile`` is the
         reference's name for it.
         ``read_next_tile`` (consumer): reads the index of the waited stage into ``next_tile``.
-        The reference's ``get_and_advance_work_tile`` on a dynamic queue is this step (it
-        reads the answer of the waited stage there too).
+        The reference's ``get_and_advance_work_tile`` on a dynamic queue is the same read
+        (it reads the answer of the waited stage there too), recorded as
+        ``read_next_work_tile``, which returns the tile as a ``WorkTileInfo`` (``work_tile``).
     """
 
     is_work_queue = True
@@ -262,16 +263,17 @@ class WorkQueue(MemoryResource):
         return self._source
 
     def ts_work_label(self, attr: str) -> str:
-        """A dynamic queue's ``get_and_advance_work_tile`` is its ``read_next_tile``.
+        """A dynamic queue's ``get_and_advance_work_tile`` is its ``read_next_work_tile``.
 
         The reference spells the per-tile read of every scheduler
         ``get_and_advance_work_tile``; on its CLC queue it reads the answer in the waited
-        stage, which is what ``read_next_tile`` does (the step is recorded, verified and
-        lowered as ``read_next_tile``, the next tile index in ``next_tile``). On a static
-        queue it stays the static step below.
+        stage, which is what ``read_next_tile`` does. The step is recorded, verified and
+        lowered as ``read_next_work_tile``: that read, returning the tile as a
+        ``WorkTileInfo`` (``work_tile``) as the reference's step does. On a static queue it
+        stays the static step below.
         """
         if attr == "get_and_advance_work_tile" and self.tile_scheduler_config.is_dynamic:
-            return "read_next_tile"
+            return "read_next_work_tile"
         return attr
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=work_tile)
@@ -281,7 +283,7 @@ class WorkQueue(MemoryResource):
         The reference's spelling of the per-tile queue step (``wq.wait();
         wq.get_and_advance_work_tile(); wq.release()``). With the static scheduler the queue has
         no pipeline: the brackets around it are bookkeeping and TS records none of them.
-        A schedule on a dynamic queue records ``read_next_tile`` for it
+        A schedule on a dynamic queue records ``read_next_work_tile`` for it
         (:meth:`ts_work_label`); returning the current tile there would silently skip the
         pipeline's hand-over, so a direct call is refused.
         """
@@ -324,6 +326,16 @@ class WorkQueue(MemoryResource):
     def read_next_tile(self, stage_info: Any) -> Any:
         """The tile index published in the waited stage."""
         return self._dynamic("read_next_tile").read(stage_info.stage_idx)
+
+    @consumer_work(returns=work_tile)
+    def read_next_work_tile(self, stage_info: Any) -> Any:
+        """The waited stage's tile as a ``WorkTileInfo`` (``tile_idx``, ``is_valid_tile``).
+
+        What a dynamic queue's ``get_and_advance_work_tile`` is recorded as: the same read of
+        the waited stage as :meth:`read_next_tile` (the loop moves to that tile), returning
+        the tile where ``read_next_tile`` returns its index, as the reference's step does.
+        """
+        return self._dynamic("get_and_advance_work_tile").read_tile(stage_info.stage_idx)
 
     def _dynamic(self, what: str) -> Any:
         source = self.ts_tile_source()
