@@ -247,3 +247,16 @@ def test_get_and_advance_work_tile_stays_the_static_step_on_a_static_queue() -> 
     assert wq.ts_work_label("get_and_advance_work_tile") == "get_and_advance_work_tile"
     method = WorkQueue.work_methods()["get_and_advance_work_tile"]
     assert method.attrs & WorkAttr.AUXILIARY and method.outputs == ("work_tile",)
+
+
+def test_static_queue_fetch_is_a_no_op_and_its_read_is_refused() -> None:
+    """Both names of the fetch do nothing on a static queue (every CTA computes its tiles);
+    reading a fetched tile there has no answer to read: a typed error naming the queue."""
+    wq = WorkQueue(STATIC, name="tiles")
+    assert wq.fetch_work_tile(None) is None
+    assert wq.fetch_next_tile(None) is None
+    for read in (wq.read_next_tile, wq.read_next_work_tile):
+        with pytest.raises(RuntimeConfigError, match=r"`tiles`.*no answer to read") as info:
+            read(None)
+        assert info.value.resource == "tiles"
+        assert "get_and_advance_work_tile()" in info.value.fix

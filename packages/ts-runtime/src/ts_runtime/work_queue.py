@@ -305,8 +305,11 @@ class WorkQueue(MemoryResource):
         Atomic scheduler: the fetching task's own loop continues with the claimed tile
         (producer work has no task-local outputs; the tile source remembers the index). CLC:
         the request's answer completes the stage's full barrier later, and the fetching task
-        reads it like every other task (``read_next_tile``).
+        reads it like every other task (``read_next_tile``). On a static queue it does
+        nothing, as :meth:`fetch_work_tile` does.
         """
+        if not self.tile_scheduler_config.is_dynamic:
+            return
         self._dynamic("fetch_next_tile").fetch(stage_info.stage_idx, stage_info.barrier)
 
     @producer_work
@@ -342,10 +345,12 @@ class WorkQueue(MemoryResource):
         if not hasattr(source, "fetch"):
             raise RuntimeConfigError(
                 f"WorkQueue `{self.name}`.{what}: the "
-                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands tiles "
-                "out without fetching",
+                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler hands no "
+                "tile over through a pipeline (every CTA computes its own tiles), so there is "
+                "no answer to read",
                 resource=self.name,
-                fix=f"remove the {what}() step, or use a dynamic scheduler (atomic or CLC)",
+                fix=f"remove the {what}() step (get_and_advance_work_tile() gives the current "
+                "tile), or use a dynamic scheduler (atomic or CLC)",
             )
         return source
 
