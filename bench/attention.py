@@ -7,6 +7,7 @@ and the same-run ratios. A failing case prints its error and the run goes on. Us
 
     source .gpu/setup.sh && python3 bench/attention.py [--dtype fp16] [--iters 30]
     source .gpu/setup.sh && python3 bench/attention.py --quick   # one small shape per family
+    source .gpu/setup.sh && python3 bench/attention.py --stagger # also TS with the math order
 """
 
 from __future__ import annotations
@@ -56,9 +57,18 @@ def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> f
 
 
 def run_shape(
-    b: int, s: int, h: int, d: int, causal: bool, dtype: str, iters: int, hkv: int = 0
+    b: int,
+    s: int,
+    h: int,
+    d: int,
+    causal: bool,
+    dtype: str,
+    iters: int,
+    hkv: int = 0,
+    stagger: bool = False,
 ) -> dict[str, Any]:
-    """One JSON record: TS (checked), cuDNN and flash SDPA, ratios."""
+    """One JSON record: TS (checked), cuDNN and flash SDPA, ratios; with ``stagger`` also TS
+    with the math-order handoff (``ts_stagger``, checked too)."""
     import torch
     from torch.nn.attention import SDPBackend
 
@@ -67,6 +77,10 @@ def run_shape(
 
     out: dict[str, Any] = {"bench": "attention"}
     out["ts"] = run_case(b, s, h, d, causal, dtype, hkv, iters=iters)
+    variants = ["ts"]
+    if stagger:
+        out["ts_stagger"] = run_case(b, s, h, d, causal, dtype, hkv, iters=iters, stagger=True)
+        variants.append("ts_stagger")
     torch.manual_seed(0)
     tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
     q = torch.randn(b, h, s, d, device="cuda", dtype=tdt)
@@ -80,10 +94,11 @@ def run_shape(
             out[name] = {"tflops": work / sdpa_ms(q, k, v, causal, backend, iters) / 1e9}
         except Exception as e:  # a backend may not take this shape / dtype
             out[name] = {"error": f"{type(e).__name__}: {e}"}
-    ts = out["ts"].get("tflops")
-    for name in ("cudnn", "flash"):
-        if ts and "tflops" in out[name]:
-            out[f"ts_over_{name}"] = ts / out[name]["tflops"]
+    for variant in variants:
+        ts = out[variant].get("tflops")
+        for name in ("cudnn", "flash"):
+            if ts and "tflops" in out[name]:
+                out[f"{variant}_over_{name}"] = ts / out[name]["tflops"]
     return out
 
 
@@ -92,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="small shapes, odd lengths")
+    parser.add_argument("--stagger", action="store_true", help="also TS with the math order")
     args = parser.parse_args(argv)
     ok = True
     cases = [(*c, 0) for c in (QUICK if args.quick else SHAPES)]
@@ -100,8 +116,8 @@ def main(argv: list[str] | None = None) -> int:
         shape = {"b": b, "s": s, "h": h, "hkv": hkv or h, "d": d, "causal": causal}
         shape["dtype"] = args.dtype
         try:
-            r = run_shape(b, s, h, d, causal, args.dtype, args.iters, hkv)
-            ok &= bool(r["ts"].get("ok"))
+            r = run_shape(b, s, h, d, causal, args.dtype, args.iters, hkv, args.stagger)
+            ok &= all(bool(r[t].get("ok")) for t in ("ts", "ts_stagger") if t in r)
         except Exception as e:  # keep going: whoever runs this cannot debug interactively
             traceback.print_exc()
             r = {"bench": "attention", **shape, "error": f"{type(e).__name__}: {e}"}

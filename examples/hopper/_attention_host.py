@@ -78,13 +78,18 @@ def _cute(t: Any) -> Any:
 
 
 def prepare(
-    q: Any, k: Any, v: Any, is_causal: bool = False, scale: float | None = None
+    q: Any,
+    k: Any,
+    v: Any,
+    is_causal: bool = False,
+    scale: float | None = None,
+    stagger: bool = False,
 ) -> tuple[Any, list[Any], Any, Any]:
     """``(launch, args, o, lse)``: the compiled kernel for these shapes and its arguments.
 
     ``launch(*args)`` writes ``o`` (``(B, H, S, D)``, q's dtype) and ``lse`` (fp32
     ``(B, H, S)``). Compiled once per configuration and shape (static shapes: every stride is
-    known to the TMA descriptors).
+    known to the TMA descriptors). ``stagger``: ``AttentionConfig.stagger``.
     """
     import torch
 
@@ -96,7 +101,8 @@ def prepare(
             "(B, H, S, D) and (B, Hkv, S, D) with H a multiple of Hkv"
         )
     dtype = {torch.float16: "fp16", torch.bfloat16: "bf16"}[q.dtype]
-    cfg = AttentionConfig(head_dim=d, dtype=dtype, causal=is_causal, group=h // hkv, scale=scale)
+    group = h // hkv
+    cfg = AttentionConfig(d, dtype, is_causal, group, scale=scale, stagger=stagger)
     q3, k3, v3 = (t.contiguous().view(-1, s, d) for t in (q, k, v))
     o = torch.empty_like(q3)
     lse = torch.empty(b * h, s, dtype=torch.float32, device=q.device)
@@ -172,7 +178,15 @@ def flops(b: int, h: int, s: int, d: int, causal: bool) -> float:
 
 
 def run_case(
-    b: int, s: int, h: int, d: int, causal: bool, dtype: str, hkv: int = 0, iters: int = 20
+    b: int,
+    s: int,
+    h: int,
+    d: int,
+    causal: bool,
+    dtype: str,
+    hkv: int = 0,
+    iters: int = 20,
+    stagger: bool = False,
 ) -> dict[str, Any]:
     """One GPU case: correctness against the fp32 reference, then TFLOP/s."""
     import torch
@@ -184,8 +198,9 @@ def run_case(
     k, v = (torch.randn(b, hkv, s, d, device="cuda", dtype=tdt) for _ in "kv")
     out: dict[str, Any] = {"b": b, "s": s, "h": h, "hkv": hkv, "d": d, "causal": causal}
     out["dtype"] = dtype
+    out["stagger"] = stagger
     t0 = time.time()
-    fn, args, o, lse = prepare(q, k, v, causal)
+    fn, args, o, lse = prepare(q, k, v, causal, stagger=stagger)
     fn(*args)
     torch.cuda.synchronize()
     out["first_call_s"] = round(time.time() - t0, 2)
@@ -236,13 +251,14 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--stagger", action="store_true", help="math-order handoff between warpgroups")
     args = p.parse_args(argv)
     # The CuTe DSL reads sys.argv itself on every compile (its own ``-diagnostic`` flag), and
     # there ``--h`` abbreviates ``--help``: hide our arguments from it once parsed.
     sys.argv[1:] = []
     if args.compile_only:
         hkv = args.hkv or args.h
-        cfg = AttentionConfig(args.d, args.dtype, args.causal, args.h // hkv)
+        cfg = AttentionConfig(args.d, args.dtype, args.causal, args.h // hkv, stagger=args.stagger)
         out = compile_only(cfg)
         print(json.dumps(out, sort_keys=True))
         return 0 if out["ok"] else 1
@@ -250,7 +266,15 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
         return 2
     try:
         out = run_case(
-            args.b, args.s, args.h, args.d, args.causal, args.dtype, args.hkv, args.iters
+            args.b,
+            args.s,
+            args.h,
+            args.d,
+            args.causal,
+            args.dtype,
+            args.hkv,
+            args.iters,
+            args.stagger,
         )
     except Exception as e:  # one line of evidence for whoever runs this unattended
         traceback.print_exc()

@@ -62,6 +62,8 @@ class AttentionConfig:
         kv_stages: Depth of the K ring and of the V ring (both shared by the two math
             warpgroups); 0 picks the most that fit (6 for D = 64, 2 for D = 128).
         scale: Softmax scale (None: ``1 / sqrt(D)``).
+        stagger: Issue the two math warpgroups' WGMMAs in turns (a math-order handoff per
+            issue, two one-stage token rings), so one's softmax runs under the other's GEMMs.
     """
 
     head_dim: int = 128
@@ -70,6 +72,7 @@ class AttentionConfig:
     group: int = 1
     kv_stages: int = 0
     scale: float | None = None
+    stagger: bool = False
 
     def __post_init__(self) -> None:
         if self.head_dim not in HEAD_DIMS:

@@ -22,6 +22,10 @@ Schedule (one CTA per SM, persistent over the ``(q tile, head)`` grid, ``task_sc
   rescaled. Then ``O / rowsum`` goes out through the warpgroup's SMEM buffer by TMA store and
   the LSE by plain stores.
 
+With ``stagger`` (``--stagger``) the two warpgroups issue their WGMMAs in turns (a math-order
+handoff through two one-stage token rings, ``issue``), so one's softmax runs under the other's
+GEMMs.
+
 With ``causal`` the KV loop of query tile ``m`` stops at the diagonal (a per-tile trip count,
 ``AttentionTask.kv_blocks``), so blocks past it are never loaded. ts-verify proves the
 schedule (every ring with both readers, every trip count including 0) before it is compiled.
@@ -30,10 +34,12 @@ Usage::
 
     python examples/hopper/attention.py --compile-only [--d 64] [--causal] [--dtype fp16]
     python examples/hopper/attention.py --b 4 --s 4096 --h 16 --d 128 [--causal] [--dtype bf16]
+    python examples/hopper/attention.py --b 4 --s 4096 --h 16 --d 128 --stagger   # math order
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -73,6 +79,7 @@ from task_scheduling.kernel import (
     prefetch_tma,
     tile_queue,
 )
+from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec, PipelineType
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import MemoryResource
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
@@ -91,6 +98,17 @@ def ring_pipeline(stages: int, stage_bytes: int, consumers: int = 2 * WARPGROUP)
     release.
     """
     return WgmmaRing.pipeline(stages, stage_bytes, consumers)
+
+
+def turn_pipeline() -> Any:
+    """A math-order token: one stage, one math warpgroup fills it, the other frees it."""
+    group = CooperativeGroupSpec("thread", WARPGROUP)
+    return PipelineSpec(PipelineType.AsyncAsync, 1, 0, group, group)
+
+
+@dataclasses.dataclass(kw_only=True)
+class Turn(MemoryResource):
+    """A math-order token between the two math warpgroups: a barrier, no payload."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -281,7 +299,9 @@ def kv_blocks(cfg: AttentionConfig, seqlen: Any, m: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
-def kv_pipelined(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
+def kv_pipelined(
+    k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy, turn: Turns | None = None
+) -> None:
     """The KV blocks of a tile, pipelined (FA3's intra-warpgroup overlap).
 
     Block 0 alone: ``S_0 = Q K_0^T``, its softmax. Then per block ``j >= 1``: ``S_j = Q
@@ -295,18 +315,23 @@ def kv_pipelined(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
     tile), so every wait of the loop is unconditional: a ``wait_group`` under a branch of its
     own would leave ptxas a path (through the branches' other combinations) with a WGMMA in
     flight while the softmax writes its registers, and it serializes the WGMMAs.
+
+    ``turn`` (``cfg.stagger``): the math-order handoff; each issue of WGMMAs waits for the
+    other warpgroup's previous issue and passes the turn on after its own (``issue``).
     """
     k.wait()
-    k.qk()  # S_0 = Q K_0^T
+    with issue(turn):
+        k.qk()  # S_0 = Q K_0^T
     k.mma_wait_all()
     k.release()
     mw.softmax()
     mw.convert()
     with domain_loop(1, AttentionTask.kv_blocks, unroll=1):
         k.wait()
-        k.qk()  # S_j = Q K_j^T
         v.wait()
-        v.pv()  # O += P_{j-1} V_{j-1}, overlapping the softmax of block j
+        with issue(turn):
+            k.qk()  # S_j = Q K_j^T
+            v.pv()  # O += P_{j-1} V_{j-1}, overlapping the softmax of block j
         k.mma_wait_prior()  # S_j is done; the PV group may still run
         k.release()
         mw.softmax()
@@ -314,9 +339,34 @@ def kv_pipelined(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
         v.release()
         mw.convert()  # P_j to 16 bit, O rescaled
     v.wait()
-    v.pv()  # O += P_last V_last
+    with issue(turn):
+        v.pv()  # O += P_last V_last
     v.mma_wait_all()
     v.release()
+
+
+Turns = tuple[ResourceProxy, ResourceProxy]
+"""``(mine, theirs)``: the token ring this warpgroup waits on and the one it passes on."""
+
+
+@contextlib.contextmanager
+def issue(turn: Turns | None) -> Iterator[None]:
+    """WGMMAs issued in math order: after the other warpgroup's last issue, before its next.
+
+    ``mine.wait()`` until the other warpgroup has issued (its token), give the stage straight
+    back, issue, then ``theirs.acquire() / commit()``: the other may issue now. Both are
+    one-stage ``AsyncAsync`` rings between the two math tasks, so ts-verify proves the handoff
+    with the rest (every trip count, no deadlock with the K / V rings).
+    """
+    if turn is None:
+        yield
+        return
+    mine, theirs = turn
+    mine.wait()
+    mine.release()
+    yield
+    theirs.acquire()
+    theirs.commit()
 
 
 def serial_block(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
@@ -333,7 +383,8 @@ def serial_block(k: ResourceProxy, v: ResourceProxy, mw: ResourceProxy) -> None:
     v.release()
 
 
-KvPart = Callable[[ResourceProxy, ResourceProxy, ResourceProxy], None]
+KvPart = Callable[..., None]
+"""``part(k, v, mw[, turn])``: the KV blocks of one tile of a math warpgroup."""
 
 
 def serial(block: KvPart = serial_block) -> KvPart:
@@ -347,8 +398,13 @@ def serial(block: KvPart = serial_block) -> KvPart:
     return part
 
 
-def math_schedule(step: KvPart = kv_pipelined) -> Callable[..., Schedule]:
-    """A math warpgroup's schedule: its 64 rows of every tile of the CTA."""
+def math_schedule(step: KvPart = kv_pipelined, wg: int | None = None) -> Callable[..., Schedule]:
+    """A math warpgroup's schedule: its 64 rows of every tile of the CTA.
+
+    ``wg`` (with ``cfg.stagger``): the warpgroup, for the math-order tokens ``t0`` (warpgroup 0
+    passes the turn to 1) and ``t1`` (1 to 0). Warpgroup 1 primes ``t1`` once before its first
+    tile, so warpgroup 0 issues first; warpgroup 0 takes that last token after its last tile.
+    """
 
     @schedule
     def attend(
@@ -358,15 +414,29 @@ def math_schedule(step: KvPart = kv_pipelined) -> Callable[..., Schedule]:
         v: ResourceProxy,
         mw: ResourceProxy,
         out: ResourceProxy,
+        *tokens: ResourceProxy,
     ) -> None:
         mw.setup()
         out.setup()
+        turn: Turns | None = None
+        if tokens:
+            t0, t1 = tokens
+            turn = (t1, t0) if wg == 0 else (t0, t1)
+            if wg == 1:
+                t1.acquire()  # warpgroup 0 goes first
+                t1.commit()
         with work_tile_loop(wq):
             mw.begin()
             q.wait()
-            step(k, v, mw)
+            if turn is None:
+                step(k, v, mw)
+            else:
+                step(k, v, mw, turn)
             q.release()  # every MMA that read Q retired in the loop
             out.store()
+        if tokens and wg == 0:
+            t1.wait()  # the token warpgroup 1 passed after its last issue
+            t1.release()
         out.drain()
 
     return attend
@@ -463,6 +533,9 @@ def attention_kernel(
         kr = ring("k", cfg.stages, cfg.stage_bytes, atom_k, t_k, s_k, (bn, d))
         vr = ring("v", cfg.stages, cfg.stage_bytes, atom_v, t_v, s_v, (d, bn))
         rings = [q, kr, vr]
+        tokens = [Turn(name=f"t{w}", pipeline_config=turn_pipeline()) for w in range(2)]
+        if not cfg.stagger:
+            tokens = []
         tasks: list[Task] = []
         graph: dict[Any, list[Any]] = {r: [wq] for r in rings}
         for wg in range(2):
@@ -479,13 +552,15 @@ def attention_kernel(
             )
             s_o = k.smem_tensor(cfg.element, l_o)
             out = Output(name=f"o{wg}", cfg=cfg, math=mw, atom=atom_o, gmem=t_o, smem=s_o, lse=lse)
+            # math order (cfg.stagger): t0 is warpgroup 0's to fill, t1 warpgroup 1's
+            fills, waits = ([tokens[wg]], [tokens[1 - wg]]) if tokens else ([], [])
             tasks.append(
                 AttentionTask(
-                    [wq, q, kr, vr, mw],
-                    [out],
+                    [wq, q, kr, vr, mw, *waits],
+                    [out, *fills],
                     (1 + wg) * WARPGROUP // 32,
                     WARPGROUP // 32,
-                    schedule=math_schedule(steps_of[wg])(wq, q, kr, vr, mw, out),
+                    schedule=math_schedule(steps_of[wg], wg)(wq, q, kr, vr, mw, out, *tokens),
                     num_registers=CONSUMER_REGS,
                     name=f"math{wg}",
                     cfg=cfg,
@@ -494,6 +569,8 @@ def attention_kernel(
                 )
             )
             graph[out] = [q, kr, vr, mw, wq]
+            if tokens:
+                graph[tokens[wg]] = [q, kr, vr, mw, wq]
         producer = AttentionTask(
             [wq],
             list(rings),

@@ -207,6 +207,37 @@ def test_ring_counting_one_warpgroup_is_refused(attention: Any) -> None:
         attention.make_plan(attention.AttentionConfig(), consumers=attention.WARPGROUP)
 
 
+class _Dropped:
+    """Stands for the token ring a warpgroup should pass the turn on: it never does."""
+
+    def acquire(self) -> None:
+        pass
+
+    def commit(self) -> None:
+        pass
+
+
+def test_staggered_schedule_verifies(attention: Any) -> None:
+    for options in FAMILIES:
+        plan = attention.make_plan(attention.AttentionConfig(**options, stagger=True))
+        tokens = {r.name for r in plan.resources if r.name in ("t0", "t1")}
+        assert tokens == {"t0", "t1"}
+
+
+def test_missing_math_order_handoff_is_rejected(attention: Any) -> None:
+    """Warpgroup 1 waits for its turn but never passes it back: warpgroup 0 would wait on
+    ``t1`` forever after its first issue; the ``t1`` counts differ (TS-V301)."""
+    from ts_verify import VerificationError
+
+    def never_passes(k: Any, v: Any, mw: Any, turn: Any) -> None:
+        attention.kv_pipelined(k, v, mw, (turn[0], _Dropped()))
+
+    with pytest.raises(VerificationError) as err:
+        attention.make_plan(attention.AttentionConfig(stagger=True), second_step=never_passes)
+    assert "TS-V301" in err.value.report.codes()
+    assert {d.resource for d in err.value.report.diagnostics} == {"t1"}
+
+
 def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]:
     cfg = attention.AttentionConfig(**options)
     compiled = attention.attention_kernel(cfg).compile(*host.fake_operands(cfg))
@@ -215,8 +246,13 @@ def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]
 
 @pytest.mark.parametrize(
     "options",
-    [{}, {"dtype": "fp16", "causal": True, "group": 2}, {"head_dim": 64, "causal": True}],
-    ids=["d128-bf16", "d128-fp16-causal-gqa", "d64-bf16-causal"],
+    [
+        {},
+        {"dtype": "fp16", "causal": True, "group": 2},
+        {"head_dim": 64, "causal": True},
+        {"stagger": True},
+    ],
+    ids=["d128-bf16", "d128-fp16-causal-gqa", "d64-bf16-causal", "d128-bf16-stagger"],
 )
 def test_compiles_for_sm90a_and_validates(attention: Any, host: Any, options: Any) -> None:
     cfg, ptx, compiled = _compiled(attention, host, **options)
