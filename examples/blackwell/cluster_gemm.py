@@ -46,94 +46,55 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
-import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as cpipe
-import cutlass.utils.blackwell_helpers as sm100
+from _umma_gemm import (
+    AB_STAGES,
+    ACC_COLUMNS,
+    ACC_STAGES,
+    EPILOGUE_WARPS,
+    MMA_TILER,
+    MMA_WARP,
+    STAGE_BYTES,
+    TILE_K,
+    Accumulator,
+    Gemm,
+    OperandRing,
+    allocators,
+    fake_args,
+    gemm_tasks,
+    load_op,
+    operand_tmas,
+    output_tiles,
+    threads,
+)
 from cutlass.base_dsl.ast_helpers import const_expr
-from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr
 
-from task_scheduling import (
-    WorkAttr,
-    consumer_work,
-    domain_loop,
-    producer_work,
-    schedule,
-    work_tile_loop,
-)
-from task_scheduling.harness import compare_ptx, fake_tensor
-from task_scheduling.memory import (
-    SmemAllocation,
-    SmemAllocator,
-    TensorMemory,
-    TmemAllocation,
-    TmemAllocator,
-)
+from task_scheduling import domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling.harness import compare_ptx
+from task_scheduling.memory import TensorMemory
 from task_scheduling.resources import (
     MemoryResource,
     PdlLaunchBarrier,
     PdlWaitBarrier,
     PipelineConfig,
-    TaskLocalVariable,
     TileSchedulerConfig,
     WorkQueue,
 )
-from task_scheduling.task import Task
 from task_scheduling.task_manager import TaskManager
 from task_scheduling.tiles import TileRaster
 
-TILE_M, TILE_N, TILE_K = 128, 128, 64
-MMA_TILER = (TILE_M, TILE_N, TILE_K)
-AB_STAGES, ACC_STAGES = 4, 2
-ACC_COLUMNS = TILE_N * ACC_STAGES  # fp32 accumulators: one TMEM column per output column
-EPILOGUE_WARPS, LOAD_WARP, MMA_WARP = 4, 4, 5
 BLOCK_THREADS = (MMA_WARP + 1) * 32
-# A stage holds the whole A and B blocks of a K step in every CTA: its own slices and the ones
-# its peers multicast. The full barrier counts all of those bytes.
-STAGE_BYTES = (TILE_M + TILE_N) * TILE_K * 2
 SMS = 148  # persistent clusters: one CTA per SM of a B200
 CLUSTERS = ((2, 1), (1, 2))
 
 
-def _threads(n: int) -> Any:
-    return cpipe.CooperativeGroup(cpipe.Agent.Thread, n)
-
-
-def _swizzled(base: Any, offset: int, layout: Any) -> Any:
-    """An fp16 SMEM tensor of a (swizzled, composed) UMMA operand layout at ``base[offset]``."""
-    raw = cute.make_ptr(cutlass.Float16, base.data_ptr(offset), assumed_align=1024)
-    ptr = cute.recast_ptr(raw, layout.inner, dtype=cutlass.Float16)
-    return cute.make_tensor(ptr, layout.outer)
-
-
 @dataclasses.dataclass(kw_only=True)
-class Operands(MemoryResource):
+class Operands(OperandRing):
     """The A / B ring in SMEM: the cluster's TMA loads fill a stage, the UMMAs read it."""
 
-    tma_a: Any = None
-    tma_b: Any = None
-    gmem_a: Any = None
-    gmem_b: Any = None
-    layout_a: Any = None
-    layout_b: Any = None
-    tiled_mma: Any = None
     cluster_mn: tuple[int, int] = (2, 1)
-    stage: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.stage = TaskLocalVariable(dtype="Int32", default=0)
-        self.smem_a = SmemAllocation("ab.a", TILE_M * TILE_K * 2 * AB_STAGES, alignment=1024)
-        self.smem_b = SmemAllocation("ab.b", TILE_N * TILE_K * 2 * AB_STAGES, alignment=1024)
-
-    def get_smem_requirements(self) -> list[Any]:
-        return [self.smem_a, self.smem_b]
-
-    def views(self, stage_info: Any) -> tuple[Any, Any]:
-        base = stage_info.context.smem_base
-        a = _swizzled(base, self.smem_a.offset, self.layout_a)
-        b = _swizzled(base, self.smem_b.offset, self.layout_b)
-        return a, b
 
     @producer_work
     @cute.jit
@@ -184,72 +145,6 @@ class Operands(MemoryResource):
                     mcast_mask=cute.make_layout_image_mask(cluster, coord, mode=along),
                 )
 
-    @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=stage)
-    def stage_index(self, stage_info: Any) -> Any:
-        """The waited stage's index (the UMMA of the accumulator reads it)."""
-        return stage_info.stage_idx
-
-
-@dataclasses.dataclass(kw_only=True)
-class Accumulator(MemoryResource):
-    """The accumulator ring in TMEM (the CTA's own): the UMMAs fill a stage, the epilogue
-    drains it."""
-
-    operands: Any = None
-    tiled_mma: Any = None
-    gmem_c: Any = None
-
-    def get_tmem_requirements(self) -> list[Any]:
-        return [TmemAllocation("acc", ACC_COLUMNS)]
-
-    def _stages(self, stage_info: Any) -> Any:
-        """The accumulator stages in TMEM (their address is what tcgen05.alloc wrote)."""
-        word = stage_info.context.tmem_ptr_i32
-        ptr = cute.make_ptr(cutlass.Int32, word.data_ptr(), assumed_align=4)
-        tmem = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, ptr)
-        shape = self.tiled_mma.partition_shape_C((TILE_M, TILE_N))
-        layout = self.tiled_mma.make_fragment_C(cute.append(shape, ACC_STAGES)).layout
-        return cute.make_tensor(tmem, layout)
-
-    @producer_work
-    @cute.jit
-    def mma(self, stage_info: Any, *, ab_stage: Any = None) -> None:
-        """The UMMAs of one K step into the acquired stage (accumulating after the first)."""
-        s_a, s_b = self.operands.views(stage_info)
-        frag_a = self.tiled_mma.make_fragment_A(s_a)
-        frag_b = self.tiled_mma.make_fragment_B(s_b)
-        acc = self._stages(stage_info)[(None, None, None, stage_info.stage_idx)]
-        self.tiled_mma.set(tcgen05.Field.ACCUMULATE, stage_info.loop_offset != 0)
-        for kp in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):  # type: ignore[attr-defined]
-            cute.gemm(
-                self.tiled_mma,
-                acc,
-                frag_a[(None, None, kp, ab_stage)],
-                frag_b[(None, None, kp, ab_stage)],
-                acc,
-            )
-            self.tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
-
-    @consumer_work
-    @cute.jit
-    def store(self, stage_info: Any) -> None:
-        """``tcgen05.ld`` of the waited stage (thread t: row t), to fp16, into C."""
-        m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
-        acc = self._stages(stage_info)[((None, None), 0, 0, stage_info.stage_idx)]
-        g_c = self.tiled_mma.get_slice(0).partition_C(
-            cute.local_tile(self.gmem_c, (TILE_M, TILE_N), (m, n))
-        )[((None, None), 0, 0)]
-        atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x128), cutlass.Float32)
-        t2r = tcgen05.make_tmem_copy(atom, acc)
-        thr = t2r.get_slice(cute.arch.thread_idx()[0] % (EPILOGUE_WARPS * 32))
-        src, dst = thr.partition_S(acc), thr.partition_D(g_c)
-        regs = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
-        cute.copy(t2r, src, regs)
-        cute.arch.fence_view_async_tmem_op("load")  # the stage is read: it may be released
-        out = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
-        out.store(regs.load().to(cutlass.Float16))
-        cute.autovec_copy(out, dst)
-
 
 @schedule
 def load(wq: Any, pdl: Any, ab: Any) -> None:
@@ -283,19 +178,6 @@ def epilogue(wq: Any, tmem: Any, acc: Any, launch: Any) -> None:
     tmem.free()  # after the last tcgen05.ld of the accumulator
 
 
-class Gemm(Task):
-    """A task whose K loop has ``k`` steps (the same for every tile)."""
-
-    def __init__(self, *args: Any, k: Any = 8, **kwargs: Any) -> None:
-        self.k = k
-        super().__init__(*args, **kwargs)
-
-    def k_tiles(self, work_tile_coord: Any) -> Any:
-        """K steps of every tile."""
-        del work_tile_coord
-        return self.k
-
-
 def build(
     cluster_mn: tuple[int, int] = (2, 1),
     params: Any = None,
@@ -314,7 +196,7 @@ def build(
         # Each CTA's empty barrier: one commit from the MMA warp of each of the CM + CN - 1
         # CTAs of its cluster row and column (the reference's count; TS reads one CTA's).
         pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
-            AB_STAGES, STAGE_BYTES, _threads(1), _threads(cm + cn - 1), cta_layout_vmnk=vmnk
+            AB_STAGES, STAGE_BYTES, threads(1), threads(cm + cn - 1), cta_layout_vmnk=vmnk
         ),
         tma_a=tma_a,
         tma_b=tma_b,
@@ -328,7 +210,7 @@ def build(
     acc = Accumulator(
         name="acc",
         pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
-            ACC_STAGES, _threads(1), _threads(EPILOGUE_WARPS * 32), cta_layout_vmnk=vmnk
+            ACC_STAGES, threads(1), threads(EPILOGUE_WARPS * 32), cta_layout_vmnk=vmnk
         ),
         operands=ab,
         tiled_mma=tiled_mma,
@@ -339,43 +221,8 @@ def build(
     )
     tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
     pdl_wait, pdl_launch = PdlWaitBarrier(name="pdl_wait"), PdlLaunchBarrier(name="pdl_launch")
-    smem = SmemAllocator()
-    for r in (ab, acc):
-        smem.add_resource(r)
-    smem.add_tmem_ptr(SmemAllocation("tmem_ptr", dtype=cutlass.Int32, alignment=4))
-    smem.compute_layout()
-    columns = TmemAllocator()
-    columns.add_resource(acc)
-    columns.compute_layout()
-    tasks = [
-        Gemm(
-            [wq, tmem, acc],
-            [pdl_launch],
-            0,
-            EPILOGUE_WARPS,
-            schedule=epilogue(wq, tmem, acc, pdl_launch),
-            name="epilogue",
-            k=k_tiles,
-        ),
-        Gemm(
-            [wq, pdl_wait],
-            [ab],
-            LOAD_WARP,
-            1,
-            schedule=load(wq, pdl_wait, ab),
-            name="load",
-            k=k_tiles,
-        ),
-        Gemm(
-            [wq, tmem, ab],
-            [acc],
-            MMA_WARP,
-            1,
-            schedule=mma(wq, tmem, ab, acc),
-            name="mma",
-            k=k_tiles,
-        ),
-    ]
+    smem, columns = allocators((ab, acc), (acc,))
+    tasks = gemm_tasks((epilogue, load, mma), (wq, tmem, ab, acc, pdl_wait, pdl_launch), k_tiles)
     graph: dict[MemoryResource, list[MemoryResource]] = {ab: [wq, pdl_wait], acc: [ab, wq]}
     return TaskManager(
         tasks, graph, smem_allocator=smem, tmem_allocator=columns, name="blackwell_cluster_gemm"
@@ -385,20 +232,6 @@ def build(
 def make_plan() -> Any:
     """The kernel plan of the 2 x 1 cluster (what ``ts show`` / ``verify`` / ``compile`` read)."""
     return build().plan
-
-
-def make_tiled_mma() -> Any:
-    """One-CTA fp16 UMMA, fp32 accumulator in TMEM, both operands K-major, 128 x 128."""
-    major = cute.nvgpu.OperandMajorMode.K
-    return sm100.make_trivial_tiled_mma(
-        cutlass.Float16,
-        cutlass.Float16,
-        major,
-        major,
-        cutlass.Float32,
-        tcgen05.CtaGroup.ONE,
-        (TILE_M, TILE_N),
-    )
 
 
 @cute.kernel
@@ -428,58 +261,26 @@ def kernel(
     manager.run()
 
 
-def _load_op(peers: int) -> Any:
-    """A multicast TMA load when ``peers`` CTAs share the block, else a plain one."""
-    if peers == 1:
-        return cpasync.CopyBulkTensorTileG2SOp(tcgen05.CtaGroup.ONE)
-    return cpasync.CopyBulkTensorTileG2SMulticastOp(tcgen05.CtaGroup.ONE)
-
-
 @cute.jit
 def launch(
     a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, cluster_mn: Constexpr[tuple[int, int]]
 ) -> None:
     cm, cn = cluster_mn
-    tiled_mma = make_tiled_mma()
-    layout_a = sm100.make_smem_layout_a(tiled_mma, MMA_TILER, cutlass.Float16, AB_STAGES)
-    layout_b = sm100.make_smem_layout_b(tiled_mma, MMA_TILER, cutlass.Float16, AB_STAGES)
-    one_a = cute.slice_(layout_a, (None, None, None, 0))
-    one_b = cute.slice_(layout_b, (None, None, None, 0))
-    vmnk = (1, cm, cn, 1)
     # A is shared along the cluster's N (CN CTAs), B along its M (CM CTAs).
-    tma_a, gmem_a = cute.nvgpu.make_tiled_tma_atom_A(
-        _load_op(cn), a, one_a, MMA_TILER, tiled_mma, vmnk
+    tiled_mma, tma, (layout_a, layout_b) = operand_tmas(
+        a, b, (load_op(cn), load_op(cm)), (1, cm, cn, 1)
     )
-    tma_b, gmem_b = cute.nvgpu.make_tiled_tma_atom_B(
-        _load_op(cm), b, one_b, MMA_TILER, tiled_mma, vmnk
-    )
-    tiles = (
-        cute.ceil_div(cute.size(c, mode=[0]), TILE_M),
-        cute.ceil_div(cute.size(c, mode=[1]), TILE_N),
-        1,
-    )
-    params = TileRaster(tiles, (cm, cn, 1))
+    params = TileRaster(output_tiles(c), (cm, cn, 1))
     grid = TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params).grid_shape(
         SMS // (cm * cn)
     )
-    kernel(
-        tiled_mma, tma_a, gmem_a, tma_b, gmem_b, c, layout_a, layout_b, params, cluster_mn
-    ).launch(
+    kernel(tiled_mma, *tma, c, layout_a, layout_b, params, cluster_mn).launch(
         grid=grid,
         block=(BLOCK_THREADS, 1, 1),
         cluster=(cm, cn, 1),
         # Programmatic dependent launch: this grid may start while the previous one runs; its
         # prologue (barriers, TMEM) overlaps that tail, its loads wait (griddepcontrol.wait).
         use_pdl=True,
-    )
-
-
-def fake_args(m: int = 1024, n: int = 1024, k: int = 512) -> tuple[Any, ...]:
-    """Fake A (M x K), B (N x K) and C (M x N), all row-major, for a CPU compile."""
-    return (
-        fake_tensor(cutlass.Float16, (m, k), row_major=True, align=16),
-        fake_tensor(cutlass.Float16, (n, k), row_major=True, align=16),
-        fake_tensor(cutlass.Float16, (m, n), row_major=True, align=16),
     )
 
 

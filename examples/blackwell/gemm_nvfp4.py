@@ -33,22 +33,15 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
 import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as cpipe
 import cutlass.utils.blackwell_helpers as sm100
 import cutlass.utils.blockscaled_layout as blockscaled
+from _umma_gemm import Gemm, allocators, threads, tmem_base
 from cutlass.cute.nvgpu import cpasync, tcgen05
 
 from task_scheduling import WorkAttr, consumer_work, domain_loop, producer_work, schedule
 from task_scheduling.harness import compare_ptx, fake_tensor
-from task_scheduling.memory import (
-    SmemAllocation,
-    SmemAllocator,
-    TensorMemory,
-    TmemAllocation,
-    TmemAllocator,
-)
+from task_scheduling.memory import SmemAllocation, TensorMemory, TmemAllocation
 from task_scheduling.resources import MemoryResource, PipelineConfig, TaskLocalVariable
-from task_scheduling.task import Task
 from task_scheduling.task_manager import TaskManager
 
 TILE_M, TILE_N, TILE_K = 128, 128, 256
@@ -62,10 +55,6 @@ TMEM_COLUMNS = 256  # the 128 accumulator columns, the scale factors' columns, r
 EPILOGUE_WARPS, LOAD_WARP, MMA_WARP = 4, 4, 5
 BLOCK_THREADS = (MMA_WARP + 1) * 32
 FP4, SF, ACC = cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, cutlass.Float32
-
-
-def _threads(n: int) -> Any:
-    return cpipe.CooperativeGroup(cpipe.Agent.Thread, n)
 
 
 def _smem(base: Any, offset: int, dtype: Any, layout: Any) -> Any:
@@ -162,9 +151,7 @@ class Accumulator(MemoryResource):
 
     def _tmem(self, stage_info: Any) -> tuple[Any, Any, Any]:
         """The accumulator, SFA and SFB as TMEM tensors (after the address tcgen05.alloc wrote)."""
-        word = stage_info.context.tmem_ptr_i32
-        ptr = cute.make_ptr(cutlass.Int32, word.data_ptr(), assumed_align=4)
-        base = cute.arch.retrieve_tmem_ptr(ACC, 16, ptr)
+        base = tmem_base(stage_info, ACC)
         mma = self.k.tiled_mma
         acc = mma.make_fragment_C(mma.partition_shape_C((TILE_M, TILE_N)))
         acc = cute.make_tensor(base, acc.layout)
@@ -226,19 +213,6 @@ class Accumulator(MemoryResource):
         cute.autovec_copy(out, dst)
 
 
-class Gemm(Task):
-    """A task whose K loop has ``k`` steps."""
-
-    def __init__(self, *args: Any, k: Any = 8, **kwargs: Any) -> None:
-        self.k = k
-        super().__init__(*args, **kwargs)
-
-    def k_tiles(self, work_tile_coord: Any) -> Any:
-        """K steps of the tile."""
-        del work_tile_coord
-        return self.k
-
-
 @schedule
 def load(ab: Any) -> None:
     with domain_loop(Gemm.k_tiles):
@@ -273,28 +247,21 @@ def build(k_tiles: Any = 8, layouts: Layouts | None = None, gmem_c: Any = None) 
     ab = Operands(
         name="ab",
         pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
-            STAGES, STAGE_BYTES, _threads(1), _threads(1)
+            STAGES, STAGE_BYTES, threads(1), threads(1)
         ),
         k=k,
     )
     acc = Accumulator(
         name="acc",
         pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
-            1, _threads(1), _threads(EPILOGUE_WARPS * 32)
+            1, threads(1), threads(EPILOGUE_WARPS * 32)
         ),
         operands=ab,
         k=k,
         gmem_c=gmem_c,
     )
     tmem = TensorMemory(name="tmem", num_columns=TMEM_COLUMNS, warp=MMA_WARP, free_warp=0)
-    smem = SmemAllocator()
-    smem.add_resource(ab)
-    smem.add_resource(acc)
-    smem.add_tmem_ptr(SmemAllocation("tmem_ptr", dtype=cutlass.Int32, alignment=4))
-    smem.compute_layout()
-    columns = TmemAllocator()
-    columns.add_resource(acc)
-    columns.compute_layout()
+    smem, columns = allocators((ab, acc), (acc,))
     tasks = [
         Gemm([tmem, acc], [], 0, EPILOGUE_WARPS, schedule=epilogue(tmem, acc), name="epilogue"),
         Gemm([], [ab], LOAD_WARP, 1, schedule=load(ab), name="load", k=k_tiles),

@@ -31,19 +31,12 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
-import cutlass
 import cutlass.cute as cute
-import cutlass.pipeline as cpipe
+from _umma_gemm import allocators, threads
 
 from task_scheduling import consumer_work, domain_loop, producer_work, schedule
 from task_scheduling.harness import compare_ptx
-from task_scheduling.memory import (
-    SmemAllocation,
-    SmemAllocator,
-    TensorMemory,
-    TmemAllocation,
-    TmemAllocator,
-)
+from task_scheduling.memory import TensorMemory, TmemAllocation
 from task_scheduling.resources import MemoryResource, PipelineConfig
 from task_scheduling.task import Task
 from task_scheduling.task_manager import TaskManager
@@ -82,10 +75,6 @@ class Endpoint(MemoryResource):
     """Global memory at either end of the chain (no pipeline)."""
 
 
-def _threads(n: int) -> Any:
-    return cpipe.CooperativeGroup(cpipe.Agent.Thread, n)
-
-
 @schedule
 def feed(src: Any, operands: Any) -> None:
     with domain_loop(K_BLOCKS):
@@ -119,25 +108,18 @@ def build() -> TaskManager:
     # AsyncUmma: the feeding warp's 32 threads fill; the MMA warp's commit releases (1).
     operands = Stage(
         name="operands",
-        pipeline_config=PipelineConfig.create_async_umma_pipeline_cfg(4, _threads(32), _threads(1)),
+        pipeline_config=PipelineConfig.create_async_umma_pipeline_cfg(4, threads(32), threads(1)),
     )
     # UmmaAsync: the MMA warp's commit fills (1); the epilogue's 128 threads release.
     acc = Accumulator(
         name="acc",
         pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
-            2, _threads(1), _threads(EPILOGUE_WARPS * 32)
+            2, threads(1), threads(EPILOGUE_WARPS * 32)
         ),
     )
     # The MMA warp allocates; the epilogue's first warp (warp 0) frees: same CTA, any warp.
     tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
-    smem = SmemAllocator()
-    for ring in (operands, acc):
-        smem.add_resource(ring)
-    smem.add_tmem_ptr(SmemAllocation("tmem_ptr", dtype=cutlass.Int32, alignment=4))
-    smem.compute_layout()
-    columns = TmemAllocator()
-    columns.add_resource(acc)
-    columns.compute_layout()
+    smem, columns = allocators((operands, acc), (acc,))
     tasks = [
         Task(
             [tmem, acc],
