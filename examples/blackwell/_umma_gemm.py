@@ -25,10 +25,11 @@ from task_scheduling.harness import fake_tensor
 from task_scheduling.memory import (
     SmemAllocation,
     SmemAllocator,
+    TensorMemory,
     TmemAllocation,
     TmemAllocator,
 )
-from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.resources import MemoryResource, PipelineConfig, TaskLocalVariable
 from task_scheduling.task import Task
 
 TILE_M, TILE_N, TILE_K = 128, 128, 64
@@ -166,6 +167,51 @@ class Accumulator(MemoryResource):
         out = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
         out.store(regs.load().to(cutlass.Float16))
         cute.autovec_copy(out, dst)
+
+
+def gemm_rings(
+    operands: type[OperandRing],
+    tiled_mma: Any,
+    tma: tuple[Any, ...],
+    layouts: tuple[Any, Any],
+    gmem_c: Any,
+    *,
+    ab_releases: int = 1,
+    vmnk: Any = None,
+    **fields: Any,
+) -> tuple[Any, Accumulator, TensorMemory]:
+    """The ``ab`` ring (of the example's ``operands`` class), ``acc`` and the TMEM under it.
+
+    ``ab_releases`` counts the commits that empty an ``ab`` stage (one per CTA that filled
+    it), ``vmnk`` is the cluster; ``fields`` are the example's own fields of ``operands``.
+    """
+    tma_a, gmem_a, tma_b, gmem_b = tma
+    ab = operands(
+        name="ab",
+        pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
+            AB_STAGES, STAGE_BYTES, threads(1), threads(ab_releases), cta_layout_vmnk=vmnk
+        ),
+        tma_a=tma_a,
+        tma_b=tma_b,
+        gmem_a=gmem_a,
+        gmem_b=gmem_b,
+        layout_a=layouts[0],
+        layout_b=layouts[1],
+        tiled_mma=tiled_mma,
+        **fields,
+    )
+    acc = Accumulator(
+        name="acc",
+        pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
+            ACC_STAGES, threads(1), threads(EPILOGUE_WARPS * 32), cta_layout_vmnk=vmnk
+        ),
+        operands=ab,
+        tiled_mma=tiled_mma,
+        gmem_c=gmem_c,
+    )
+    # The MMA warp allocates before its first UMMA; the epilogue's first warp frees.
+    tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
+    return ab, acc, tmem
 
 
 class Gemm(Task):

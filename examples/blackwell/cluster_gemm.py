@@ -48,24 +48,18 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
 import cutlass.cute as cute
 from _umma_gemm import (
-    AB_STAGES,
-    ACC_COLUMNS,
-    ACC_STAGES,
-    EPILOGUE_WARPS,
     MMA_TILER,
     MMA_WARP,
-    STAGE_BYTES,
     TILE_K,
-    Accumulator,
     Gemm,
     OperandRing,
     allocators,
     fake_args,
+    gemm_rings,
     gemm_tasks,
     load_op,
     operand_tmas,
     output_tiles,
-    threads,
 )
 from cutlass.base_dsl.ast_helpers import const_expr
 from cutlass.cute.nvgpu import cpasync
@@ -73,12 +67,10 @@ from cutlass.cutlass_dsl import Constexpr
 
 from task_scheduling import domain_loop, producer_work, schedule, work_tile_loop
 from task_scheduling.harness import compare_ptx
-from task_scheduling.memory import TensorMemory
 from task_scheduling.resources import (
     MemoryResource,
     PdlLaunchBarrier,
     PdlWaitBarrier,
-    PipelineConfig,
     TileSchedulerConfig,
     WorkQueue,
 )
@@ -189,37 +181,21 @@ def build(
 ) -> TaskManager:
     """The resources, tasks and TaskManager (on the host: placeholders for the DSL values)."""
     cm, cn = cluster_mn
-    vmnk = (1, cm, cn, 1)
-    tma_a, gmem_a, tma_b, gmem_b = tma
-    ab = Operands(
-        name="ab",
-        # Each CTA's empty barrier: one commit from the MMA warp of each of the CM + CN - 1
-        # CTAs of its cluster row and column (the reference's count; TS reads one CTA's).
-        pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
-            AB_STAGES, STAGE_BYTES, threads(1), threads(cm + cn - 1), cta_layout_vmnk=vmnk
-        ),
-        tma_a=tma_a,
-        tma_b=tma_b,
-        gmem_a=gmem_a,
-        gmem_b=gmem_b,
-        layout_a=layouts[0],
-        layout_b=layouts[1],
-        tiled_mma=tiled_mma,
+    # Each CTA's empty barrier: one commit from the MMA warp of each of the CM + CN - 1
+    # CTAs of its cluster row and column (the reference's count; TS reads one CTA's).
+    ab, acc, tmem = gemm_rings(
+        Operands,
+        tiled_mma,
+        tma,
+        layouts,
+        gmem_c,
+        ab_releases=cm + cn - 1,
+        vmnk=(1, cm, cn, 1),
         cluster_mn=cluster_mn,
-    )
-    acc = Accumulator(
-        name="acc",
-        pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
-            ACC_STAGES, threads(1), threads(EPILOGUE_WARPS * 32), cta_layout_vmnk=vmnk
-        ),
-        operands=ab,
-        tiled_mma=tiled_mma,
-        gmem_c=gmem_c,
     )
     wq = WorkQueue(
         TileSchedulerConfig.create_static_persistent_tile_scheduler_params(params), name="tiles"
     )
-    tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
     pdl_wait, pdl_launch = PdlWaitBarrier(name="pdl_wait"), PdlLaunchBarrier(name="pdl_launch")
     smem, columns = allocators((ab, acc), (acc,))
     tasks = gemm_tasks((epilogue, load, mma), (wq, tmem, ab, acc, pdl_wait, pdl_launch), k_tiles)

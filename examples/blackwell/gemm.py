@@ -35,19 +35,13 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
 import cutlass.cute as cute
 from _umma_gemm import (
-    AB_STAGES,
-    ACC_COLUMNS,
-    ACC_STAGES,
-    EPILOGUE_WARPS,
     MMA_TILER,
-    MMA_WARP,
-    STAGE_BYTES,
     TILE_K,
-    Accumulator,
     Gemm,
     OperandRing,
     allocators,
     fake_args,
+    gemm_rings,
     gemm_tasks,
     load_op,
     operand_tmas,
@@ -58,7 +52,6 @@ from cutlass.cute.nvgpu import cpasync
 
 from task_scheduling import domain_loop, producer_work, schedule, work_tile_loop
 from task_scheduling.harness import compare_ptx
-from task_scheduling.memory import TensorMemory
 from task_scheduling.resources import (
     MemoryResource,
     PdlLaunchBarrier,
@@ -170,29 +163,7 @@ def build(
     gmem_c: Any = None,
 ) -> TaskManager:
     """The resources, tasks and TaskManager (on the host: placeholders for the DSL values)."""
-    tma_a, gmem_a, tma_b, gmem_b = tma
-    ab = Operands(
-        name="ab",
-        pipeline_config=PipelineConfig.create_tma_umma_pipeline_cfg(
-            AB_STAGES, STAGE_BYTES, threads(1), threads(1)
-        ),
-        tma_a=tma_a,
-        tma_b=tma_b,
-        gmem_a=gmem_a,
-        gmem_b=gmem_b,
-        layout_a=layouts[0],
-        layout_b=layouts[1],
-        tiled_mma=tiled_mma,
-    )
-    acc = Accumulator(
-        name="acc",
-        pipeline_config=PipelineConfig.create_umma_async_pipeline_cfg(
-            ACC_STAGES, threads(1), threads(EPILOGUE_WARPS * 32)
-        ),
-        operands=ab,
-        tiled_mma=tiled_mma,
-        gmem_c=gmem_c,
-    )
+    ab, acc, tmem = gemm_rings(Operands, tiled_mma, tma, layouts, gmem_c)
     wq = WorkQueue(
         TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params(params),
         name="tiles",
@@ -200,7 +171,6 @@ def build(
             QUEUE_STAGES, 16, threads(1), threads(BLOCK_THREADS)
         ),
     )
-    tmem = TensorMemory(name="tmem", num_columns=ACC_COLUMNS, warp=MMA_WARP, free_warp=0)
     pdl_wait, pdl_launch = PdlWaitBarrier(name="pdl_wait"), PdlLaunchBarrier(name="pdl_launch")
     smem, columns = allocators((ab, acc, wq), (acc,))
     tasks = [
