@@ -60,8 +60,10 @@ class AttentionConfig:
             diagonal are never loaded, the diagonal block is masked.
         group: Query heads per KV head (GQA; 1 is plain multi-head attention).
         kv_stages: Depth of the K ring and of the V ring (both shared by the two math
-            warpgroups); 0 picks the most that fit (6 for D = 64, 2 for D = 128).
+            warpgroups); 0 picks the most that fit (5 for D = 64, 2 for D = 128).
         scale: Softmax scale (None: ``1 / sqrt(D)``).
+        q_stages: Depth of the Q ring (2: the next tile's Q, and then its first K / V
+            blocks, load while the current tile's last blocks run).
         stagger: Issue the two math warpgroups' WGMMAs in turns (a math-order handoff per
             issue, two one-stage token rings), so one's softmax runs under the other's GEMMs.
     """
@@ -73,6 +75,7 @@ class AttentionConfig:
     kv_stages: int = 0
     scale: float | None = None
     stagger: bool = False
+    q_stages: int = 2
 
     def __post_init__(self) -> None:
         if self.head_dim not in HEAD_DIMS:
@@ -81,6 +84,8 @@ class AttentionConfig:
             raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
         if self.group < 1:
             raise ValueError("group (query heads per KV head) must be >= 1")
+        if self.q_stages < 1:
+            raise ValueError(f"q_stages={self.q_stages}: want >= 1")
         if self.kv_stages < 0 or self.stages < 1:
             raise ValueError(f"kv_stages={self.kv_stages}: want >= 1, or 0 for the most that fit")
         if self.smem_bytes > SMEM_BYTES - SMEM_RESERVED:
@@ -108,15 +113,16 @@ class AttentionConfig:
 
     @property
     def smem_bytes(self) -> int:
-        """SMEM: the Q tile (both halves), the shared K and V rings, an O buffer per warpgroup."""
-        return 4 * self.q_bytes + 2 * self.stages * self.stage_bytes
+        """SMEM: the Q ring (both halves per stage), the K and V rings, an O buffer per
+        warpgroup."""
+        return (2 * self.q_stages + 2) * self.q_bytes + 2 * self.stages * self.stage_bytes
 
     @property
     def stages(self) -> int:
         """Depth of the K ring and of the V ring (``kv_stages``, or as many as fit)."""
         if self.kv_stages:
             return self.kv_stages
-        free = SMEM_BYTES - SMEM_RESERVED - 4 * self.q_bytes
+        free = SMEM_BYTES - SMEM_RESERVED - (2 * self.q_stages + 2) * self.q_bytes
         return free // (2 * self.stage_bytes)
 
     @property
@@ -164,11 +170,12 @@ def make_pv_mma(cfg: AttentionConfig) -> Any:
 
 
 def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
-    """Swizzled SMEM layouts: Q ``(64, D, 2)`` (the two warpgroups' halves of the tile), K
-    ``(BN, D, st)``, V ``(D, BN, st)``, O ``(64, D, 1)`` (one per warpgroup)."""
+    """Swizzled SMEM layouts: Q ``(64, D, 2 q_stages)`` (stage ``s`` holds the two warpgroups'
+    halves of a tile at ``2 s`` and ``2 s + 1``), K ``(BN, D, st)``, V ``(D, BN, st)``, O
+    ``(64, D, 1)`` (one per warpgroup)."""
     d, bn, el = cfg.head_dim, cfg.block_n, cfg.element
     row, col = LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR
-    q = sm90.make_smem_layout_a(row, (WG_M, bn, d), el, 2)
+    q = sm90.make_smem_layout_a(row, (WG_M, bn, d), el, 2 * cfg.q_stages)
     k = sm90.make_smem_layout_b(row, (WG_M, bn, d), el, cfg.stages)
     # V is the B operand of P V read as (N = D) x (K = BN), D contiguous: MN-major.
     v = sm90.make_smem_layout_b(col, (WG_M, d, bn), el, cfg.stages)
@@ -249,6 +256,7 @@ class MathState:
         p: ``P`` in 16 bit, laid out as the register A operand of the PV WGMMA.
         coords: ``(row, col)`` of every ``acc_s`` element within the ``64 x BN`` block.
         row_max / row_sum: the online softmax statistics of this thread's two rows.
+        q_stage: the Q ring's stage of the current tile (``bind_q``).
         keep: the factor ``softmax`` found for ``O`` (``convert`` applies it, once the PV
             WGMMA that reads ``O`` has retired).
         tidx: the thread's index in its warpgroup; wg: the warpgroup (0 or 1).
@@ -266,6 +274,7 @@ class MathState:
     keep: Any
     tidx: Any
     wg: int
+    q_stage: Any = 0
 
 
 def math_setup(
@@ -313,7 +322,7 @@ def qk(qk_mma: Any, st: MathState, stage: Any) -> None:
         cute.gemm(
             qk_mma,
             st.acc_s,
-            st.frag_q[(None, None, kk, st.wg)],  # this warpgroup's half of the Q tile
+            st.frag_q[(None, None, kk, 2 * st.q_stage + st.wg)],  # this warpgroup's half
             st.frag_k[(None, None, kk, stage)],
             st.acc_s,
         )

@@ -9,8 +9,8 @@ Schedule (one CTA per SM, persistent over the ``(q tile, head)`` grid, ``task_sc
 
 * warpgroup 0 gives registers back (``setmaxnreg.dec 40``); its warp 0 is the producer: per
   work tile it TMA-loads the ``128 x D`` Q tile once (two ``64 x D`` boxes, one per math
-  warpgroup's half), then, per KV block, the ``128 x D`` K block and the ``128 x D`` V block
-  into their own SMEM rings;
+  warpgroup's half, into a two-stage ring: the next tile's Q loads during this one), then,
+  per KV block, the ``128 x D`` K block and the ``128 x D`` V block into their own rings;
 * warpgroups 1 and 2 (``setmaxnreg.inc 232``) are the math warpgroups: each owns 64 rows of
   the same tile and both read every Q, K and V stage (each ring's empty barrier counts both
   warpgroups' releases, 256 arrivals), so K and V are loaded once per tile, not once per
@@ -184,14 +184,20 @@ class OperandRing(MemoryResource):
         m, bh, _ = stage_info.work_tile.tile_idx
         if self.operand == "q":  # the tile's two 64-row halves, one per math warpgroup
             for half in (0, 1):
-                row = 2 * m + half
-                steps.tma_load(self.atom, self.views, row, 0, bh, half, stage_info.barrier)
+                row, slot = 2 * m + half, 2 * stage_info.stage_idx + half
+                steps.tma_load(self.atom, self.views, row, 0, bh, slot, stage_info.barrier)
             return
         if self.operand == "k":
             box = (stage_info.loop_offset, 0, bh // self.group)
         else:
             box = (0, stage_info.loop_offset, bh // self.group)
         steps.tma_load(self.atom, self.views, *box, stage_info.stage_idx, stage_info.barrier)
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def bind_q(self, stage_info: Any) -> None:
+        """The waited Q stage is the one the calling warpgroup's ``qk`` reads this tile."""
+        mw: MathWarpgroup = stage_info.task_cache
+        mw.state.q_stage = stage_info.stage_idx
 
     @consumer_work
     def qk(self, stage_info: Any) -> None:
@@ -428,6 +434,7 @@ def math_schedule(step: KvPart = kv_pipelined, wg: int | None = None) -> Callabl
         with work_tile_loop(wq):
             mw.begin()
             q.wait()
+            q.bind_q()  # this tile's Q stage, for the qk WGMMAs
             if turn is None:
                 step(k, v, mw)
             else:
@@ -529,7 +536,7 @@ def attention_kernel(
                 group=cfg.group,
             )
 
-        q = ring("q", 1, 2 * cfg.q_bytes, atom_q, t_q, s_q, (WG_M, d))
+        q = ring("q", cfg.q_stages, 2 * cfg.q_bytes, atom_q, t_q, s_q, (WG_M, d))
         kr = ring("k", cfg.stages, cfg.stage_bytes, atom_k, t_k, s_k, (bn, d))
         vr = ring("v", cfg.stages, cfg.stage_bytes, atom_v, t_v, s_v, (d, bn))
         rings = [q, kr, vr]

@@ -217,6 +217,17 @@ class _Dropped:
         pass
 
 
+def test_q_ring_depth(attention: Any) -> None:
+    """Two Q stages by default (the next tile's Q loads during this one); one verifies too and
+    leaves D = 64 a sixth K / V stage."""
+    two = attention.AttentionConfig(head_dim=64)
+    one = attention.AttentionConfig(head_dim=64, q_stages=1)
+    assert (two.q_stages, two.stages, one.stages) == (2, 5, 6)
+    for cfg in (two, one):
+        q = next(r for r in attention.make_plan(cfg).resources if r.name == "q")
+        assert q.pipeline is not None and q.pipeline.stages == cfg.q_stages
+
+
 def test_staggered_schedule_verifies(attention: Any) -> None:
     for options in FAMILIES:
         plan = attention.make_plan(attention.AttentionConfig(**options, stagger=True))
