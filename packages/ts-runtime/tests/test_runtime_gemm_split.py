@@ -187,15 +187,18 @@ def test_workspace_past_32_bit_indices_is_refused(gemm: Any, host: Any) -> None:
 # -- the fallback rule and the tuner ------------------------------------------------------------
 def test_rule_splits_few_tiles(gemm: Any, table: Any) -> None:
     for dtype in ("bf16", "e4m3"):
-        cfg = table.rule_config((128, 8192, 8192), gemm.GemmConfig(dtype=dtype))
+        cfg = table.rule_config((128, 8192, 8192), gemm.GemmConfig(dtype=dtype), split=True)
         assert (cfg.tile_mn, cfg.split_k, cfg.kernel) == ((128, 128), 2, "cooperative")
         assert cfg.promotion == (4 if dtype == "e4m3" else 0)
-    tiny = table.rule_config((64, 256, 8192), gemm.GemmConfig())  # 2 tiles: capped at 4
+    tiny = table.rule_config((64, 256, 8192), gemm.GemmConfig(), split=True)  # 2 tiles: 4
     assert tiny.split_k == 4
-    short_k = table.rule_config((128, 8192, 512), gemm.GemmConfig())  # 8 blocks: no split
+    short_k = table.rule_config((128, 8192, 512), gemm.GemmConfig(), split=True)  # no split
     assert (short_k.tile_mn, short_k.split_k, short_k.kernel) == ((64, 128), 1, "pingpong")
-    many = table.rule_config((8192, 8192, 8192), gemm.GemmConfig())
+    many = table.rule_config((8192, 8192, 8192), gemm.GemmConfig(), split=True)
     assert many.split_k == 1
+    # Off by default until split-K has run on the GPU: the rule falls back to ping-pong.
+    default = table.rule_config((128, 8192, 8192), gemm.GemmConfig())
+    assert (default.tile_mn, default.split_k, default.kernel) == ((64, 128), 1, "pingpong")
 
 
 def test_tuner_offers_split_for_few_tiles_only(gemm: Any, load_example: Any) -> None:
