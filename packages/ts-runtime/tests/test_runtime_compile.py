@@ -166,3 +166,19 @@ def test_persistent_guard_kernel_compiles(kernels: Any) -> None:
         [100, 102, 6, -1, 4],
     ]
     assert kernels.MANAGERS[-1].report.ok
+
+
+def test_a_collected_launchers_key_is_not_reused() -> None:
+    """Launchers built per option (closures, like ``pdl_pair.ts_pair(flag)``) are distinct keys
+    even when the first is dropped before the second is made: the key keeps its function alive,
+    so the second cannot take the first's ``id()`` and hit its compiled kernel."""
+    cache = CompileCache()
+
+    def make(flag: bool) -> Any:
+        def launcher() -> bool:
+            return flag
+
+        return launcher
+
+    keys = [cache.key(make(flag), ())[0] for flag in (True, False, True, False)]
+    assert len(set(keys)) == 4

@@ -3,7 +3,8 @@
 :func:`compile_kernel` compiles a ``@cute.jit`` function with ``cute.compile`` once per
 distinct key and returns the cached compiled kernel afterwards. The key is
 
-* the function (module and qualified name);
+* the function (module and qualified name, and the function object itself, kept alive by the
+  key so that a launcher built on the fly is never mistaken for a dead one with the same id);
 * the target architecture (``CUTE_DSL_ARCH``);
 * every argument's signature: for tensors the element type, shape, stride, memory space and
   assumed alignment; for DSL scalars the type only (their value is a runtime argument); for
@@ -103,6 +104,25 @@ def arg_signature(arg: Any) -> Hashable:
     return ("object", type(arg).__qualname__, _stable(arg))
 
 
+class _Same:
+    """A function in a cache key by identity, kept alive by the key.
+
+    ``id()`` alone is not enough: once a launcher built on the fly (a closure per option) is
+    garbage collected, the next one may get the same id and hit the dead one's entry.
+    """
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def __hash__(self) -> int:
+        return id(self.fn)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.fn is self.fn
+
+
 @dataclasses.dataclass
 class CompiledKernel:
     """A cache entry: the compiled kernel and what it was compiled for.
@@ -183,7 +203,7 @@ class CompileCache:
         name = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
         key = (
             name,
-            id(jit_fn),
+            _Same(jit_fn),
             os.environ.get("CUTE_DSL_ARCH", ""),
             tuple(arg_signature(a) for a in args),
             fp,
