@@ -19,7 +19,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -73,13 +73,27 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
+pending)
+  # What the last session could not run on the GPU: split-K, the second attention kernel,
+  # compat p38-p41.
+  run split.log 300 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py -k split
+  run split.log 150 python3 examples/hopper/gemm.py --mnk 128 8192 8192 --split-k 2
+  run attention.log 150 python3 examples/hopper/attention.py --b 1 --s 1000 --h 2 --d 128 --iters 3
+  run attention.log 150 python3 examples/hopper/attention.py --b 2 --s 777 --h 4 --hkv 2 --d 64 \
+    --causal --dtype fp16 --iters 3
+  run attention.log 150 python3 examples/hopper/attention.py --b 1 --s 333 --h 2 --d 128 --causal \
+    --stagger --iters 3
+  run attention.log 300 python3 bench/attention.py --dtype fp16 --stagger
+  run compat.log 200 python3 bench/compat_gpu.py --only p3
+  run compat.log 200 python3 bench/compat_gpu.py --only p4
+  ;;
 tune1 | tune2)
   part="${phase#tune}"
   run tune.log 540 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 \
     --part "$part/2" -o "$out/gemm_table_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
