@@ -28,19 +28,23 @@ def _host() -> Any:
     return importlib.import_module("_attention_host")
 
 
-# (B, S, H, D, causal): the anchors of issue 17, then D = 64 / causal variants.
+# (B, S, H, D, causal): the anchors of issue 17, then D = 64 / causal variants and D = 256.
 SHAPES: tuple[tuple[int, int, int, int, bool], ...] = (
     (4, 4096, 16, 128, False),
     (4, 4096, 16, 128, True),
     (16, 1024, 16, 128, False),
     (2, 8192, 16, 64, False),
     (2, 8192, 16, 64, True),
+    (2, 4096, 16, 256, False),
+    (2, 4096, 16, 256, True),
 )
 QUICK: tuple[tuple[int, int, int, int, bool], ...] = (
     (1, 1000, 2, 128, False),
     (1, 1000, 2, 128, True),
     (2, 777, 3, 64, False),
     (2, 777, 3, 64, True),
+    (1, 1000, 2, 256, False),
+    (2, 777, 3, 256, True),
 )
 QUICK_GQA = (2, 777, 4, 128, True, 2)  # (B, S, H, D, causal, Hkv)
 

@@ -128,7 +128,7 @@ def attention(
     """``scaled_dot_product_attention(q, k, v, is_causal=, scale=)`` by the TS kernel.
 
     Args:
-        q: ``(B, H, S, D)`` fp16 / bf16 CUDA tensor, ``D`` 64 or 128.
+        q: ``(B, H, S, D)`` fp16 / bf16 CUDA tensor, ``D`` 64, 128 or 256.
         k: ``(B, Hkv, S, D)``, ``H`` a multiple of ``Hkv`` (GQA).
         v: like ``k``.
         is_causal: Query ``i`` attends to keys ``j <= i``.
@@ -247,7 +247,7 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
     p.add_argument("--s", type=int, default=4096)
     p.add_argument("--h", type=int, default=16)
     p.add_argument("--hkv", type=int, default=0, help="KV heads (GQA); 0: --h")
-    p.add_argument("--d", type=int, default=128, choices=(64, 128))
+    p.add_argument("--d", type=int, default=128, choices=(64, 128, 256))
     p.add_argument("--causal", action="store_true")
     p.add_argument("--dtype", default="bf16", choices=("bf16", "fp16"))
     p.add_argument("--iters", type=int, default=20)

@@ -38,6 +38,12 @@ WARPGROUP = 128
 BLOCK_M = 128  # query rows of a CTA's tile: both math warpgroups, on the same K / V blocks
 WG_M = 64  # query rows of one math warpgroup (one WGMMA M): half of the tile
 BLOCK_N = 128  # keys per K / V block (the N of S = Q K^T, the K of O += P V)
+# D = 256: O alone is 64 x 256 fp32 per warpgroup, 128 registers a thread; with S and P of
+# 128-key blocks (64 + 32 more) the 232 a math thread has would spill, with 64-key blocks
+# (32 + 16) they do not. The smaller block also leaves SMEM for two K / V stages next to the
+# one-stage Q ring.
+BLOCK_N_WIDE = 64
+EPI_COLS = 128  # O goes out in 64 x 128 column chunks (D = 256: two, through one buffer)
 LOAD_WARP = 0
 PRODUCER_REGS = 40
 CONSUMER_REGS = 232
@@ -46,7 +52,7 @@ SMEM_BYTES = 232448
 SMEM_RESERVED = 1024
 LOG2_E = 1.4426950408889634
 DTYPES: dict[str, Any] = {"bf16": cutlass.BFloat16, "fp16": cutlass.Float16}
-HEAD_DIMS = (64, 128)
+HEAD_DIMS = (64, 128, 256)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +60,7 @@ class AttentionConfig:
     """Compile-time shape of the attention kernel.
 
     Attributes:
-        head_dim: ``D`` (64 or 128).
+        head_dim: ``D`` (64, 128 or 256; 256 runs 64-key KV blocks, see ``block_n``).
         dtype: ``"bf16"`` or ``"fp16"`` (Q, K, V and O; fp32 accumulation and softmax).
         causal: Query ``i`` sees keys ``j <= i`` (square attention): KV blocks past the
             diagonal are never loaded, the diagonal block is masked.
@@ -63,7 +69,9 @@ class AttentionConfig:
             warpgroups); 0 picks the most that fit (5 for D = 64, 2 for D = 128).
         scale: Softmax scale (None: ``1 / sqrt(D)``).
         q_stages: Depth of the Q ring (2: the next tile's Q, and then its first K / V
-            blocks, load while the current tile's last blocks run).
+            blocks, load while the current tile's last blocks run); 0 (the default) picks 2,
+            or 1 for D = 256, whose 64 KB Q tile leaves no room for a second stage next to
+            two K / V stages.
         stagger: Issue the two math warpgroups' WGMMAs in turns (a math-order handoff per
             issue, two one-stage token rings), so one's softmax runs under the other's GEMMs.
     """
@@ -75,11 +83,13 @@ class AttentionConfig:
     kv_stages: int = 0
     scale: float | None = None
     stagger: bool = False
-    q_stages: int = 2
+    q_stages: int = 0
 
     def __post_init__(self) -> None:
         if self.head_dim not in HEAD_DIMS:
             raise ValueError(f"head_dim {self.head_dim} not in {HEAD_DIMS}")
+        if self.q_stages == 0:  # resolved here, so equal configurations compare equal
+            object.__setattr__(self, "q_stages", 1 if self.head_dim > EPI_COLS else 2)
         if self.dtype not in DTYPES:
             raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
         if self.group < 1:
@@ -98,8 +108,13 @@ class AttentionConfig:
 
     @property
     def block_n(self) -> int:
-        """Keys per KV block."""
-        return BLOCK_N
+        """Keys per KV block: 128, or 64 for D = 256 (registers, see ``BLOCK_N_WIDE``)."""
+        return BLOCK_N if self.head_dim <= EPI_COLS else BLOCK_N_WIDE
+
+    @property
+    def epi_cols(self) -> int:
+        """Columns of one O store chunk (``D``, at most 128: D = 256 stores two chunks)."""
+        return min(self.head_dim, EPI_COLS)
 
     @property
     def stage_bytes(self) -> int:
@@ -112,17 +127,23 @@ class AttentionConfig:
         return WG_M * self.head_dim * 2
 
     @property
+    def o_bytes(self) -> int:
+        """Bytes of one math warpgroup's O epilogue buffer (``64 x epi_cols``, 16 bit)."""
+        return WG_M * self.epi_cols * 2
+
+    @property
     def smem_bytes(self) -> int:
         """SMEM: the Q ring (both halves per stage), the K and V rings, an O buffer per
         warpgroup."""
-        return (2 * self.q_stages + 2) * self.q_bytes + 2 * self.stages * self.stage_bytes
+        fixed = 2 * self.q_stages * self.q_bytes + 2 * self.o_bytes
+        return fixed + 2 * self.stages * self.stage_bytes
 
     @property
     def stages(self) -> int:
         """Depth of the K ring and of the V ring (``kv_stages``, or as many as fit)."""
         if self.kv_stages:
             return self.kv_stages
-        free = SMEM_BYTES - SMEM_RESERVED - (2 * self.q_stages + 2) * self.q_bytes
+        free = SMEM_BYTES - SMEM_RESERVED - 2 * self.q_stages * self.q_bytes - 2 * self.o_bytes
         return free // (2 * self.stage_bytes)
 
     @property
@@ -179,7 +200,7 @@ def make_smem_layouts(cfg: AttentionConfig) -> tuple[Any, Any, Any, Any]:
     k = sm90.make_smem_layout_b(row, (WG_M, bn, d), el, cfg.stages)
     # V is the B operand of P V read as (N = D) x (K = BN), D contiguous: MN-major.
     v = sm90.make_smem_layout_b(col, (WG_M, d, bn), el, cfg.stages)
-    o = sm90.make_smem_layout_epi(el, row, (WG_M, d), 1)
+    o = sm90.make_smem_layout_epi(el, row, (WG_M, cfg.epi_cols), 1)
     return q, k, v, o
 
 
@@ -215,7 +236,7 @@ def make_tma_atoms(
     atom_k, t_k = cpasync.make_tiled_tma_atom(load, seq_view(k), first(lk), (bn, d))
     atom_v, t_v = cpasync.make_tiled_tma_atom(load, dim_view(v), first(lv), (d, bn))
     store = cpasync.CopyBulkTensorTileS2GOp()
-    atom_o, t_o = cpasync.make_tiled_tma_atom(store, seq_view(o), first(lo), (WG_M, d))
+    atom_o, t_o = cpasync.make_tiled_tma_atom(store, seq_view(o), first(lo), (WG_M, cfg.epi_cols))
     return atom_q, t_q, atom_k, t_k, atom_v, t_v, atom_o, t_o
 
 
@@ -438,13 +459,16 @@ class StoreViews:
     """One math thread's epilogue views (built once).
 
     Attributes:
-        r2s: the register -> SMEM tiled copy (``stmatrix``); acc: ``O`` re-tiled for it;
-        frag: ``O`` converted to 16 bit; s_dst: its SMEM destination; o_coords: ``(row, col)``
-        of every ``O`` value in the ``64 x D`` tile; t_s / t_g: the TMA store views;
-        barrier: the warpgroup's named barrier; is_store_warp: the warpgroup's first warp.
+        r2s: the register -> SMEM tiled copy (``stmatrix``) of one ``64 x epi_cols`` chunk;
+        chunk: that chunk of ``O`` in fp32 (``O`` itself when ``D <= 128``); acc: ``chunk``
+        re-tiled for ``r2s``; frag: the chunk converted to 16 bit; s_dst: its SMEM
+        destination; o_coords: ``(row, col)`` of every ``O`` value in the ``64 x D`` tile;
+        t_s / t_g: the TMA store views; barrier: the warpgroup's named barrier;
+        is_store_warp: the warpgroup's first warp.
     """
 
     r2s: Any
+    chunk: Any
     acc: Any
     frag: Any
     s_dst: Any
@@ -458,22 +482,35 @@ class StoreViews:
 def store_setup(
     cfg: AttentionConfig, pv_mma: Any, st: MathState, atom_o: Any, t_o: Any, s_o: Any
 ) -> StoreViews:
-    """The epilogue views of this thread (named barrier ``1 + wg`` over its warpgroup)."""
+    """The epilogue views of this thread (named barrier ``1 + wg`` over its warpgroup).
+
+    ``D = 256``: the SMEM buffer holds 64 x 128, so O goes out in two column chunks. The
+    copy is laid out by an MMA of ``N = 128``: a WGMMA accumulator's values run column
+    group by column group (``row_half``), so chunk ``c`` of ``O`` is its values
+    ``[c n, (c + 1) n)``, in the order of the narrower accumulator.
+    """
     el = cfg.element
+    epi_mma = pv_mma
+    chunk = st.acc_o
+    if cfg.epi_cols != cfg.head_dim:
+        epi_mma = make_pv_mma(dataclasses.replace(cfg, head_dim=cfg.epi_cols))
+        shape = epi_mma.get_slice(st.tidx).partition_shape_C((WG_M, cfg.epi_cols))
+        chunk = cute.make_rmem_tensor(shape, cutlass.Float32)
     store_op = sm90.get_smem_store_op(LayoutEnum.ROW_MAJOR, el, cutlass.Float32)
     stmatrix = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(False, 4), el)
-    r2s = cute.make_tiled_copy_S(store_op, cute.make_tiled_copy_C_atom(stmatrix, pv_mma))
+    r2s = cute.make_tiled_copy_S(store_op, cute.make_tiled_copy_C_atom(stmatrix, epi_mma))
     thr = r2s.get_slice(st.tidx)
     frag = cute.make_rmem_tensor(cute.shape(thr.partition_S(s_o))[:3], el)
     thr_pv = pv_mma.get_slice(st.tidx)
     o_coords = thr_pv.partition_C(cute.make_identity_tensor((WG_M, cfg.head_dim)))
-    t_g, t_s = tma_views(atom_o, t_o, s_o, (WG_M, cfg.head_dim))
+    t_g, t_s = tma_views(atom_o, t_o, s_o, (WG_M, cfg.epi_cols))
     barrier = cpipe.NamedBarrier(barrier_id=1 + st.wg, num_threads=WARPGROUP)
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     is_store_warp = warp == (1 + st.wg) * WARPGROUP // 32
     return StoreViews(
         r2s,
-        r2s.retile(st.acc_o),
+        chunk,
+        r2s.retile(chunk),
         frag,
         thr.partition_D(s_o),
         o_coords,
@@ -520,19 +557,26 @@ def store(
         if lane == 0:  # noqa: SIM102
             if row < seqlen:
                 lse[(bh, row)] = lse_h
-    if sv.is_store_warp:
-        cute.arch.cp_async_bulk_wait_group(0, read=True)
-    sv.barrier.arrive_and_wait()
-    for v in half_values(cute.size(sv.frag), None):
-        sv.frag[v] = sv.acc[v].to(cfg.element)
-    cute.copy(sv.r2s, sv.frag, sv.s_dst[(None, None, None, 0)])
-    cute.arch.fence_proxy("async.shared", space="cta")
-    sv.barrier.arrive_and_wait()
-    if sv.is_store_warp:
-        with cute.arch.elect_one():
-            # this warpgroup's 64-row box of the tile
-            cute.copy(atom_o, sv.t_s[(None, 0)], sv.t_g[(None, 2 * m + st.wg, 0, bh)])
-            cute.arch.cp_async_bulk_commit_group()
+    chunks = cfg.head_dim // cfg.epi_cols
+    n = cute.size(sv.chunk)
+    for c in range_constexpr(chunks):
+        # the buffer is free once the previous chunk's (or tile's) TMA store has read it
+        if sv.is_store_warp:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+        sv.barrier.arrive_and_wait()
+        if const_expr(chunks > 1):
+            for i in half_values(n, None):
+                sv.chunk[i] = st.acc_o[c * n + i]
+        for v in half_values(cute.size(sv.frag), None):
+            sv.frag[v] = sv.acc[v].to(cfg.element)
+        cute.copy(sv.r2s, sv.frag, sv.s_dst[(None, None, None, 0)])
+        cute.arch.fence_proxy("async.shared", space="cta")
+        sv.barrier.arrive_and_wait()
+        if sv.is_store_warp:
+            with cute.arch.elect_one():
+                # this warpgroup's 64-row box of the tile, column chunk c
+                cute.copy(atom_o, sv.t_s[(None, 0)], sv.t_g[(None, 2 * m + st.wg, c, bh)])
+                cute.arch.cp_async_bulk_commit_group()
 
 
 @cute.jit

@@ -2,7 +2,7 @@
 
 ``O = softmax(scale * Q K^T [+ causal mask]) V`` and the per-row log-sum-exp, for ``q`` of
 ``(B, H, S, D)`` and ``k`` / ``v`` of ``(B, Hkv, S, D)`` (``H = group * Hkv``: GQA), fp16 or
-bf16, ``D`` = 64 or 128, fp32 accumulation and softmax.
+bf16, ``D`` = 64, 128 or 256, fp32 accumulation and softmax.
 
 Schedule (one CTA per SM, persistent over the ``(q tile, head)`` grid, ``task_scheduling``'s
 ``TileRaster``; 384 threads; a tile is 128 query rows):

@@ -41,7 +41,7 @@ def host(load_example: Callable[[str], Any]) -> Any:
 
 FAMILIES = [
     {"head_dim": d, "dtype": dt, "causal": c, "group": g}
-    for d in (64, 128)
+    for d in (64, 128, 256)
     for dt, c, g in (("bf16", False, 1), ("fp16", True, 1), ("bf16", True, 4))
 ]
 
@@ -53,7 +53,7 @@ def test_every_family_verifies(attention: Any, options: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("head_dim", [64, 128, 256])
 def test_kv_trip_count_matches_brute_force(attention: Any, causal: bool, head_dim: int) -> None:
     cfg = attention.AttentionConfig(head_dim=head_dim, causal=causal)
     bn, bm = cfg.block_n, attention.BLOCK_M
@@ -228,6 +228,20 @@ def test_q_ring_depth(attention: Any) -> None:
         assert q.pipeline is not None and q.pipeline.stages == cfg.q_stages
 
 
+def test_head_dim_256_fits(attention: Any) -> None:
+    """D = 256: 64-key blocks (O alone is 128 registers a thread), one Q stage, two K / V
+    stages and O stored in two 64 x 128 chunks: within the SMEM of a CTA. Two Q stages and two
+    K / V stages do not fit, and a head dim the kernel has no tiles for is refused at once."""
+    cfg = attention.AttentionConfig(head_dim=256)
+    assert (cfg.block_n, cfg.q_stages, cfg.stages, cfg.epi_cols) == (64, 1, 2, 128)
+    assert cfg.smem_bytes <= attention.steps.SMEM_BYTES - attention.steps.SMEM_RESERVED
+    assert cfg == attention.AttentionConfig(head_dim=256, q_stages=1)  # one compile-cache key
+    with pytest.raises(ValueError, match="bytes of SMEM"):
+        attention.AttentionConfig(head_dim=256, q_stages=2, kv_stages=2)
+    with pytest.raises(ValueError, match="head_dim 96"):
+        attention.AttentionConfig(head_dim=96)
+
+
 def test_staggered_schedule_verifies(attention: Any) -> None:
     for options in FAMILIES:
         plan = attention.make_plan(attention.AttentionConfig(**options, stagger=True))
@@ -262,8 +276,17 @@ def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]
         {"dtype": "fp16", "causal": True, "group": 2},
         {"head_dim": 64, "causal": True},
         {"stagger": True},
+        {"head_dim": 256, "dtype": "fp16", "causal": True},
+        {"head_dim": 256},
     ],
-    ids=["d128-bf16", "d128-fp16-causal-gqa", "d64-bf16-causal", "d128-bf16-stagger"],
+    ids=[
+        "d128-bf16",
+        "d128-fp16-causal-gqa",
+        "d64-bf16-causal",
+        "d128-bf16-stagger",
+        "d256-fp16-causal",
+        "d256-bf16",
+    ],
 )
 def test_compiles_for_sm90a_and_validates(attention: Any, host: Any, options: Any) -> None:
     cfg, ptx, compiled = _compiled(attention, host, **options)
@@ -284,6 +307,10 @@ def test_compiles_for_sm90a_and_validates(attention: Any, host: Any, options: An
     assert sorted(waits) == ["0"] * 6 + ["1"] * 2
     assert len(mmas) == len(qk) + len(pv)
     assert {m[1] for m in mmas} == {dtype}
+    # O leaves by TMA stores of 64 x 64 boxes (the 128-byte swizzle's width), D / 64 per
+    # warpgroup: for D = 256 two chunks of 64 x 128 through one SMEM buffer
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)
+    assert len(stores) == 2 * d // 64
     if not cfg.causal:
         # The PTX's barrier protocol is the verified plan's. (It holds for the causal PTX too,
         # but translation validation takes minutes there: its per-tile trip count and masked
