@@ -1,0 +1,534 @@
+"""Fork: one TMA load of ``A`` into a GEMM and an activation on Hopper: TS kernel and twin.
+
+``C = A @ B^T`` and ``D = relu(A)`` from one read of ``A`` (``A``: ``M x K``, ``B``: ``N x K``,
+both K-major fp16 or bf16; ``C``: ``M x N``, ``D``: ``M x K``, the input dtype). A persistent
+CTA per SM walks the ``128 x 128`` output tiles of ``C``. Warp 0 TMA-loads each K block of the
+tile's ``A`` rows (``128 x 64``) and ``B`` rows (``128 x 64``) once into a 4-stage SMEM ring.
+The ring is two resources grouped as a Fork ``a_fork``: ``ab`` (a ``WgmmaRing``, the ``A`` and
+``B`` blocks, read by WGMMA) and ``a_act`` (a ``TmaRing`` view of the same ``A`` stages); the
+load warp acquires both members' stage, loads once and publishes both with one
+``a_fork.commit()``.
+
+* warpgroups 1-2 (task ``mma``) wait on ``ab``, issue the WGMMAs of the block, release the
+  previous stage once ``wgmma.wait_group 1`` retired its MMAs, and write the tile of ``C``
+  through the TMA-stored epilogue (as ``gemm.py``'s cooperative kernel does);
+* warpgroup 3 (task ``act``) waits on ``a_act``, reads the ``A`` block from the swizzled stage,
+  writes ``relu`` of it to ``D`` (only for the tiles of the first column of ``C``: every ``A``
+  block is loaded once per tile column, and ``D`` needs it once) and releases ``a_act``.
+
+How the group is lowered (``docs/groups.rst``): one TMA load completes the one mbarrier it is
+given, so both members wait on ``ab``'s full barriers (armed by ``ab``'s acquire with the
+stage's ``A`` and ``B`` bytes) and keep their own empty barriers (each acquire waits for its
+own consumers). The twin builds the same barriers by hand.
+
+``M`` and ``N`` must be multiples of 128 and ``K`` of 64 (a typed error otherwise).
+
+Usage::
+
+    python examples/hopper/fork_gemm.py --compile-only   # CPU: PTX counts, TS vs twin
+    python examples/hopper/fork_gemm.py                  # GPU: run, check, time
+    python examples/hopper/fork_gemm.py --m 4096 --n 4096 --k 4096 --dtype fp16
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+from _gemm_epilogue import epilogue_drain, epilogue_store
+from _gemm_steps import (
+    LOAD_WARP,
+    STORE_WARP,
+    WARPGROUP,
+    GemmConfig,
+    chunk_blocks,
+    cluster_coord,
+    epilogue_barrier,
+    load_k_block,
+    make_ab_pipeline,
+    make_accumulator,
+    make_epilogue_views,
+    make_mma_fragments,
+    make_scheduler,
+    make_scheduler_params,
+    make_smem_layouts,
+    make_tiled_mma,
+    make_tma_atoms,
+    mma_begin_tile,
+    mma_k_block,
+    mma_wait,
+    partition_ab_for_tma,
+)
+from cutlass.cute.nvgpu import cpasync
+from cutlass.cutlass_dsl import Constexpr
+from cutlass.memory import SmemAllocator
+
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import (
+    Kernel,
+    KernelContext,
+    RuntimeConfigError,
+    Tasks,
+    TmaEpilogue,
+    TmaRing,
+    TmaSource,
+    WgmmaAccumulator,
+    WgmmaRing,
+    prefetch_tma,
+    tile_queue,
+)
+from task_scheduling.pipeline_group import PipelineGroup, PipelineGroupMode
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.task import Task
+
+TILE_MN, STAGES = (128, 128), 4
+MMA_WARP, MMA_WARPS = 4, 8  # warpgroups 1-2: one 64-row WGMMA slab each
+ACT_WARP, ACT_WARPS = 12, 4  # warpgroup 3
+ACT_THREADS = ACT_WARPS * 32
+BLOCK_THREADS = (ACT_WARP + ACT_WARPS) * 32
+DTYPES = ("bf16", "fp16")
+DEFAULT_MNK = (8192, 8192, 8192)
+
+
+def gemm_config(dtype: str = "bf16") -> GemmConfig:
+    """The GEMM part: ``128 x 128`` tiles, two consumer warpgroups, a 4-stage ring."""
+    return GemmConfig(tile_mn=TILE_MN, dtype=dtype, stages=STAGES)
+
+
+def check_shape(m: int, n: int, k: int, cfg: GemmConfig) -> None:
+    """Whole tiles only: ``D``'s stores and ``C``'s tiles are not predicated.
+
+    Raises:
+        RuntimeConfigError: A ragged ``M``, ``N`` or ``K``.
+    """
+    bm, bn = cfg.tile_mn
+    bad = [f"{name}={v}" for name, v, t in (("M", m, bm), ("N", n, bn), ("K", k, cfg.tile_k)) if v % t]
+    if bad or min(m, n, k) <= 0:
+        raise RuntimeConfigError(
+            f"fork_gemm: {', '.join(bad) or (m, n, k)}: M and N must be positive multiples of "
+            f"{bm} and {bn}, K of {cfg.tile_k}",
+            resource="a_fork",
+            fix=f"pad the operands to multiples of ({bm}, {bn}, {cfg.tile_k})",
+        )
+
+
+def act_copy(dtype: Any) -> Any:
+    """The activation warpgroup's tiled copy: 16 bytes a thread, a 64-wide row by 8 threads.
+
+    The 128-byte swizzle of the ``A`` stage moves whole 16-byte chunks, so each thread's 8
+    elements stay contiguous in SMEM.
+    """
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype, num_bits_per_copy=128)
+    per_row = 64 // 8
+    threads = cute.make_layout((ACT_THREADS // per_row, per_row), stride=(per_row, 1))
+    return cute.make_tiled_copy_tv(atom, threads, cute.make_layout((1, 8)))
+
+
+@cute.jit
+def relu_block(tid: Any, s_a: Any, d: Any, m: Any, n: Any, k: Any) -> None:
+    """``D[tile (m, k)] = relu(A block)`` from the stage ``s_a`` (``tid`` from 0), once per row.
+
+    Only the tiles of column ``n == 0`` write: the other columns load the same ``A`` blocks.
+    """
+    if n == 0:
+        bm, bk = cute.size(s_a, mode=[0]), cute.size(s_a, mode=[1])
+        tiled = act_copy(d.element_type)
+        thr = tiled.get_slice(tid)
+        t_s = thr.partition_S(s_a)
+        t_g = thr.partition_D(cute.local_tile(d, (bm, bk), (m, k)))
+        frag = cute.make_fragment_like(t_s)
+        cute.copy(tiled, t_s, frag)
+        x = frag.load().to(cutlass.Float32)
+        frag.store(cute.math.max(x, cute.full_like(x, 0.0)).to(d.element_type))  # type: ignore[attr-defined]
+        cute.copy(tiled, frag, t_g)
+
+
+# ---------------------------------------------------------------------------------------------
+# TS kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(kw_only=True)
+class AView(TmaRing):
+    """The activation's view of the ``A`` stages (the Fork's second member).
+
+    ``stage`` hands the waited stage's index over (an ``Int32``, which a persistent loop can
+    carry; an SMEM view cannot be).
+    """
+
+    index: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.index = TaskLocalVariable(dtype="Int32", default=0)
+
+    @consumer_work(returns=index)
+    def stage(self, stage_info: Any) -> Any:
+        return stage_info.stage_idx
+
+
+@dataclasses.dataclass(kw_only=True)
+class ReluOut(MemoryResource):
+    """``D``, written block by block as ``relu`` of the waited ``A`` stage of ``smem``."""
+
+    tensor: Any = None
+    smem: Any = None
+
+    @producer_work
+    def store(self, stage_info: Any, *, stage: Any) -> None:
+        m, n, _ = stage_info.work_tile.tile_idx
+        tidx, _, _ = cute.arch.thread_idx()
+        view = self.smem[(None, None, stage)]
+        relu_block(tidx - ACT_WARP * 32, view, self.tensor, m, n, stage_info.loop_offset)
+
+
+def ts_kernel(cfg: GemmConfig | None = None, *, act_release: bool = True) -> Kernel:
+    """A load warp; a Fork of the ``A`` / ``B`` ring and an ``A`` view into two tasks.
+
+    ``act_release=False`` drops the activation task's release (a broken schedule for tests:
+    the load warp would wait for that member's stage forever).
+    """
+    cfg = cfg or gemm_config()
+
+    def tasks(
+        k: KernelContext,
+        atom_a: Any,
+        t_a: Any,
+        atom_b: Any,
+        t_b: Any,
+        atom_c: Any,
+        t_c: Any,
+        a_layout: Any,
+        b_layout: Any,
+        c_layout: Any,
+        params: Any,
+        d: Any,
+    ) -> Tasks:
+        prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
+        k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
+        wq = tile_queue(params)
+        s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, (a_layout, b_layout, c_layout))
+        acc = WgmmaAccumulator(
+            name="acc",
+            tiled_mma=k.value("tiled_mma", lambda: make_tiled_mma(cfg)),
+            tile_mn=cfg.tile_mn,
+            smem_a=s_a,
+            smem_b=s_b,
+            warpgroup=MMA_WARP // 4,
+        )
+        ab = WgmmaRing(
+            name="ab",
+            pipeline_config=WgmmaRing.pipeline(STAGES, cfg.stage_bytes, cfg.consumer_threads),
+            a=TmaSource(atom_a, t_a, s_a),
+            b=TmaSource(atom_b, t_b, s_b),
+            acc=acc,
+            tile_k=cfg.tile_k,
+        )
+        # The activation's view of the A stages: the ring's load fills it (no load of its own).
+        a_bytes = cfg.tile_mn[0] * cfg.tile_k * int(cfg.element.width) // 8
+        a_act = AView(
+            name="a_act", pipeline_config=TmaRing.pipeline(STAGES, a_bytes, ACT_THREADS), smem=s_a
+        )
+        a_fork = PipelineGroup(name="a_fork", members=[ab, a_act], mode=PipelineGroupMode.Fork)
+        c = TmaEpilogue(
+            name="c", acc=acc, atom=atom_c, gmem=t_c, smem=s_c, sub_tile=cfg.epi_tile, barrier_id=1
+        )
+        out_d = ReluOut(name="d", tensor=d, smem=s_a)
+
+        @schedule
+        def load(wq: ResourceProxy, g: ResourceProxy) -> None:
+            g.ab.setup()
+            with work_tile_loop(wq), domain_loop(k_tiles, unroll=1):
+                g.ab.acquire()  # both consumers are done with the stage before the
+                g.a_act.acquire()  # one load overwrites it
+                g.ab.load()
+                g.commit()  # publishes both members' stage
+
+        @schedule
+        def mma(wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy) -> None:
+            acc.setup()
+            c.setup()
+            with work_tile_loop(wq):
+                acc.zero()
+                with domain_loop(k_tiles, unroll=1) as kb:
+                    ab.wait()
+                    ab.mma()
+                    ab.mma_wait_prior()  # the previous block's MMAs are done ...
+                    with kb.every(1, start=1):
+                        ab.release()  # ... so its stage goes back to the producer
+                    with kb.last_iter():
+                        ab.mma_wait_all()
+                        ab.release()
+                c.store()
+            c.drain()
+
+        @schedule
+        def act(wq: ResourceProxy, r: ResourceProxy, out: ResourceProxy) -> None:
+            with work_tile_loop(wq), domain_loop(k_tiles, unroll=1):
+                r.wait()
+                out.store(stage=r.stage())
+                if act_release:
+                    r.release()
+
+        return Tasks(
+            [
+                Task([wq], [ab, a_act], LOAD_WARP, 1, schedule=load(wq, a_fork), name="load"),
+                Task(
+                    [wq, ab, acc],
+                    [c],
+                    MMA_WARP,
+                    MMA_WARPS,
+                    schedule=mma(wq, ab, acc, c),
+                    name="mma",
+                ),
+                Task(
+                    [wq, a_act],
+                    [out_d],
+                    ACT_WARP,
+                    ACT_WARPS,
+                    schedule=act(wq, a_act, out_d),
+                    name="act",
+                ),
+            ],
+            {ab: [wq], a_act: [wq], c: [ab, acc, wq], out_d: [a_act, wq]},
+        )
+
+    kernel = Kernel(tasks, name="fork_gemm", block_warps=BLOCK_THREADS // 32)
+
+    @kernel.launcher
+    @cute.jit
+    def launch(
+        a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor, stream: Any = None
+    ) -> None:
+        layouts = make_smem_layouts(cfg)
+        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
+        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        grid = params.get_grid_shape(cfg.max_active_clusters)
+        kernel.launch(
+            atom_a, t_a, atom_b, t_b, atom_c, t_c, *layouts, params, d,
+            grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream,
+        )  # fmt: skip
+
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written twin: the same schedule in plain CuTe DSL
+# ---------------------------------------------------------------------------------------------
+
+
+@cute.kernel
+def twin_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    params: Any,
+    d: cute.Tensor,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    """Load warp 0, WGMMA warpgroups 1-2, activation warpgroup 3."""
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_WARP:
+        cpasync.prefetch_descriptor(atom_a)
+        cpasync.prefetch_descriptor(atom_b)
+        cpasync.prefetch_descriptor(atom_c)
+    alloc = SmemAllocator()
+    s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    k_tiles = chunk_blocks(cfg, t_a)
+    pipe = make_ab_pipeline(cfg, alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8))
+    a_bytes = cfg.tile_mn[0] * cfg.tile_k * int(cfg.element.width) // 8
+    act_pipe = cpipe.PipelineTmaAsync.create(
+        num_stages=STAGES,
+        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, ACT_THREADS),
+        tx_count=a_bytes,
+        barrier_storage=alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8),
+        enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
+        defer_sync=True,
+    )
+    # The activation view waits on the ring's full barriers (the one load completes those)
+    # and keeps its own empty barriers.
+    act_pipe = dataclasses.replace(act_pipe, sync_object_full=pipe.sync_object_full)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+
+    if warp < LOAD_WARP + 1:
+        coord = cluster_coord(cfg)
+        ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord
+        )
+        # One cursor per member, as the group's commit is lowered: a commit of each member.
+        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
+        act_state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
+        sched = make_scheduler(params)
+        tile = sched.tile()
+        while tile.is_valid_tile:
+            m, n, _ = tile.tile_idx
+            for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.producer_acquire(state)  # waits for the WGMMAs, arms the A + B bytes
+                act_pipe.sync_object_empty.wait(act_state.index, act_state.phase)  # and act
+                load_k_block(
+                    atom_a, atom_b, ta_g, ta_s, tb_g, tb_s, m, n, kb, state.index,
+                    pipe.producer_get_barrier(state), 0, 0,
+                )  # fmt: skip
+                state.advance()  # TMA commits are no-ops: the loads complete the barrier
+                act_state.advance()
+            sched.advance()
+            tile = sched.tile()
+    if (warp >= MMA_WARP) & (warp < MMA_WARP + MMA_WARPS):
+        wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - MMA_WARP // 4
+        t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, wg)
+        acc = make_accumulator(cfg, tiled_mma, wg)
+        views = make_epilogue_views(cfg, tiled_mma, acc, s_c, tidx - MMA_WARP * 32)
+        bar = epilogue_barrier(cfg)
+        is_store_warp = warp == STORE_WARP
+        read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        sched = make_scheduler(params)
+        tile = sched.tile()
+        while tile.is_valid_tile:
+            m, n, _ = tile.tile_idx
+            mma_begin_tile(tiled_mma, acc)
+            for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.consumer_wait(read)
+                stage = read.index
+                read.advance()
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage)
+                mma_wait(1)  # the previous block's MMAs are done: free its stage
+                if kb >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+                if kb == k_tiles - 1:
+                    mma_wait(0)
+                    pipe.consumer_release(release)
+                    release.advance()
+            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp)
+            sched.advance()
+            tile = sched.tile()
+        epilogue_drain(is_store_warp)
+    if (warp >= ACT_WARP) & (warp < ACT_WARP + ACT_WARPS):
+        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        sched = make_scheduler(params)
+        tile = sched.tile()
+        while tile.is_valid_tile:
+            m, n, _ = tile.tile_idx
+            for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                act_pipe.consumer_wait(state)
+                relu_block(tidx - ACT_WARP * 32, s_a[(None, None, state.index)], d, m, n, kb)
+                act_pipe.consumer_release(state)
+                state.advance()
+            sched.advance()
+            tile = sched.tile()
+
+
+def twin_launcher(cfg: GemmConfig) -> Any:
+    """The twin's ``@cute.jit`` launcher ``(a, b, c, d)``."""
+
+    @cute.jit
+    def launch(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor) -> None:
+        layouts = make_smem_layouts(cfg)
+        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
+        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        grid = params.get_grid_shape(cfg.max_active_clusters)
+        twin_kernel(
+            atom_a, t_a, atom_b, t_b, atom_c, t_c, make_tiled_mma(cfg), *layouts, params, d, cfg
+        ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))
+
+    return launch
+
+
+# ---------------------------------------------------------------------------------------------
+# Host side (tools, benches, tests, CLI): the harness of task_scheduling.harness
+# ---------------------------------------------------------------------------------------------
+
+
+def make_plan(cfg: GemmConfig | None = None) -> KernelPlan:
+    """The fork GEMM as a kernel plan (traced on the host: no GPU, no DSL values)."""
+    return ts_kernel(cfg).plan().plan
+
+
+def kernels(cfg: GemmConfig) -> dict[str, Any]:
+    """The TS kernel and its twin, by name."""
+    return {"ts": ts_kernel(cfg), "twin": twin_launcher(cfg)}
+
+
+def compile_only(
+    mnk: tuple[int, int, int] = DEFAULT_MNK, dtype: str = "bf16", *, ops: bool = False
+) -> dict[str, Any]:
+    """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
+    cfg = gemm_config(dtype)
+    m, n, k = mnk
+    check_shape(m, n, k, cfg)
+    el = cfg.element
+    args = [
+        fake_tensor(el, shape, row_major=True, align=16) for shape in ((m, k), (n, k), (m, n), (m, k))
+    ]
+    ks = kernels(cfg)
+    return compare("fork_gemm", ks, args, plan=ks["ts"], ops=ops, mnk=[*mnk], dtype=dtype)
+
+
+def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, Any]:
+    """Run both kernels on the GPU, check ``C`` and ``D`` against torch, time them."""
+    import torch
+
+    cfg = gemm_config(dtype)
+    m, n, k = mnk
+    check_shape(m, n, k, cfg)
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    a = torch.randn(m, k, device="cuda", dtype=tdt)
+    b = torch.randn(n, k, device="cuda", dtype=tdt)
+    want_c = (a.float() @ b.float().t()).to(tdt)
+    want_d = torch.relu(a)
+
+    def case(name: str) -> Case:
+        c = torch.zeros(m, n, device="cuda", dtype=tdt)
+        d = torch.zeros_like(a)
+
+        def check() -> dict[str, Any]:
+            err = (c.float() - want_c.float()).abs().max().item()
+            ok = torch.allclose(c.float(), want_c.float(), rtol=2e-2, atol=0.5)
+            return {"ok": bool(ok and torch.equal(d, want_d)), "max_abs_err": err}
+
+        return Case((to_cute(a), to_cute(b), to_cute(c), to_cute(d)), check)
+
+    out = run_kernels(kernels(cfg), case, iters=iters)
+    for name in ("ts", "twin"):
+        out[name]["TFLOPs"] = 2 * m * n * k / (out[name]["ms"] * 1e9)
+    return {"example": "fork_gemm", "mnk": [*mnk], "dtype": dtype, **out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    m, n, k = DEFAULT_MNK
+    cli = ExampleCLI(__doc__, __file__, shape={"m": m, "n": n, "k": k})
+    cli.parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="A, B, C, D type")
+    args = cli.parse(argv, lambda a: (*TILE_MN, gemm_config(a.dtype).tile_k))
+    mnk = (args.shape[0], args.shape[1], args.shape[2])
+    return cli.run(
+        lambda: compile_only(mnk, args.dtype), lambda: run_on_gpu(mnk, args.dtype, args.iters)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
