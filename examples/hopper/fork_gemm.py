@@ -114,7 +114,9 @@ def check_shape(m: int, n: int, k: int, cfg: GemmConfig) -> None:
         RuntimeConfigError: A ragged ``M``, ``N`` or ``K``.
     """
     bm, bn = cfg.tile_mn
-    bad = [f"{name}={v}" for name, v, t in (("M", m, bm), ("N", n, bn), ("K", k, cfg.tile_k)) if v % t]
+    bad = [
+        f"{name}={v}" for name, v, t in (("M", m, bm), ("N", n, bn), ("K", k, cfg.tile_k)) if v % t
+    ]
     if bad or min(m, n, k) <= 0:
         raise RuntimeConfigError(
             f"fork_gemm: {', '.join(bad) or (m, n, k)}: M and N must be positive multiples of "
@@ -357,7 +359,9 @@ def twin_kernel(
     s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
     s_c = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
     k_tiles = chunk_blocks(cfg, t_a)
-    pipe = make_ab_pipeline(cfg, alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8))
+    pipe = make_ab_pipeline(
+        cfg, alloc.allocate_array(cutlass.Int64, num_elems=2 * STAGES, byte_alignment=8)
+    )
     a_bytes = cfg.tile_mn[0] * cfg.tile_k * int(cfg.element.width) // 8
     act_pipe = cpipe.PipelineTmaAsync.create(
         num_stages=STAGES,
@@ -483,7 +487,8 @@ def compile_only(
     check_shape(m, n, k, cfg)
     el = cfg.element
     args = [
-        fake_tensor(el, shape, row_major=True, align=16) for shape in ((m, k), (n, k), (m, n), (m, k))
+        fake_tensor(el, shape, row_major=True, align=16)
+        for shape in ((m, k), (n, k), (m, n), (m, k))
     ]
     ks = kernels(cfg)
     return compare("fork_gemm", ks, args, plan=ks["ts"], ops=ops, mnk=[*mnk], dtype=dtype)

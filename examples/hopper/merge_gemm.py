@@ -1,0 +1,666 @@
+"""Merge: a GEMM fed by two TMA producers, plus a residual, on Hopper: TS kernel and twin.
+
+``out = A @ B^T + R`` (``A``: ``M x K``, ``B``: ``N x K``, both K-major fp16 or bf16; ``R`` and
+``out``: ``M x N`` row-major, the input dtype; fp32 math). A persistent CTA per SM walks the
+``128 x 128`` output tiles. Warp 0 TMA-loads the tile's ``A`` K blocks (``128 x 64``) into ring
+``smem_a``, warp 1 the ``B`` blocks into ring ``smem_b`` (4 stages each); the two rings are a
+Merge group ``ab``. Warp 2 TMA-loads the tile's ``R`` into a 2-stage ring ``smem_r``.
+Warpgroups 1-2 (task ``mma``) wait on both members, issue the WGMMAs of the block (``A`` from
+``smem_a``'s stage, ``B`` from ``smem_b``'s, handed over as a token), and free both stages of
+the previous block with one ``ab.release()`` once ``wgmma.wait_group 1`` retired its MMAs.
+After the K loop they wait on ``smem_r``, add its tile to the fp32 accumulator, release it and
+write ``out`` through the TMA-stored epilogue of ``gemm.py``.
+
+The group's release is lowered as it is verified: a release of every member, in member order
+(``docs/groups.rst``), so the twin is the same kernel written by hand with one pipeline per
+ring, whose stages the consumers release one after the other.
+
+``M`` and ``N`` must be multiples of 128 and ``K`` of 64 (a typed error otherwise).
+
+Usage::
+
+    python examples/hopper/merge_gemm.py --compile-only   # CPU: PTX counts, TS vs twin
+    python examples/hopper/merge_gemm.py                  # GPU: run, check, time
+    python examples/hopper/merge_gemm.py --m 4096 --n 4096 --k 4096 --dtype fp16
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as cpipe
+import cutlass.utils.hopper_helpers as sm90
+from _gemm_epilogue import epilogue_drain, epilogue_store
+from _gemm_steps import (
+    PRODUCER_REGS,
+    STORE_WARP,
+    WARPGROUP,
+    GemmConfig,
+    chunk_blocks,
+    epilogue_barrier,
+    make_accumulator,
+    make_epilogue_views,
+    make_mma_fragments,
+    make_scheduler,
+    make_scheduler_params,
+    make_smem_layouts,
+    make_tiled_mma,
+    make_tma_atoms,
+    mma_begin_tile,
+    mma_wait,
+    value_chunks,
+)
+from cutlass.base_dsl.ast_helpers import range_constexpr
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cutlass_dsl import Constexpr
+from cutlass.memory import SmemAllocator
+from cutlass.tensor_utils import LayoutEnum
+
+from task_scheduling import consumer_work, domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
+from task_scheduling.harness import compile_only as compare
+from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.kernel import (
+    Kernel,
+    KernelContext,
+    RuntimeConfigError,
+    Tasks,
+    TmaRing,
+    WgmmaAccumulator,
+    WgmmaRing,
+    prefetch_tma,
+    tile_queue,
+)
+from task_scheduling.pipeline_group import PipelineGroup, PipelineGroupMode
+from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.schedule_builder import ResourceProxy
+from task_scheduling.enums import WorkAttr
+from task_scheduling.task import Task
+
+TILE_MN, STAGES, R_STAGES = (128, 128), 4, 2
+LOAD_A_WARP, LOAD_B_WARP, LOAD_R_WARP = 0, 1, 2
+MMA_WARP, MMA_WARPS = 4, 8  # warpgroups 1-2: one 64-row WGMMA slab each
+BLOCK_THREADS = (MMA_WARP + MMA_WARPS) * 32
+DTYPES = ("bf16", "fp16")
+DEFAULT_MNK = (8192, 8192, 8192)
+
+
+def gemm_config(dtype: str = "bf16") -> GemmConfig:
+    """The GEMM part: ``128 x 128`` tiles, two consumer warpgroups, 4-stage operand rings."""
+    return GemmConfig(tile_mn=TILE_MN, dtype=dtype, stages=STAGES)
+
+
+def check_shape(m: int, n: int, k: int, cfg: GemmConfig) -> None:
+    """Whole tiles only (the residual's loads and the tile walk are not clipped).
+
+    Raises:
+        RuntimeConfigError: A ragged ``M``, ``N`` or ``K``.
+    """
+    bm, bn = cfg.tile_mn
+    bad = [
+        f"{name}={v}" for name, v, t in (("M", m, bm), ("N", n, bn), ("K", k, cfg.tile_k)) if v % t
+    ]
+    if bad or min(m, n, k) <= 0:
+        raise RuntimeConfigError(
+            f"merge_gemm: {', '.join(bad) or (m, n, k)}: M and N must be positive multiples of "
+            f"{bm} and {bn}, K of {cfg.tile_k}",
+            resource="ab",
+            fix=f"pad the operands to multiples of ({bm}, {bn}, {cfg.tile_k})",
+        )
+
+
+def r_layout(cfg: GemmConfig) -> Any:
+    """The residual ring: ``(BM, BN, R_STAGES)``, N-major and swizzled like the epilogue's."""
+    return sm90.make_smem_layout_epi(cfg.element, LayoutEnum.ROW_MAJOR, cfg.tile_mn, R_STAGES)
+
+
+def make_r_atom(cfg: GemmConfig, r: Any, layout: Any) -> tuple[Any, Any]:
+    """Host side: the residual's TMA load atom and TMA tensor (a whole tile per load)."""
+    return cpasync.make_tiled_tma_atom(  # type: ignore[no-any-return]
+        cpasync.CopyBulkTensorTileG2SOp(), r, cute.slice_(layout, (None, None, 0)), cfg.tile_mn
+    )
+
+
+def tma_views(atom: Any, gmem: Any, smem: Any, box: tuple[int, int]) -> tuple[Any, Any]:
+    """TMA views ``(g, s)`` of one ring: ``g[(None, i, j)]`` is box ``(i, j)``, ``s[(None, st)]``
+    stage ``st``."""
+    tiles = cute.local_tile(gmem, box, (None, None))  # (box..., i, j)
+    s, g = cpasync.tma_partition(
+        atom, 0, cute.make_layout(1), cute.group_modes(smem, 0, 2), cute.group_modes(tiles, 0, 2)
+    )
+    return g, s
+
+
+@cute.jit
+def mma_block(tiled_mma: Any, acc: Any, t_ra: Any, t_rb: Any, stage_a: Any, stage_b: Any) -> None:
+    """The WGMMAs of one K block, ``A`` from ``stage_a`` and ``B`` from ``stage_b``; commit."""
+    for kk in range_constexpr(cute.size(t_ra, mode=[2])):
+        a, b = t_ra[(None, None, kk, stage_a)], t_rb[(None, None, kk, stage_b)]
+        cute.gemm(tiled_mma, acc, a, b, acc)
+    warpgroup.commit_group()
+
+
+@cute.jit
+def add_residual(tiled_mma: Any, acc: Any, s_r: Any, tidx: Any) -> None:
+    """``acc += R`` in fp32: each thread reads the residual at its accumulator's coordinates."""
+    r = tiled_mma.get_slice(tidx).partition_C(s_r)
+    for lo, hi in value_chunks(cute.size(acc)):
+        for i in range_constexpr(lo, hi):
+            acc[i] = acc[i] + r[i].to(cutlass.Float32)
+
+
+# ---------------------------------------------------------------------------------------------
+# TS kernel
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(kw_only=True)
+class OperandRing(MemoryResource):
+    """A TMA-loaded ring of one GEMM operand's K blocks (``A``: rows of tile ``m``, ``B``: of
+    tile ``n``), read by WGMMA.
+
+    Work methods: ``setup`` (producer, auxiliary: the TMA views), ``load`` (producer: K block
+    ``loop_offset`` of the work tile), ``stage`` (consumer: the waited stage's index, for the
+    other operand's ``mma``), ``mma`` (consumer: the K block's WGMMAs, ``B`` from ``b_stage``),
+    ``mma_wait_prior`` / ``mma_wait_all`` (``wgmma.wait_group 1`` / ``0``).
+    """
+
+    atom: Any = None
+    gmem: Any = None
+    smem: Any = None
+    box: tuple[int, int] = (0, 0)
+    is_b: bool = False
+    acc: Any = None
+    index: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.index = TaskLocalVariable(dtype="Int32", default=0)
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def setup(self, stage_info: Any) -> None:
+        self.views = tma_views(self.atom, self.gmem, self.smem, self.box)
+
+    @producer_work
+    def load(self, stage_info: Any) -> None:
+        m, n, _ = stage_info.work_tile.tile_idx
+        g, s = self.views
+        row = n if self.is_b else m
+        src = g[(None, row, stage_info.loop_offset)]
+        cute.copy(self.atom, src, s[(None, stage_info.stage_idx)], tma_bar_ptr=stage_info.barrier)
+
+    @consumer_work(returns=index)
+    def stage(self, stage_info: Any) -> Any:
+        return stage_info.stage_idx
+
+    @consumer_work
+    def mma(self, stage_info: Any, *, b_stage: Any) -> None:
+        acc = self.acc
+        mma_block(acc.tiled_mma, acc.regs, acc.frag_a, acc.frag_b, stage_info.stage_idx, b_stage)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
+    def mma_wait_prior(self, stage_info: Any) -> None:
+        mma_wait(1)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
+    def mma_wait_all(self, stage_info: Any) -> None:
+        mma_wait(0)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ResidualRing(OperandRing):
+    """The residual's ring: one ``(BM, BN)`` tile of ``R`` per work tile.
+
+    ``add`` (consumer) adds the waited tile into ``acc``'s registers (fp32): once it returns,
+    the residual is in registers and the stage may go back to the producer.
+    """
+
+    @producer_work
+    def load(self, stage_info: Any) -> None:
+        m, n, _ = stage_info.work_tile.tile_idx
+        g, s = self.views
+        dst = s[(None, stage_info.stage_idx)]
+        cute.copy(self.atom, g[(None, m, n)], dst, tma_bar_ptr=stage_info.barrier)
+
+    @consumer_work
+    def add(self, stage_info: Any) -> None:
+        acc, tile = self.acc, self.smem[(None, None, stage_info.stage_idx)]
+        add_residual(acc.tiled_mma, acc.regs, tile, acc.tidx)
+
+
+@dataclasses.dataclass(kw_only=True)
+class ResidualEpilogue(MemoryResource):
+    """``out = acc`` (``A @ B^T + R`` once the residual ring added ``R``), written through ``gemm.py``'s TMA-stored epilogue.
+
+    Work methods (producer): ``setup`` (auxiliary: the stmatrix views, the named barrier),
+    ``store`` (the work tile), ``drain`` (auxiliary, before exit).
+    """
+
+    cfg: Any = None
+    acc: Any = None
+    atom: Any = None
+    gmem: Any = None
+    smem: Any = None
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def setup(self, stage_info: Any) -> None:
+        acc = self.acc
+        self.views = make_epilogue_views(self.cfg, acc.tiled_mma, acc.regs, self.smem, acc.tidx)
+        self.barrier = epilogue_barrier(self.cfg)
+        self.is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == STORE_WARP
+
+    @producer_work
+    def store(self, stage_info: Any) -> None:
+        m, n, _ = stage_info.work_tile.tile_idx
+        bar, store_warp = self.barrier, self.is_store_warp
+        epilogue_store(self.cfg, self.views, self.atom, self.smem, self.gmem, m, n, bar, store_warp)
+
+    @producer_work(work_attrs=WorkAttr.AUXILIARY)
+    def drain(self, stage_info: Any) -> None:
+        epilogue_drain(self.is_store_warp)
+
+
+def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> Kernel:
+    """Three load warps (``A``, ``B``, ``R``); the ``A`` / ``B`` rings merged into the MMA task.
+
+    ``release_each=True`` frees the members one by one (``ab.smem_a.release()``, ...) instead
+    of with ``ab.release()``: a broken schedule for tests (TS-V241).
+    """
+    cfg = cfg or gemm_config()
+
+    def tasks(
+        k: KernelContext,
+        atom_a: Any,
+        t_a: Any,
+        atom_b: Any,
+        t_b: Any,
+        atom_c: Any,
+        t_c: Any,
+        atom_r: Any,
+        t_r: Any,
+        a_layout: Any,
+        b_layout: Any,
+        c_layout: Any,
+        rr_layout: Any,
+        params: Any,
+    ) -> Tasks:
+        prefetch_tma(k, atom_a, atom_b, atom_c, atom_r, warp=LOAD_A_WARP)
+        k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
+        wq = tile_queue(params)
+        s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, (a_layout, b_layout, c_layout))
+        s_r = k.smem_tensor(cfg.element, rr_layout)
+        acc = WgmmaAccumulator(
+            name="acc",
+            tiled_mma=k.value("tiled_mma", lambda: make_tiled_mma(cfg)),
+            tile_mn=cfg.tile_mn,
+            smem_a=s_a,
+            smem_b=s_b,
+            warpgroup=MMA_WARP // 4,
+        )
+        bm, bn = cfg.tile_mn
+        bytes_k = cfg.tile_k * int(cfg.element.width) // 8  # a K block row: 128 bytes
+        threads = cfg.consumer_threads
+
+        def ring(name: str, atom: Any, g: Any, s: Any, rows: int) -> OperandRing:
+            return OperandRing(
+                name=name,
+                pipeline_config=WgmmaRing.pipeline(STAGES, rows * bytes_k, threads),
+                atom=atom,
+                gmem=g,
+                smem=s,
+                box=(rows, cfg.tile_k),
+                is_b=name == "smem_b",
+                acc=acc,
+            )
+
+        smem_a, smem_b = ring("smem_a", atom_a, t_a, s_a, bm), ring("smem_b", atom_b, t_b, s_b, bn)
+        ab = PipelineGroup(name="ab", members=[smem_a, smem_b], mode=PipelineGroupMode.Merge)
+        r_bytes = bm * bn * int(cfg.element.width) // 8
+        smem_r = ResidualRing(
+            name="smem_r",
+            pipeline_config=TmaRing.pipeline(R_STAGES, r_bytes, threads),
+            atom=atom_r,
+            gmem=t_r,
+            smem=s_r,
+            box=cfg.tile_mn,
+            acc=acc,
+        )
+        out = ResidualEpilogue(name="out", cfg=cfg, acc=acc, atom=atom_c, gmem=t_c, smem=s_c)
+
+        @schedule
+        def load_k(wq: ResourceProxy, r: ResourceProxy) -> None:  # an operand's K blocks
+            r.setup()
+            with work_tile_loop(wq), domain_loop(k_tiles, unroll=1):
+                r.acquire()
+                r.load()
+                r.commit()
+
+        @schedule
+        def load_tile(wq: ResourceProxy, r: ResourceProxy) -> None:  # the residual tile
+            r.setup()
+            with work_tile_loop(wq):
+                r.acquire()
+                r.load()
+                r.commit()
+
+        def release(g: ResourceProxy) -> None:
+            if release_each:
+                g.smem_a.release()  # wrong: a Merge's release is collapsed
+                g.smem_b.release()
+            else:
+                g.release()  # one release frees the stage of both rings
+
+        @schedule
+        def mma(
+            wq: ResourceProxy, g: ResourceProxy, acc: ResourceProxy, r: ResourceProxy,
+            c: ResourceProxy,
+        ) -> None:  # fmt: skip
+            acc.setup()
+            c.setup()
+            with work_tile_loop(wq):
+                acc.zero()
+                with domain_loop(k_tiles, unroll=1) as kb:
+                    g.smem_a.wait()
+                    g.smem_b.wait()
+                    g.smem_a.mma(b_stage=g.smem_b.stage())
+                    g.smem_a.mma_wait_prior()  # the previous block's MMAs are done ...
+                    with kb.every(1, start=1):
+                        release(g)  # ... so its stages go back to the producers
+                    with kb.last_iter():
+                        g.smem_a.mma_wait_all()
+                        release(g)
+                r.wait()
+                r.add()  # acc += R: then R is in registers and its stage is free
+                r.release()
+                c.store()
+            c.drain()
+
+        regs = PRODUCER_REGS
+        return Tasks(
+            [
+                Task([wq], [smem_a], LOAD_A_WARP, 1, schedule=load_k(wq, smem_a),
+                     num_registers=regs, name="load_a"),
+                Task([wq], [smem_b], LOAD_B_WARP, 1, schedule=load_k(wq, smem_b),
+                     num_registers=regs, name="load_b"),
+                Task([wq], [smem_r], LOAD_R_WARP, 1, schedule=load_tile(wq, smem_r),
+                     num_registers=regs, name="load_r"),
+                Task(
+                    [wq, smem_a, smem_b, acc, smem_r],
+                    [out],
+                    MMA_WARP,
+                    MMA_WARPS,
+                    schedule=mma(wq, ab, acc, smem_r, out),
+                    num_registers=cfg.consumer_regs,
+                    name="mma",
+                ),
+            ],
+            {smem_a: [wq], smem_b: [wq], smem_r: [wq], out: [smem_a, smem_b, acc, smem_r, wq]},
+        )  # fmt: skip
+
+    kernel = Kernel(tasks, name="merge_gemm", block_warps=BLOCK_THREADS // 32)
+
+    @kernel.launcher
+    @cute.jit
+    def launch(
+        a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor, stream: Any = None
+    ) -> None:
+        layouts = make_smem_layouts(cfg)
+        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
+        rl = r_layout(cfg)
+        atom_r, t_r = make_r_atom(cfg, r, rl)
+        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        grid = params.get_grid_shape(cfg.max_active_clusters)
+        kernel.launch(
+            atom_a, t_a, atom_b, t_b, atom_c, t_c, atom_r, t_r, *layouts, rl, params,
+            grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream,
+        )  # fmt: skip
+
+    return kernel
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-written twin: the same schedule in plain CuTe DSL
+# ---------------------------------------------------------------------------------------------
+
+
+def _twin_pipeline(alloc: Any, stages: int, tx: int, consumers: int) -> Any:
+    """One ring's ``PipelineTmaAsync``: one thread arms a stage, the MMA threads free it."""
+    return cpipe.PipelineTmaAsync.create(
+        num_stages=stages,
+        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
+        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, consumers),
+        tx_count=tx,
+        barrier_storage=alloc.allocate_array(cutlass.Int64, num_elems=2 * stages, byte_alignment=8),
+        enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
+        defer_sync=True,
+    )
+
+
+@cute.jit
+def _twin_load(
+    pipe: Any, atom: Any, g: Any, s: Any, params: Any, k_tiles: Any, is_b: Constexpr[bool]
+) -> None:
+    """One operand's load warp: its K blocks of every tile of this CTA."""
+    state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, STAGES)
+    sched = make_scheduler(params)
+    tile = sched.tile()
+    while tile.is_valid_tile:
+        m, n, _ = tile.tile_idx
+        row = n if is_b else m
+        for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+            pipe.producer_acquire(state)
+            bar = pipe.producer_get_barrier(state)
+            cute.copy(atom, g[(None, row, kb)], s[(None, state.index)], tma_bar_ptr=bar)
+            state.advance()  # TMA commits are no-ops: the load completes the barrier
+        sched.advance()
+        tile = sched.tile()
+
+
+@cute.kernel
+def twin_kernel(
+    atom_a: cute.CopyAtom,
+    t_a: cute.Tensor,
+    atom_b: cute.CopyAtom,
+    t_b: cute.Tensor,
+    atom_c: cute.CopyAtom,
+    t_c: cute.Tensor,
+    atom_r: cute.CopyAtom,
+    t_r: cute.Tensor,
+    tiled_mma: cute.TiledMma,
+    a_layout: cute.ComposedLayout,
+    b_layout: cute.ComposedLayout,
+    c_layout: cute.ComposedLayout,
+    rr_layout: cute.ComposedLayout,
+    params: Any,
+    cfg: Constexpr[GemmConfig],
+) -> None:
+    """Load warps 0-2 (``A``, ``B``, ``R``), WGMMA warpgroups 1-2."""
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == LOAD_A_WARP:
+        for atom in (atom_a, atom_b, atom_c, atom_r):
+            cpasync.prefetch_descriptor(atom)
+    alloc = SmemAllocator()
+    s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_c = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
+    s_r = alloc.allocate_tensor(cfg.element, rr_layout.outer, 1024, swizzle=rr_layout.inner)
+    k_tiles = chunk_blocks(cfg, t_a)
+    bm, bn = cfg.tile_mn
+    bytes_k = cfg.tile_k * int(cfg.element.width) // 8
+    threads = cfg.consumer_threads
+    pipe_a = _twin_pipeline(alloc, STAGES, bm * bytes_k, threads)
+    pipe_b = _twin_pipeline(alloc, STAGES, bn * bytes_k, threads)
+    pipe_r = _twin_pipeline(alloc, R_STAGES, bm * bn * int(cfg.element.width) // 8, threads)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+
+    if warp < WARPGROUP // 32:
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+    if warp < LOAD_A_WARP + 1:
+        g, s = tma_views(atom_a, t_a, s_a, (bm, cfg.tile_k))
+        _twin_load(pipe_a, atom_a, g, s, params, k_tiles, False)
+    if (warp >= LOAD_B_WARP) & (warp < LOAD_B_WARP + 1):
+        g, s = tma_views(atom_b, t_b, s_b, (bn, cfg.tile_k))
+        _twin_load(pipe_b, atom_b, g, s, params, k_tiles, True)
+    if (warp >= LOAD_R_WARP) & (warp < LOAD_R_WARP + 1):
+        g, s = tma_views(atom_r, t_r, s_r, cfg.tile_mn)
+        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, R_STAGES)
+        sched = make_scheduler(params)
+        tile = sched.tile()
+        while tile.is_valid_tile:
+            m, n, _ = tile.tile_idx
+            pipe_r.producer_acquire(state)
+            bar = pipe_r.producer_get_barrier(state)
+            cute.copy(atom_r, g[(None, m, n)], s[(None, state.index)], tma_bar_ptr=bar)
+            state.advance()
+            sched.advance()
+            tile = sched.tile()
+    if (warp >= MMA_WARP) & (warp < MMA_WARP + MMA_WARPS):
+        cute.arch.setmaxregister_increase(cfg.consumer_regs)
+        wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - MMA_WARP // 4
+        t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, wg)
+        acc = make_accumulator(cfg, tiled_mma, wg)
+        ctid = tidx - MMA_WARP * 32
+        views = make_epilogue_views(cfg, tiled_mma, acc, s_c, ctid)
+        bar = epilogue_barrier(cfg)
+        is_store_warp = warp == STORE_WARP
+        # One cursor per ring, as the group's release is lowered: a release of each member.
+        read_a = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        read_b = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        free_a = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        free_b = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, STAGES)
+        read_r = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, R_STAGES)
+        sched = make_scheduler(params)
+        tile = sched.tile()
+        while tile.is_valid_tile:
+            m, n, _ = tile.tile_idx
+            mma_begin_tile(tiled_mma, acc)
+            for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe_a.consumer_wait(read_a)
+                stage_a = read_a.index
+                read_a.advance()
+                pipe_b.consumer_wait(read_b)
+                stage_b = read_b.index
+                read_b.advance()
+                mma_block(tiled_mma, acc, t_ra, t_rb, stage_a, stage_b)
+                mma_wait(1)  # the previous block's MMAs are done: free its stages
+                if kb >= 1:
+                    pipe_a.consumer_release(free_a)
+                    free_a.advance()
+                    pipe_b.consumer_release(free_b)
+                    free_b.advance()
+                if kb == k_tiles - 1:
+                    mma_wait(0)
+                    pipe_a.consumer_release(free_a)
+                    free_a.advance()
+                    pipe_b.consumer_release(free_b)
+                    free_b.advance()
+            pipe_r.consumer_wait(read_r)
+            add_residual(tiled_mma, acc, s_r[(None, None, read_r.index)], ctid)
+            pipe_r.consumer_release(read_r)
+            read_r.advance()
+            epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp)
+            sched.advance()
+            tile = sched.tile()
+        epilogue_drain(is_store_warp)
+
+
+def twin_launcher(cfg: GemmConfig) -> Any:
+    """The twin's ``@cute.jit`` launcher ``(a, b, r, c)``."""
+
+    @cute.jit
+    def launch(a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor) -> None:
+        layouts = make_smem_layouts(cfg)
+        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
+        rl = r_layout(cfg)
+        atom_r, t_r = make_r_atom(cfg, r, rl)
+        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        grid = params.get_grid_shape(cfg.max_active_clusters)
+        twin_kernel(
+            atom_a, t_a, atom_b, t_b, atom_c, t_c, atom_r, t_r, make_tiled_mma(cfg), *layouts,
+            rl, params, cfg,
+        ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))  # fmt: skip
+
+    return launch
+
+
+# ---------------------------------------------------------------------------------------------
+# Host side (tools, benches, tests, CLI): the harness of task_scheduling.harness
+# ---------------------------------------------------------------------------------------------
+
+
+def make_plan(cfg: GemmConfig | None = None) -> KernelPlan:
+    """The merge GEMM as a kernel plan (traced on the host: no GPU, no DSL values)."""
+    return ts_kernel(cfg).plan().plan
+
+
+def kernels(cfg: GemmConfig) -> dict[str, Any]:
+    """The TS kernel and its twin, by name."""
+    return {"ts": ts_kernel(cfg), "twin": twin_launcher(cfg)}
+
+
+def compile_only(
+    mnk: tuple[int, int, int] = DEFAULT_MNK, dtype: str = "bf16", *, ops: bool = False
+) -> dict[str, Any]:
+    """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
+    cfg = gemm_config(dtype)
+    m, n, k = mnk
+    check_shape(m, n, k, cfg)
+    el = cfg.element
+    args = [
+        fake_tensor(el, shape, row_major=True, align=16)
+        for shape in ((m, k), (n, k), (m, n), (m, n))
+    ]
+    ks = kernels(cfg)
+    return compare("merge_gemm", ks, args, plan=ks["ts"], ops=ops, mnk=[*mnk], dtype=dtype)
+
+
+def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, Any]:
+    """Run both kernels on the GPU, check ``A @ B^T + R`` against torch, time them."""
+    import torch
+
+    cfg = gemm_config(dtype)
+    m, n, k = mnk
+    check_shape(m, n, k, cfg)
+    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    a = torch.randn(m, k, device="cuda", dtype=tdt)
+    b = torch.randn(n, k, device="cuda", dtype=tdt)
+    r = torch.randn(m, n, device="cuda", dtype=tdt)
+    want = (a.float() @ b.float().t() + r.float()).to(tdt).float()
+
+    def case(name: str) -> Case:
+        c = torch.zeros(m, n, device="cuda", dtype=tdt)
+
+        def check() -> dict[str, Any]:
+            err = (c.float() - want).abs().max().item()
+            return {"ok": torch.allclose(c.float(), want, rtol=2e-2, atol=0.5), "max_abs_err": err}
+
+        return Case((to_cute(a), to_cute(b), to_cute(r), to_cute(c)), check)
+
+    out = run_kernels(kernels(cfg), case, iters=iters)
+    for name in ("ts", "twin"):
+        out[name]["TFLOPs"] = 2 * m * n * k / (out[name]["ms"] * 1e9)
+    return {"example": "merge_gemm", "mnk": [*mnk], "dtype": dtype, **out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    m, n, k = DEFAULT_MNK
+    cli = ExampleCLI(__doc__, __file__, shape={"m": m, "n": n, "k": k})
+    cli.parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="A, B, R, out type")
+    args = cli.parse(argv, lambda a: (*TILE_MN, gemm_config(a.dtype).tile_k))
+    mnk = (args.shape[0], args.shape[1], args.shape[2])
+    return cli.run(
+        lambda: compile_only(mnk, args.dtype), lambda: run_on_gpu(mnk, args.dtype, args.iters)
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
