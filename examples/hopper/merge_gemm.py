@@ -64,6 +64,7 @@ from cutlass.memory import SmemAllocator
 from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling import consumer_work, domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling.enums import WorkAttr
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
@@ -82,7 +83,6 @@ from task_scheduling.pipeline_group import PipelineGroup, PipelineGroupMode
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import MemoryResource, TaskLocalVariable
 from task_scheduling.schedule_builder import ResourceProxy
-from task_scheduling.enums import WorkAttr
 from task_scheduling.task import Task
 
 TILE_MN, STAGES, R_STAGES = (128, 128), 4, 2
@@ -237,7 +237,8 @@ class ResidualRing(OperandRing):
 
 @dataclasses.dataclass(kw_only=True)
 class ResidualEpilogue(MemoryResource):
-    """``out = acc`` (``A @ B^T + R`` once the residual ring added ``R``), written through ``gemm.py``'s TMA-stored epilogue.
+    """``out = acc`` (``A @ B^T + R`` once the residual ring added ``R``), written through
+    ``gemm.py``'s TMA-stored epilogue.
 
     Work methods (producer): ``setup`` (auxiliary: the stmatrix views, the named barrier),
     ``store`` (the work tile), ``drain`` (auxiliary, before exit).
