@@ -674,7 +674,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         choices=list(KERNELS),
         default=None,
         help="consumer warpgroups share each tile (cooperative) or take tiles in turns "
-        "(pingpong: 64-row tiles)",
+        "(pingpong: 64-row, 128x128 or 128x192 tiles, 1x1 cluster, static scheduler)",
     )
     parser.add_argument("--stages", type=int, default=None, help="A/B stages (0: as many as fit)")
     parser.add_argument(

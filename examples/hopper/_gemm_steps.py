@@ -48,7 +48,7 @@ FP8_OUT = "bf16"
 # Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
 # "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
 SCALES = ("none", "tensor", "rowwise")
-TILES = ((128, 256), (128, 128), (64, 256), (64, 128))
+TILES = ((128, 256), (128, 192), (128, 128), (64, 256), (64, 128))
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
 # B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
@@ -73,10 +73,14 @@ QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
 # fp32 total bounds that error by a group's, whatever K is (about the bf16 rounding of C, see
 # docs/gemm.rst), for one WGMMA drain and BN / 2 fp32 adds per thread every 4 blocks.
 PROMOTE_EVERY = 4
-# The total is a second register tile of BN / 2 fp32 values per consumer thread; both fit next
-# to the ~64 registers of addresses and indices only up to BN = 128 (two 128-value tiles for
-# BN = 256 exceed the 232 / 255 registers a consumer thread has).
-PROMOTE_MAX_TILE_N = 128
+# The total is a second register tile of as many fp32 values per consumer thread as the
+# accumulator (GemmConfig.acc_values: BN / 2 in the cooperative kernel); both fit next to the
+# ~64 registers of addresses and indices only up to 64 values each (two 128-value tiles, e.g.
+# BN = 256 or a ping-pong 128 x 128 tile, exceed the 232 / 255 registers a consumer thread has).
+PROMOTE_MAX_ACC = 64
+# A ping-pong warpgroup holds its whole BM x BN tile: 128 x 192 is 192 fp32 registers per
+# thread, which still compiles without spills under setmaxnreg 232; 128 x 256 (256) cannot.
+PINGPONG_MAX_ACC = 192
 MAX_SPLIT = 16  # split-K chunks per tile (more only adds partial tiles to write and read)
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
@@ -95,8 +99,9 @@ class GemmConfig:
     """Compile-time shape of the kernel.
 
     Attributes:
-        tile_mn: CTA tile ``(BM, BN)``; ``BM`` is split between the ``BM / 64`` consumer
-            warpgroups (two for ``BM = 128``, one for ``BM = 64``).
+        tile_mn: CTA tile ``(BM, BN)``; cooperative: ``BM`` is split between the ``BM / 64``
+            consumer warpgroups (two for ``BM = 128``, one for ``BM = 64``); ping-pong: one
+            warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
         cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
             along ``CM``.
         dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
@@ -121,7 +126,8 @@ class GemmConfig:
         kernel: ``"cooperative"`` (the consumer warpgroups share every tile) or
             ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
             its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
-            loop; 64-row tiles, 1 x 1 clusters, static scheduler).
+            loop; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or 128 x 192
+            (``PINGPONG_MAX_ACC``); 1 x 1 clusters, static scheduler).
         scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
             one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
             ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
@@ -132,7 +138,8 @@ class GemmConfig:
             each group added into a second fp32 register tile once its WGMMAs retired (the
             next group's first WGMMA overwrites the WGMMA registers); 0 turns it off. None
             (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
-            tile (``BN <= 128``), else off (16-bit WGMMAs accumulate in fp32 already;
+            tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative ``BN <= 128``, 64-row
+            ping-pong), else off (16-bit WGMMAs accumulate in fp32 already;
             ``promotion`` is the value in effect). Works for every dtype.
         split_k: split-K (1: off): the K blocks of every output tile are cut into
             ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
@@ -167,6 +174,12 @@ class GemmConfig:
         self._check_split()
         if self.tile_mn not in TILES:
             raise ValueError(f"tile {self.tile_mn} not in {TILES}")
+        if self.pingpong and self.acc_values > PINGPONG_MAX_ACC:
+            raise ValueError(
+                f"pingpong: a warpgroup alone on a {self.tile_mn} tile would hold "
+                f"{self.acc_values} fp32 accumulator registers per thread (at most "
+                f"{PINGPONG_MAX_ACC}: 128x192, 128x128 or a 64-row tile)"
+            )
         if self.cluster_mn not in CLUSTERS:
             raise ValueError(f"cluster {self.cluster_mn} not in {CLUSTERS}")
         if self.dtype not in DTYPES:
@@ -183,8 +196,8 @@ class GemmConfig:
             raise ValueError("the dynamic scheduler hands out single-CTA tiles: use 1x1")
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel {self.kernel!r} not in {KERNELS}")
-        if self.pingpong and (self.tile_mn[0] != WGMMA_M or self.cluster_size > 1 or self.dynamic):
-            raise ValueError("pingpong takes 64-row tiles, a 1x1 cluster, the static scheduler")
+        if self.pingpong and (self.cluster_size > 1 or self.dynamic):
+            raise ValueError("pingpong takes a 1x1 cluster and the static scheduler")
         if self.scale not in SCALES:
             raise ValueError(f"scale {self.scale!r} not in {SCALES}")
         if self.raster not in RASTERS:
@@ -211,14 +224,15 @@ class GemmConfig:
                 resource="acc",
                 fix=f"pass promote_every={PROMOTE_EVERY} (or 0, or None for the dtype's default)",
             )
-        if every and self.tile_mn[1] > PROMOTE_MAX_TILE_N:
+        if every and self.acc_values > PROMOTE_MAX_ACC:
             raise RuntimeConfigError(
-                f"GemmConfig(promote_every={every}, tile_mn={self.tile_mn}): two-level "
-                f"accumulation keeps a second fp32 tile of BN / 2 = {self.tile_mn[1] // 2} "
-                "registers per consumer thread, which does not fit next to the WGMMA's with "
-                f"BN > {PROMOTE_MAX_TILE_N}",
+                f"GemmConfig(promote_every={every}, tile_mn={self.tile_mn}, kernel="
+                f"{self.kernel!r}): two-level accumulation keeps a second fp32 tile of "
+                f"{self.acc_values} registers per consumer thread, which does not fit next to "
+                f"the WGMMA's with more than {PROMOTE_MAX_ACC}",
                 resource="acc",
-                fix="use a tile with BN <= 128 (128x128 or 64x128), or promote_every=0",
+                fix="use a cooperative tile with BN <= 128 (128x128 or 64x128) or a 64-row "
+                "ping-pong tile, or promote_every=0",
             )
 
     def _check_split(self) -> None:
@@ -249,7 +263,7 @@ class GemmConfig:
         """The promotion interval in effect (K blocks; 0: one accumulator)."""
         if self.promote_every is not None:
             return self.promote_every
-        return PROMOTE_EVERY if self.fp8 and self.tile_mn[1] <= PROMOTE_MAX_TILE_N else 0
+        return PROMOTE_EVERY if self.fp8 and self.acc_values <= PROMOTE_MAX_ACC else 0
 
     @property
     def pingpong(self) -> bool:
@@ -268,8 +282,15 @@ class GemmConfig:
 
     @property
     def consumer_wgs(self) -> int:
-        """Consumer (WGMMA) warpgroups: one per 64 tile rows."""
-        return self.tile_mn[0] // WGMMA_M
+        """Consumer (WGMMA) warpgroups of one tile: one per 64 tile rows (cooperative), or one
+        (ping-pong: a warpgroup alone on its tile issues ``BM / 64`` WGMMAs per K step)."""
+        return 1 if self.pingpong else self.tile_mn[0] // WGMMA_M
+
+    @property
+    def acc_values(self) -> int:
+        """fp32 accumulator values (registers) per consumer thread: ``BM x BN`` over the
+        tile's consumer threads."""
+        return self.tile_mn[0] * self.tile_mn[1] // (self.consumer_wgs * WARPGROUP)
 
     @property
     def consumer_threads(self) -> int:

@@ -62,6 +62,13 @@ RULE_MAX_SPLIT = 4
 # until they pass there, the fallback rule does not pick it by default. The tuner may time it
 # (every candidate is checked against fp32 before it is timed, a wrong one is never chosen).
 RULE_SPLITS = False
+# Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
+# the other warpgroup's main loop) has not run on the H200 yet either: the tuner generates and
+# times it, but the rule keeps cooperative 128 x 256 on many-wave shapes until it has.
+RULE_PINGPONG128 = False
+# The rule's ping-pong 128 x 128: two epilogue buffers per warpgroup leave each of the two
+# A/B rings 3 stages (4 buffers would leave 2).
+PINGPONG128_FIELDS = {"tile_mn": (128, 128), "cluster_mn": (1, 1), "epi_stages": 2}
 
 
 def _bucket(value: int, edges: tuple[int, int]) -> str:
@@ -100,7 +107,11 @@ def apply_fields(base: GemmConfig, fields: dict[str, Any]) -> GemmConfig:
 
 
 def rule_config(
-    mnk: tuple[int, int, int], base: GemmConfig, *, split: bool = RULE_SPLITS
+    mnk: tuple[int, int, int],
+    base: GemmConfig,
+    *,
+    split: bool = RULE_SPLITS,
+    pingpong128: bool = RULE_PINGPONG128,
 ) -> GemmConfig:
     """The fallback rule for a class the table does not hold.
 
@@ -112,15 +123,21 @@ def rule_config(
     With fewer 128 x 128 tiles than SMs and a long enough K, split-K on 128 x 128 tiles
     (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 8192 x 8192 problem has 64
     tiles, two chunks each fill 128 of the 132 SMs with full-size tiles. ``split``: whether the
-    rule may split (``RULE_SPLITS``, off until split-K has run on the GPU).
+    rule may split (``RULE_SPLITS``, off until split-K has run on the GPU). ``pingpong128``:
+    whether a GEMM of at least one wave (not a promoted FP8 one) takes ping-pong 128 x 128
+    (``PINGPONG128_FIELDS``) instead of the cooperative tile (``RULE_PINGPONG128``, off until
+    it has run on the GPU).
     """
     m = mnk[0]
     plain = {"stages": 0, "swizzle": 8, "raster": "m", "epi_n": 32, "epi_stages": 4}
     promoted_fp8 = base.fp8 and base.promote_every is None
-    if waves(mnk) >= 1.0:
+    fields: dict[str, Any]
+    if waves(mnk) >= 1.0 and pingpong128 and not promoted_fp8:  # no room to promote
+        fields = {**PINGPONG128_FIELDS, "kernel": "pingpong", "scheduler": "static"}
+    elif waves(mnk) >= 1.0:
         cluster = (2, 1) if -(-m // 128) >= 2 else (1, 1)
         tile = (128, 128) if promoted_fp8 else (128, 256)
-        fields: dict[str, Any] = {"tile_mn": tile, "cluster_mn": cluster}
+        fields = {"tile_mn": tile, "cluster_mn": cluster}
         fields.update(kernel="cooperative", scheduler="static")
     elif waves(mnk, (128, 128)) >= 1.0:
         fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
@@ -131,7 +148,7 @@ def rule_config(
     else:
         fields = {"tile_mn": (64, 128), "cluster_mn": (1, 1)}
         fields.update(kernel="pingpong", scheduler="static")
-    return apply_fields(base, {**plain, **fields})
+    return apply_fields(base, {**plain, **fields})  # fields last: they may set epi_stages
 
 
 def rule_split(mnk: tuple[int, int, int], base: GemmConfig) -> int:

@@ -238,6 +238,9 @@ def twin_kernel(
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
+            # Again, unconditionally: else ptxas sees a path from the loop to the epilogue with
+            # WGMMAs in flight and serializes them all (C7514); at run time it waits for nothing.
+            mma_wait(0)
             if const_expr(cfg.promotion > 0):
                 mma_promote_rest(summed, acc, k_tiles, cfg.promotion)
             if const_expr(cfg.split):
@@ -325,6 +328,7 @@ def _pingpong_math(
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
+            mma_wait(0)  # unconditionally, as in twin_kernel (no WGMMA serialization)
             if const_expr(cfg.promotion > 0):
                 mma_promote_rest(total, acc, k_tiles, cfg.promotion)
             epilogue_store(

@@ -144,14 +144,19 @@ from task_scheduling.task import Task
 # ---------------------------------------------------------------------------------------------
 
 
-def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> Kernel:
+def gemm_kernel(
+    cfg: GemmConfig,
+    mma: Callable[..., Schedule] | None = None,
+    turns_of: tuple[Any, Any] = (when_false, when_true),
+) -> Kernel:
     """The TS GEMM for ``cfg``: a load task (warp 0) and one math task per consumer role.
 
     Cooperative: one math task of ``BM / 64`` warpgroups on one ring; ping-pong: two math tasks
     of one warpgroup, each with its ring, accumulator and epilogue, taking the CTA's tiles in
     turns. With the dynamic scheduler the load warp also claims the tiles and hands them to
     the math task through the queue's ring. ``mma`` replaces the cooperative math task's
-    schedule ``(wq, ab, acc, c)`` (tests build deliberately broken ones).
+    schedule ``(wq, ab, acc, c)``, ``turns_of`` the ping-pong math tasks' guards (the even
+    tiles', the odd tiles'); tests build deliberately broken ones.
     """
     math_tasks = 2 if cfg.pingpong else 1
 
@@ -258,6 +263,11 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
                 with kb.last_iter():
                     ab.mma_wait_all()
                     ab.release()
+            # Again, unconditionally: ptxas cannot tell that the loop exits only through its
+            # last iteration, so with the branch's wait alone it sees a path to the epilogue's
+            # reads of the accumulator with WGMMAs in flight, and serializes every WGMMA of the
+            # kernel (warning C7514). At run time it finds nothing left to wait for.
+            ab.mma_wait_all()
             if every:
                 acc.promote_rest()  # a last group shorter than `every`
             if cfg.split:  # the tile's last chunk to arrive sums the chunks and stores
@@ -338,7 +348,7 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
         graph: dict[Any, list[Any]] = {ab: [wq, *turns] for ab in rings}
         for i, (ab, acc, c) in enumerate(zip(rings, accs, outs, strict=True)):
             if cfg.pingpong:
-                sched = mma_turn((when_false, when_true)[i])(wq, *turns, ab, acc, c)
+                sched = mma_turn(turns_of[i])(wq, *turns, ab, acc, c)
             else:
                 sched = (mma or mma_tiles)(wq, ab, acc, c)
             tasks.append(
@@ -362,16 +372,19 @@ def gemm_kernel(cfg: GemmConfig, mma: Callable[..., Schedule] | None = None) -> 
 
 
 def make_plan(
-    cfg: GemmConfig | None = None, mma: Callable[..., Schedule] | None = None
+    cfg: GemmConfig | None = None,
+    mma: Callable[..., Schedule] | None = None,
+    turns_of: tuple[Any, Any] = (when_false, when_true),
 ) -> KernelPlan:
     """The kernel plan on the host (no GPU, no DSL values), verified.
 
-    ``mma`` replaces the cooperative math task's schedule (see ``gemm_kernel``).
+    ``mma`` replaces the cooperative math task's schedule, ``turns_of`` the ping-pong math
+    tasks' guards (see ``gemm_kernel``).
 
     Raises:
         ts_verify.VerificationError: The verifier rejects the plan.
     """
-    kernel = gemm_kernel(cfg or GemmConfig(), mma)
+    kernel = gemm_kernel(cfg or GemmConfig(), mma, turns_of)
     kernel.verify().report.raise_for_errors()
     return kernel.plan().plan
 

@@ -46,9 +46,11 @@ from _gemm_host import DTYPE_ALIASES, REL_TOL
 from _gemm_steps import (
     DEFAULT_MNK,
     DTYPES,
-    PROMOTE_MAX_TILE_N,
+    PROMOTE_MAX_ACC,
     SCALES,
     SMS,
+    WARPGROUP,
+    WGMMA_M,
     GemmConfig,
     fit_swizzle,
 )
@@ -105,6 +107,10 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+        # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step): two
+        # epilogue buffers each, so the two A/B rings keep 3 stages (128 x 128) / 2 (128 x 192)
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
         # split-K (few output tiles): a tile's K chunks are work items of their own
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},
@@ -112,8 +118,16 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "split_k": 2},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (20 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (22 of them; ``split_k``
 only where it is not 1)."""
+
+
+def can_promote(fields: dict[str, Any]) -> bool:
+    """Whether a template's tile has registers for FP8 two-level accumulation: at most
+    ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
+    bm, bn = fields["tile_mn"]
+    warpgroups = 1 if fields["kernel"] == "pingpong" else bm // WGMMA_M
+    return bool(bm * bn // (warpgroups * WARPGROUP) <= PROMOTE_MAX_ACC)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,7 +173,7 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         cm, cn = t["cluster_mn"]
         if -(-m // bm) < cm or -(-n // bn) < cn or (m <= 64 and bm > 64):
             continue
-        if base.fp8 and base.promote_every is None and bn > PROMOTE_MAX_TILE_N:
+        if base.fp8 and base.promote_every is None and not can_promote(t):
             continue  # FP8 promotes by default, which a BN = 256 tile has no registers for
         split = t.get("split_k", 1)
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS

@@ -53,7 +53,7 @@ def test_bad_interval_is_a_typed_error(gemm: Any, bad: Any) -> None:
 def test_wide_tile_is_a_typed_error(gemm: Any) -> None:
     from ts_runtime.errors import RuntimeConfigError
 
-    with pytest.raises(RuntimeConfigError, match=r"BN / 2 = 128 registers") as err:
+    with pytest.raises(RuntimeConfigError, match=r"second fp32 tile of 128 registers") as err:
         gemm.GemmConfig(dtype="e4m3", promote_every=4)  # 128 x 256
     assert "BN <= 128" in err.value.fix
 

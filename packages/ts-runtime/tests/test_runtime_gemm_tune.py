@@ -131,7 +131,7 @@ def test_broken_candidate_is_rejected_with_the_reason(tune: Any, gemm: Any) -> N
     )
     assert all(c.cfg is None for c in out)
     assert all("VerificationError" in c.reason for c in out)
-    bad = {**tune.TEMPLATES[0], "kernel": "pingpong"}  # ping-pong takes 64-row tiles only
+    bad = {**tune.TEMPLATES[0], "kernel": "pingpong"}  # no ping-pong 128 x 256 (registers)
     (invalid,) = tune.screen([bad], gemm.GemmConfig())
     assert invalid.cfg is None and invalid.reason.startswith("invalid configuration")
 

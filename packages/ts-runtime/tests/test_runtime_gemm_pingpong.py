@@ -1,0 +1,160 @@
+"""Ping-pong with 128-row tiles in the Hopper GEMM (``GemmConfig(kernel="pingpong")``).
+
+Each of the two math warpgroups holds a whole ``128 x BN`` tile (two m64 WGMMAs per K step)
+and the two take the CTA's tiles in turns, so one's epilogue runs under the other's main
+loop. Checked on the CPU: the configuration's limits, the TS kernel's PTX against the
+hand-written twin's per family (128 x 128, 128 x 192), ptxas's verdict on it (no spills, no
+serialized WGMMAs), the verifier's refusal of a schedule in which both warpgroups take the
+same turn, the tuner's templates and the fallback rule's flag.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import re
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("cutlass")
+pytest.importorskip("ts_runtime")
+pytest.importorskip("ts_verify")
+
+from ts_codegen.dsl import compile_ptx
+
+
+@pytest.fixture(scope="module")
+def gemm(load_example: Callable[[str], Any]) -> Any:
+    return load_example("gemm")
+
+
+@pytest.fixture(scope="module")
+def steps(gemm: Any) -> Any:
+    return importlib.import_module("_gemm_steps")  # beside gemm.py, already on sys.path
+
+
+@pytest.fixture(scope="module")
+def table(gemm: Any) -> Any:
+    return importlib.import_module("_gemm_table")
+
+
+@pytest.fixture(scope="module")
+def tune(load_example: Callable[[str], Any]) -> Any:
+    return load_example("gemm_tune")
+
+
+# The families the tuner generates: a warpgroup alone on a 128-row tile, two epilogue buffers.
+FAMILIES = {
+    "128x128": {"tile_mn": (128, 128), "epi_stages": 2},
+    "128x192": {"tile_mn": (128, 192), "epi_stages": 2},
+}
+
+
+def _cfg(gemm: Any, family: str, **extra: Any) -> Any:
+    return gemm.GemmConfig(kernel="pingpong", **FAMILIES[family], **extra)
+
+
+def test_a_warpgroup_holds_the_whole_tile(gemm: Any, steps: Any) -> None:
+    cfg = _cfg(gemm, "128x128")
+    assert (cfg.math_wgs, cfg.consumer_wgs, cfg.consumer_threads) == (2, 1, 128)
+    assert (cfg.block_threads, cfg.consumer_regs, cfg.acc_values) == (384, 232, 128)
+    assert cfg.ab_stages == 3  # per ring: 2 x (3 x 32 KB + 2 x 8 KB) fits 227 KB, 4 does not
+    assert _cfg(gemm, "128x192").acc_values == steps.PINGPONG_MAX_ACC == 192
+    with pytest.raises(ValueError, match="256 fp32 accumulator registers"):
+        gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 256))
+    with pytest.raises(ValueError, match="1x1 cluster"):
+        gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), cluster_mn=(2, 1))
+
+
+def test_fp8_pingpong_128_does_not_promote(gemm: Any, steps: Any) -> None:
+    """The second fp32 tile of two-level accumulation has no registers next to 128 values."""
+    cfg = gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), dtype="e4m3")
+    assert cfg.promotion == 0
+    assert gemm.GemmConfig(kernel="pingpong", tile_mn=(64, 128), dtype="e4m3").promotion == 4
+    with pytest.raises(steps.RuntimeConfigError, match="128 registers per consumer thread"):
+        gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), promote_every=4)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_compiles_to_the_twins_code(gemm: Any, family: str) -> None:
+    cfg = _cfg(gemm, family)
+    out = gemm.compile_only(cfg)
+    assert out["verified"] is True and out["same_counts"] is True
+    assert out["ts"] == out["twin"] and out["ts_total"] == out["twin_total"]
+    ts = out["ts"]
+    assert ts["cp.async.bulk.tensor"] > 0
+    assert ts["setmaxnreg.dec"] == 1 and ts["setmaxnreg.inc"] == 2  # producer, two math WGs
+    # Per warpgroup and K block: 4 k16 steps x 2 m64 halves of the 128-row tile.
+    assert ts["wgmma.mma_async"] == 2 * 4 * 2
+    plan = gemm.make_plan(cfg)
+    assert {t.name for t in plan.tasks} == {"load", "mma0", "mma1"}
+    assert {r.name for r in plan.resources if r.pipeline} == {"ab0", "ab1"}
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
+    # each math warpgroup: its own 128-thread epilogue barrier (ids 1 and 2)
+    assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.tile_mn[1]}k16", ptx)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_ptxas_no_spills_no_serialized_wgmma(gemm: Any, family: str, tmp_path: Path) -> None:
+    """ptxas keeps the 128 / 192 accumulator registers and the WGMMA pipeline.
+
+    Before the unconditional ``wgmma.wait_group 0`` after the K loop, ptxas saw a path from the
+    loop to the epilogue with WGMMAs in flight and serialized them all (warning C7514).
+    """
+    cfg = _cfg(gemm, family)
+    for name, fn in gemm.kernels(cfg):
+        _, ptx = compile_ptx(fn, *gemm.fake_operands(cfg))
+        src = tmp_path / f"{name}.ptx"
+        src.write_text(ptx)
+        cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / f"{name}.cubin")]
+        log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, (name, log)
+        assert "C7514" not in log, (name, log)
+
+
+def test_both_warpgroups_on_the_same_turn_is_rejected(gemm: Any) -> None:
+    """If the odd tiles' warpgroup also takes the even turns, nobody drains the odd tiles' ring
+    the producer fills: the verifier finds the deadlock (TS-V301)."""
+    from ts_trace import when_false
+    from ts_verify import VerificationError
+
+    with pytest.raises(VerificationError) as err:
+        gemm.make_plan(_cfg(gemm, "128x128"), turns_of=(when_false, when_false))
+    assert "TS-V301" in err.value.report.codes()
+
+
+def test_tuner_generates_the_families(tune: Any, gemm: Any) -> None:
+    keys = [f for f in tune.TEMPLATES if f["kernel"] == "pingpong" and f["tile_mn"][0] == 128]
+    assert [f["tile_mn"] for f in keys] == [(128, 128), (128, 192)]
+    screened = tune.screen(keys, gemm.GemmConfig())
+    assert [c.reason for c in screened] == ["", ""]
+    assert [c.cfg.ab_stages for c in screened] == [3, 2]  # the stages that fit SMEM
+    big = tune.candidates((8192, 8192, 8192), gemm.GemmConfig())
+    assert all(f in big for f in keys)
+    fp8 = tune.candidates((8192, 8192, 8192), gemm.GemmConfig(dtype="e4m3"))
+    assert not any(f in fp8 for f in keys)  # FP8 promotes by default: no room for it
+
+
+def test_rule_takes_pingpong_128_only_when_flagged(table: Any, gemm: Any) -> None:
+    assert table.RULE_PINGPONG128 is False  # not until it has been timed on the H200
+    base, mnk = gemm.GemmConfig(), (8192, 8192, 8192)
+    assert table.rule_config(mnk, base).kernel == "cooperative"
+    cfg = table.rule_config(mnk, base, pingpong128=True)
+    assert (cfg.kernel, cfg.tile_mn, cfg.epi_stages, cfg.ab_stages) == (
+        "pingpong",
+        (128, 128),
+        2,
+        3,
+    )
+    gemm.make_plan(cfg)  # verifies
+    fp8 = table.rule_config(mnk, gemm.GemmConfig(dtype="e4m3"), pingpong128=True)
+    assert fp8.kernel == "cooperative"  # promoted FP8 keeps its cooperative 128 x 128
+    plain = dataclasses.replace(fp8, promote_every=0)
+    assert table.rule_config(mnk, plain, pingpong128=True).kernel == "pingpong"
