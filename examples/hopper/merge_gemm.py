@@ -49,14 +49,23 @@ from _gemm_steps import (
     make_epilogue_views,
     make_mma_fragments,
     make_scheduler,
-    make_scheduler_params,
-    make_smem_layouts,
     make_tiled_mma,
-    make_tma_atoms,
     mma_begin_tile,
     mma_wait,
     value_chunks,
 )
+from _group_gemm import (
+    DEFAULT_MNK,
+    STAGES,
+    check_shape,
+    compile_counts,
+    gemm_config,
+    host_values,
+    time_gpu,
+    tma_pipeline,
+    torch_dtype,
+)
+from _group_gemm import main as group_main
 from cutlass.base_dsl.ast_helpers import range_constexpr
 from cutlass.cute.nvgpu import cpasync, warpgroup
 from cutlass.cutlass_dsl import Constexpr
@@ -65,13 +74,10 @@ from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling import consumer_work, domain_loop, producer_work, schedule, work_tile_loop
 from task_scheduling.enums import WorkAttr
-from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
-from task_scheduling.harness import compile_only as compare
-from task_scheduling.harness import run_on_gpu as run_kernels
+from task_scheduling.harness import Case, to_cute
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
-    RuntimeConfigError,
     Tasks,
     TmaRing,
     WgmmaAccumulator,
@@ -85,36 +91,10 @@ from task_scheduling.resources import MemoryResource, TaskLocalVariable
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
 
-TILE_MN, STAGES, R_STAGES = (128, 128), 4, 2
+R_STAGES = 2  # the residual ring
 LOAD_A_WARP, LOAD_B_WARP, LOAD_R_WARP = 0, 1, 2
 MMA_WARP, MMA_WARPS = 4, 8  # warpgroups 1-2: one 64-row WGMMA slab each
 BLOCK_THREADS = (MMA_WARP + MMA_WARPS) * 32
-DTYPES = ("bf16", "fp16")
-DEFAULT_MNK = (8192, 8192, 8192)
-
-
-def gemm_config(dtype: str = "bf16") -> GemmConfig:
-    """The GEMM part: ``128 x 128`` tiles, two consumer warpgroups, 4-stage operand rings."""
-    return GemmConfig(tile_mn=TILE_MN, dtype=dtype, stages=STAGES)
-
-
-def check_shape(m: int, n: int, k: int, cfg: GemmConfig) -> None:
-    """Whole tiles only (the residual's loads and the tile walk are not clipped).
-
-    Raises:
-        RuntimeConfigError: A ragged ``M``, ``N`` or ``K``.
-    """
-    bm, bn = cfg.tile_mn
-    bad = [
-        f"{name}={v}" for name, v, t in (("M", m, bm), ("N", n, bn), ("K", k, cfg.tile_k)) if v % t
-    ]
-    if bad or min(m, n, k) <= 0:
-        raise RuntimeConfigError(
-            f"merge_gemm: {', '.join(bad) or (m, n, k)}: M and N must be positive multiples of "
-            f"{bm} and {bn}, K of {cfg.tile_k}",
-            resource="ab",
-            fix=f"pad the operands to multiples of ({bm}, {bn}, {cfg.tile_k})",
-        )
 
 
 def r_layout(cfg: GemmConfig) -> Any:
@@ -122,11 +102,16 @@ def r_layout(cfg: GemmConfig) -> Any:
     return sm90.make_smem_layout_epi(cfg.element, LayoutEnum.ROW_MAJOR, cfg.tile_mn, R_STAGES)
 
 
-def make_r_atom(cfg: GemmConfig, r: Any, layout: Any) -> tuple[Any, Any]:
-    """Host side: the residual's TMA load atom and TMA tensor (a whole tile per load)."""
-    return cpasync.make_tiled_tma_atom(  # type: ignore[no-any-return]
-        cpasync.CopyBulkTensorTileG2SOp(), r, cute.slice_(layout, (None, None, 0)), cfg.tile_mn
-    )
+def launch_values(
+    cfg: GemmConfig, a: Any, b: Any, r: Any, c: Any
+) -> tuple[list[Any], list[Any], Any, Any]:
+    """In a launcher: ``host_values`` with the residual's TMA load (a whole tile per load)
+    and ring layout after the others."""
+    atoms, layouts, params, grid = host_values(cfg, a, b, c)
+    rl = r_layout(cfg)
+    g2s = cpasync.CopyBulkTensorTileG2SOp()
+    atom_r, t_r = cpasync.make_tiled_tma_atom(g2s, r, cute.slice_(rl, (None, None, 0)), cfg.tile_mn)
+    return [*atoms, atom_r, t_r], [*layouts, rl], params, grid
 
 
 def tma_views(atom: Any, gmem: Any, smem: Any, box: tuple[int, int]) -> tuple[Any, Any]:
@@ -412,16 +397,10 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
     def launch(
         a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor, stream: Any = None
     ) -> None:
-        layouts = make_smem_layouts(cfg)
-        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
-        rl = r_layout(cfg)
-        atom_r, t_r = make_r_atom(cfg, r, rl)
-        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-        grid = params.get_grid_shape(cfg.max_active_clusters)
+        atoms, layouts, params, grid = launch_values(cfg, a, b, r, c)
         kernel.launch(
-            atom_a, t_a, atom_b, t_b, atom_c, t_c, atom_r, t_r, *layouts, rl, params,
-            grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream,
-        )  # fmt: skip
+            *atoms, *layouts, params, grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream
+        )
 
     return kernel
 
@@ -429,19 +408,6 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
 # ---------------------------------------------------------------------------------------------
 # Hand-written twin: the same schedule in plain CuTe DSL
 # ---------------------------------------------------------------------------------------------
-
-
-def _twin_pipeline(alloc: Any, stages: int, tx: int, consumers: int) -> Any:
-    """One ring's ``PipelineTmaAsync``: one thread arms a stage, the MMA threads free it."""
-    return cpipe.PipelineTmaAsync.create(
-        num_stages=stages,
-        producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
-        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, consumers),
-        tx_count=tx,
-        barrier_storage=alloc.allocate_array(cutlass.Int64, num_elems=2 * stages, byte_alignment=8),
-        enable_multicast_signaling=True,  # one empty-barrier arrival per consumer warp
-        defer_sync=True,
-    )
 
 
 @cute.jit
@@ -497,9 +463,9 @@ def twin_kernel(
     bm, bn = cfg.tile_mn
     bytes_k = cfg.tile_k * int(cfg.element.width) // 8
     threads = cfg.consumer_threads
-    pipe_a = _twin_pipeline(alloc, STAGES, bm * bytes_k, threads)
-    pipe_b = _twin_pipeline(alloc, STAGES, bn * bytes_k, threads)
-    pipe_r = _twin_pipeline(alloc, R_STAGES, bm * bn * int(cfg.element.width) // 8, threads)
+    pipe_a = tma_pipeline(alloc, STAGES, bm * bytes_k, threads)
+    pipe_b = tma_pipeline(alloc, STAGES, bn * bytes_k, threads)
+    pipe_r = tma_pipeline(alloc, R_STAGES, bm * bn * int(cfg.element.width) // 8, threads)
     cute.arch.mbarrier_init_fence()
     cute.arch.sync_threads()
 
@@ -579,16 +545,10 @@ def twin_launcher(cfg: GemmConfig) -> Any:
 
     @cute.jit
     def launch(a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor) -> None:
-        layouts = make_smem_layouts(cfg)
-        atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
-        rl = r_layout(cfg)
-        atom_r, t_r = make_r_atom(cfg, r, rl)
-        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
-        grid = params.get_grid_shape(cfg.max_active_clusters)
-        twin_kernel(
-            atom_a, t_a, atom_b, t_b, atom_c, t_c, atom_r, t_r, make_tiled_mma(cfg), *layouts,
-            rl, params, cfg,
-        ).launch(grid=grid, block=(BLOCK_THREADS, 1, 1))  # fmt: skip
+        atoms, layouts, params, grid = launch_values(cfg, a, b, r, c)
+        twin_kernel(*atoms, make_tiled_mma(cfg), *layouts, params, cfg).launch(
+            grid=grid, block=(BLOCK_THREADS, 1, 1)
+        )
 
     return launch
 
@@ -604,7 +564,7 @@ def make_plan(cfg: GemmConfig | None = None) -> KernelPlan:
 
 
 def kernels(cfg: GemmConfig) -> dict[str, Any]:
-    """The TS kernel and its twin, by name."""
+    """The TS kernel and its twin, by name (launchers ``(a, b, r, c)``)."""
     return {"ts": ts_kernel(cfg), "twin": twin_launcher(cfg)}
 
 
@@ -613,15 +573,10 @@ def compile_only(
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
     cfg = gemm_config(dtype)
+    check_shape("merge_gemm", "ab", mnk, cfg)
     m, n, k = mnk
-    check_shape(m, n, k, cfg)
-    el = cfg.element
-    args = [
-        fake_tensor(el, shape, row_major=True, align=16)
-        for shape in ((m, k), (n, k), (m, n), (m, n))
-    ]
-    ks = kernels(cfg)
-    return compare("merge_gemm", ks, args, plan=ks["ts"], ops=ops, mnk=[*mnk], dtype=dtype)
+    shapes = ((m, k), (n, k), (m, n), (m, n))
+    return compile_counts("merge_gemm", kernels(cfg), shapes, cfg, ops=ops, mnk=[*mnk], dtype=dtype)
 
 
 def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, Any]:
@@ -629,9 +584,9 @@ def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, A
     import torch
 
     cfg = gemm_config(dtype)
+    check_shape("merge_gemm", "ab", mnk, cfg)
     m, n, k = mnk
-    check_shape(m, n, k, cfg)
-    tdt = torch.bfloat16 if dtype == "bf16" else torch.float16
+    tdt = torch_dtype(dtype)
     a = torch.randn(m, k, device="cuda", dtype=tdt)
     b = torch.randn(n, k, device="cuda", dtype=tdt)
     r = torch.randn(m, n, device="cuda", dtype=tdt)
@@ -641,26 +596,17 @@ def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, A
         c = torch.zeros(m, n, device="cuda", dtype=tdt)
 
         def check() -> dict[str, Any]:
-            err = (c.float() - want).abs().max().item()
-            return {"ok": torch.allclose(c.float(), want, rtol=2e-2, atol=0.5), "max_abs_err": err}
+            got = c.float()
+            ok = bool(torch.allclose(got, want, rtol=2e-2, atol=0.5))
+            return {"ok": ok, "max_abs_err": (got - want).abs().max().item()}
 
         return Case((to_cute(a), to_cute(b), to_cute(r), to_cute(c)), check)
 
-    out = run_kernels(kernels(cfg), case, iters=iters)
-    for name in ("ts", "twin"):
-        out[name]["TFLOPs"] = 2 * m * n * k / (out[name]["ms"] * 1e9)
-    return {"example": "merge_gemm", "mnk": [*mnk], "dtype": dtype, **out}
+    return time_gpu("merge_gemm", kernels(cfg), case, mnk, dtype, iters)
 
 
 def main(argv: list[str] | None = None) -> int:
-    m, n, k = DEFAULT_MNK
-    cli = ExampleCLI(__doc__, __file__, shape={"m": m, "n": n, "k": k})
-    cli.parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="A, B, R, out type")
-    args = cli.parse(argv, lambda a: (*TILE_MN, gemm_config(a.dtype).tile_k))
-    mnk = (args.shape[0], args.shape[1], args.shape[2])
-    return cli.run(
-        lambda: compile_only(mnk, args.dtype), lambda: run_on_gpu(mnk, args.dtype, args.iters)
-    )
+    return group_main(__doc__, __file__, compile_only, run_on_gpu, argv)
 
 
 if __name__ == "__main__":

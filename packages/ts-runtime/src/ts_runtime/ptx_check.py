@@ -685,6 +685,7 @@ class _Checker:
                 f"of {self.plan.smem_capacity}",
                 line=self.rings[0].init_line,
             )
+        writes = []
         for w in self.p.smem_writes:
             d = w.destination
             if d is None or d.coef(SMEM) != 1:
@@ -696,7 +697,20 @@ class _Checker:
                 found = self.locate(op)
                 ring = found[0] if found else None
             stride = rest[0][1] if len(rest) == 1 and rest[0][1] > 0 else 0
-            end = d.const + (stride * ring.stages if ring and stride else max(stride, 1))
+            writes.append((w, d, ring, stride))
+        # A stage filled by several TMA boxes (a tile wider than its swizzle span) has one load
+        # per box, each at its offset in the stage: the ring's buffer starts at its lowest
+        # box and spans `stages` strides from there, not from each box.
+        starts: dict[tuple[str, int], int] = {}
+        for _, d, ring, stride in writes:
+            if ring is not None and stride:
+                key = (ring.resource, stride)
+                starts[key] = min(starts.get(key, d.const), d.const)
+        for w, d, ring, stride in writes:
+            if ring is not None and stride:
+                end = starts[(ring.resource, stride)] + stride * ring.stages
+            else:
+                end = d.const + max(stride, 1)
             if d.const < hi and end > lo:
                 self.error(
                     "TS-X107",
