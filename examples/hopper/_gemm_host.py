@@ -26,6 +26,7 @@ from _gemm_steps import (
     SCALES,
     SCHEDULERS,
     TILES,
+    WGMMA_M,
     GemmConfig,
     fit_swizzle,
 )
@@ -632,6 +633,8 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     explicit = _explicit(args)
     try:
         cfg = dataclasses.replace(picked, **explicit)
+        if _new_pingpong128(picked, cfg, explicit):
+            raise ValueError("a ping-pong 128-row tile nobody asked for")
     except ValueError:
         # The options ask for another kind of schedule than the pick (e.g. ping-pong where the
         # table has a 2 x 1 cluster): they fill in from GemmConfig's defaults instead.
@@ -644,6 +647,15 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
             ) from e
         return fit_swizzle(cfg, mnk[1], mnk[0]), source
     return fit_swizzle(cfg, mnk[1], mnk[0]), source + ("+flags" if explicit else "")
+
+
+def _new_pingpong128(picked: GemmConfig, cfg: GemmConfig, explicit: dict[str, Any]) -> bool:
+    """Whether options that did not name the kernel turned the pick's 64-row ping-pong into a
+    128-row one (``--tile 128x128`` on a 64 x 128 ping-pong pick): that kernel is taken only
+    when asked for (``--kernel pingpong``) or picked by the table, not by default
+    (``_gemm_table.RULE_PINGPONG128``), so such options fill in from the defaults instead."""
+    big = cfg.pingpong and cfg.tile_mn[0] > WGMMA_M
+    return big and "kernel" not in explicit and picked.tile_mn[0] == WGMMA_M
 
 
 def add_config_args(parser: argparse.ArgumentParser) -> None:
@@ -674,7 +686,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         choices=list(KERNELS),
         default=None,
         help="consumer warpgroups share each tile (cooperative) or take tiles in turns "
-        "(pingpong: 64-row, 128x128 or 128x192 tiles, 1x1 cluster, static scheduler)",
+        "(pingpong: 64-row, 128x128 or 128x192 tiles, static scheduler)",
     )
     parser.add_argument("--stages", type=int, default=None, help="A/B stages (0: as many as fit)")
     parser.add_argument(

@@ -127,7 +127,9 @@ class GemmConfig:
             ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
             its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
             loop; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or 128 x 192
-            (``PINGPONG_MAX_ACC``); 1 x 1 clusters, static scheduler).
+            (``PINGPONG_MAX_ACC``); the static scheduler, which walks the tiles of a cluster's
+            CTAs in lockstep, so with a cluster both CTAs' warpgroups take the same turns and
+            the multicast fills the same ring in every CTA).
         scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
             one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
             ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
@@ -196,8 +198,8 @@ class GemmConfig:
             raise ValueError("the dynamic scheduler hands out single-CTA tiles: use 1x1")
         if self.kernel not in KERNELS:
             raise ValueError(f"kernel {self.kernel!r} not in {KERNELS}")
-        if self.pingpong and (self.cluster_size > 1 or self.dynamic):
-            raise ValueError("pingpong takes a 1x1 cluster and the static scheduler")
+        if self.pingpong and self.dynamic:
+            raise ValueError("pingpong takes the static scheduler")
         if self.scale not in SCALES:
             raise ValueError(f"scale {self.scale!r} not in {SCALES}")
         if self.raster not in RASTERS:

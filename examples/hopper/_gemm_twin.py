@@ -378,8 +378,13 @@ def twin_pingpong_kernel(
     pipe0 = make_ab_pipeline(cfg, bars0)
     bars1 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe1 = make_ab_pipeline(cfg, bars1)
-    cute.arch.mbarrier_init_fence()
-    cute.arch.sync_threads()
+    if const_expr(cfg.cluster_size > 1):
+        # Both rings' barriers initialized cluster-wide before any peer multicasts into them.
+        cpipe.pipeline_init_arrive(cluster_shape_mn=cfg.cluster_mn, is_relaxed=True)
+        cpipe.pipeline_init_wait(cluster_shape_mn=cfg.cluster_mn)
+    else:
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
     coord = cluster_coord(cfg)
 
     if warp < WARPGROUP // 32:
@@ -445,6 +450,10 @@ def twin_pingpong_kernel(
                     state1.advance()
             sched.advance()
             tile = sched.tile()
+        if const_expr(cfg.cluster_size > 1):
+            # Do not exit while a peer may still arrive on (multicast into) either ring.
+            pipe0.producer_tail(state0)
+            pipe1.producer_tail(state1)
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
             cfg,

@@ -110,6 +110,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step): two
         # epilogue buffers each, so the two A/B rings keep 3 stages (128 x 128) / 2 (128 x 192)
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1), "kernel": "pingpong", "epi_stages": 2},
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
         # split-K (few output tiles): a tile's K chunks are work items of their own
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
@@ -118,7 +119,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "split_k": 2},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (22 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (23 of them; ``split_k``
 only where it is not 1)."""
 
 

@@ -197,8 +197,8 @@ def test_fp8_every_configuration_verifies(gemm: Any) -> None:
         assert gemm.make_plan(cfg).name in ("gemm", "gemm_pingpong")
         verified += 1
     # 4 tiles x 3 clusters x 3 scales (static cooperative) + 4 x 3 (dynamic, 1x1)
-    # + 3 x 3 (ping-pong: 128 x 128 and the 64-row tiles, 1x1, static)
-    assert verified == 36 + 12 + 9
+    # + 3 x 3 x 3 (ping-pong: 128 x 128 and the 64-row tiles, every cluster, static)
+    assert verified == 36 + 12 + 27
 
 
 def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:

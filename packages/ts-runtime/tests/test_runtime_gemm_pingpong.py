@@ -3,13 +3,14 @@
 Each of the two math warpgroups holds a whole ``128 x BN`` tile (two m64 WGMMAs per K step)
 and the two take the CTA's tiles in turns, so one's epilogue runs under the other's main
 loop. Checked on the CPU: the configuration's limits, the TS kernel's PTX against the
-hand-written twin's per family (128 x 128, 128 x 192), ptxas's verdict on it (no spills, no
-serialized WGMMAs), the verifier's refusal of a schedule in which both warpgroups take the
-same turn, the tuner's templates and the fallback rule's flag.
+hand-written twin's per family (128 x 128, also in a 2 x 1 cluster, and 128 x 192), ptxas's
+verdict on it (no spills, no serialized WGMMAs), the verifier's refusal of a schedule in which
+both warpgroups take the same turn, the tuner's templates and the fallback rule's flag.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import importlib
 import re
@@ -51,6 +52,7 @@ def tune(load_example: Callable[[str], Any]) -> Any:
 # The families the tuner generates: a warpgroup alone on a 128-row tile, two epilogue buffers.
 FAMILIES = {
     "128x128": {"tile_mn": (128, 128), "epi_stages": 2},
+    "128x128-2x1": {"tile_mn": (128, 128), "epi_stages": 2, "cluster_mn": (2, 1)},
     "128x192": {"tile_mn": (128, 192), "epi_stages": 2},
 }
 
@@ -67,8 +69,8 @@ def test_a_warpgroup_holds_the_whole_tile(gemm: Any, steps: Any) -> None:
     assert _cfg(gemm, "128x192").acc_values == steps.PINGPONG_MAX_ACC == 192
     with pytest.raises(ValueError, match="256 fp32 accumulator registers"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 256))
-    with pytest.raises(ValueError, match="1x1 cluster"):
-        gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), cluster_mn=(2, 1))
+    with pytest.raises(ValueError, match="static scheduler"):
+        gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), scheduler="dynamic")
 
 
 def test_fp8_pingpong_128_does_not_promote(gemm: Any, steps: Any) -> None:
@@ -98,6 +100,9 @@ def test_family_compiles_to_the_twins_code(gemm: Any, family: str) -> None:
     # each math warpgroup: its own 128-thread epilogue barrier (ids 1 and 2)
     assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{cfg.tile_mn[1]}k16", ptx)
+    if cfg.cluster_size > 1:
+        assert "multicast::cluster" in ptx  # B multicast along the cluster's M
+        assert "barrier.cluster.arrive" in ptx and "mapa.shared" in ptx  # init; peer release
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
@@ -132,10 +137,15 @@ def test_both_warpgroups_on_the_same_turn_is_rejected(gemm: Any) -> None:
 
 def test_tuner_generates_the_families(tune: Any, gemm: Any) -> None:
     keys = [f for f in tune.TEMPLATES if f["kernel"] == "pingpong" and f["tile_mn"][0] == 128]
-    assert [f["tile_mn"] for f in keys] == [(128, 128), (128, 192)]
+    assert [(f["tile_mn"], f["cluster_mn"]) for f in keys] == [
+        ((128, 128), (1, 1)),
+        ((128, 128), (2, 1)),
+        ((128, 192), (1, 1)),
+    ]
     screened = tune.screen(keys, gemm.GemmConfig())
-    assert [c.reason for c in screened] == ["", ""]
-    assert [c.cfg.ab_stages for c in screened] == [3, 2]  # the stages that fit SMEM
+    assert [c.reason for c in screened] == ["", "", ""]
+    assert [c.cfg.ab_stages for c in screened] == [3, 3, 2]  # the stages that fit SMEM
+    assert len({c.key for c in screened}) == 3
     big = tune.candidates((8192, 8192, 8192), gemm.GemmConfig())
     assert all(f in big for f in keys)
     fp8 = tune.candidates((8192, 8192, 8192), gemm.GemmConfig(dtype="e4m3"))
@@ -158,3 +168,25 @@ def test_rule_takes_pingpong_128_only_when_flagged(table: Any, gemm: Any) -> Non
     assert fp8.kernel == "cooperative"  # promoted FP8 keeps its cooperative 128 x 128
     plain = dataclasses.replace(fp8, promote_every=0)
     assert table.rule_config(mnk, plain, pingpong128=True).kernel == "pingpong"
+
+
+def test_cli_takes_pingpong_128_only_when_asked(gemm: Any, table: Any, monkeypatch: Any) -> None:
+    """``--tile 128x128`` on a 64-row ping-pong pick stays cooperative (as tools/gpu_batch.sh
+    expects); ``--kernel pingpong`` asks for the 128-row ping-pong."""
+    host: Any = importlib.import_module("_gemm_host")
+
+    def rule_pick(mnk: Any, base: Any) -> Any:
+        return table.rule_config(mnk, base), "rule:test"
+
+    monkeypatch.setattr(table, "pick", rule_pick)
+    parser = argparse.ArgumentParser()
+    host.add_config_args(parser)
+    odd = (1003, 1501, 707)
+    assert rule_pick(odd, gemm.GemmConfig())[0].tile_mn == (64, 128)  # a 64-row ping-pong pick
+    cfg, source = host.config_for(parser.parse_args(["--tile", "128x128"]), odd)
+    assert (cfg.kernel, cfg.tile_mn) == ("cooperative", (128, 128))
+    assert source.startswith("default+flags")
+    asked = ["--tile", "128x128", "--kernel", "pingpong", "--epi-stages", "2"]
+    cfg, source = host.config_for(parser.parse_args(asked), odd)
+    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
+    assert source == "rule:test+flags"
