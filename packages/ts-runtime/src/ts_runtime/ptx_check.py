@@ -699,8 +699,9 @@ class _Checker:
             stride = rest[0][1] if len(rest) == 1 and rest[0][1] > 0 else 0
             writes.append((w, d, ring, stride))
         # A stage filled by several TMA boxes (a tile wider than its swizzle span) has one load
-        # per box, each at its offset in the stage: the ring's buffer starts at its lowest
-        # box and spans `stages` strides from there, not from each box.
+        # per box, each at its offset in the stage: the ring's buffer starts at its lowest box
+        # and spans `stages` strides from there. A box one stride or more past the lowest
+        # starts outside the first stage: its writes are counted from itself.
         starts: dict[tuple[str, int], int] = {}
         for _, d, ring, stride in writes:
             if ring is not None and stride:
@@ -708,7 +709,8 @@ class _Checker:
                 starts[key] = min(starts.get(key, d.const), d.const)
         for w, d, ring, stride in writes:
             if ring is not None and stride:
-                end = starts[(ring.resource, stride)] + stride * ring.stages
+                start = starts[(ring.resource, stride)]
+                end = (start if d.const - start < stride else d.const) + stride * ring.stages
             else:
                 end = d.const + max(stride, 1)
             if d.const < hi and end > lo:
