@@ -40,7 +40,8 @@ case "$phase" in
 check)
   for args in grid_stride_copy.py tma_copy.py "tma_copy.py --variant tma_store" \
     persistent_copy.py varlen_copy.py "varlen_copy.py --scheduler dynamic" bias_act_copy.py \
-    debug_hang.py pdl_pair.py merge_copy.py fork.py; do
+    debug_hang.py pdl_pair.py merge_copy.py fork.py fork_gemm.py merge_gemm.py \
+    "fork_gemm.py --dtype fp16" "merge_gemm.py --dtype fp16"; do
     # shellcheck disable=SC2086  # the example's options are words
     run examples.log 120 python3 examples/hopper/$args
   done

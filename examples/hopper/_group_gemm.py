@@ -9,7 +9,7 @@ command line (compile-only PTX counts, the GPU run's timing).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -116,7 +116,7 @@ def compile_counts(
     return out
 
 
-def compile_ok(out: dict[str, Any]) -> bool:
+def compile_ok(out: Mapping[str, Any]) -> bool:
     """The compile-only verdict: the same PTX per opcode, with WGMMA, TMA and mbarriers."""
     return bool(out["same_counts"]) and all(out["twin"].get(k, 0) > 0 for k in NEEDED)
 
