@@ -31,6 +31,8 @@ PARTS: dict[str, dict[str, list[str]]] = {
     "pdl_pair": {"ts": ["pdl_pair.py"], "twin": ["pdl_pair.py"]},
     "merge_copy": {"ts": ["merge_copy.py"], "twin": ["merge_copy.py"]},
     "fork": {"ts": ["fork.py"], "twin": ["fork.py"]},
+    "fork_gemm": {"ts": ["fork_gemm.py"], "twin": ["fork_gemm.py"]},
+    "merge_gemm": {"ts": ["merge_gemm.py"], "twin": ["merge_gemm.py"]},
 }
 TARGETS = {"tma_copy": 1.0, "gemm": 0.7}
 """Issue 13's targets: TS code lines at most this many times the twin's."""
