@@ -87,6 +87,11 @@ pending)
   run attention.log 300 python3 bench/attention.py --dtype fp16 --stagger
   run compat.log 200 python3 bench/compat_gpu.py --only p3
   run compat.log 200 python3 bench/compat_gpu.py --only p4
+  # The pipeline-group GEMM examples (issue 14): torch checks and the TS / twin ratio.
+  run groups.log 120 python3 examples/hopper/fork_gemm.py
+  run groups.log 120 python3 examples/hopper/merge_gemm.py
+  run groups.log 120 python3 examples/hopper/fork_gemm.py --dtype fp16 --m 4096 --n 4096 --k 4096
+  run groups.log 120 python3 examples/hopper/merge_gemm.py --dtype fp16 --m 4096 --n 4096 --k 4096
   ;;
 tune1 | tune2)
   part="${phase#tune}"
