@@ -9,49 +9,42 @@ at trace time, so a Python ``for`` loop unrolls into repeated steps. The result 
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import difflib
 import functools
 import inspect
-from collections.abc import Callable, Hashable, Iterator
-from typing import Any, TypeAlias
+from collections.abc import Callable
+from typing import Any
 
 from ts_ir import (
-    FIRST_ITER,
-    LAST_ITER,
     RESERVED_OP_NAMES,
-    SKIPPABLE,
-    Bound,
-    ConstBound,
-    DomainLoop,
-    DynamicBound,
-    Every,
-    IterationPredicate,
-    Node,
-    OpaqueCondition,
     Role,
     Route,
-    RuntimeBound,
     Schedule,
     ScheduleStage,
     SourceLocation,
     Step,
-    WorkTileLoop,
 )
 from ts_trace._internal.builder import (
     ScheduleBuilder,
-    Scope,
     activated,
-    active_builder,
-    active_stack,
-    condition_node,
-    is_plain_condition,
 )
 from ts_trace._internal.source import definition_location, user_location
+
+# The blocks live in their own module; their names stay importable from here (the
+# reference's ``schedule_builder`` exports them).
+from ts_trace.blocks import (
+    DomainLoopProxy,
+    WorkTileLoopProxy,
+    domain_loop,
+    skip_predicate,
+    when_false,
+    when_true,
+    work_tile_loop,
+)
 from ts_trace.errors import ScheduleError, TraceError
 from ts_trace.groups import PipelineGroup
 from ts_trace.resources import MemoryResource, WorkMethod, effective_outputs, resource_name
+from ts_trace.tokens import Boolean, DataFlowToken, check_token
 
 __all__ = [
     "Boolean",
@@ -66,107 +59,6 @@ __all__ = [
     "when_true",
     "work_tile_loop",
 ]
-
-
-_I32 = 2**31 - 1  # loop counters, periods and unroll counts are int32 on the GPU
-
-
-def _schedule_name() -> str:
-    stack = active_stack()
-    return stack[-1].name if stack else ""
-
-
-Boolean: TypeAlias = Any
-"""A runtime boolean (a CuTe DSL ``Boolean`` when lowered, a Python bool in CPU models)."""
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class DataFlowToken:
-    """The value a consumer work call returns while tracing.
-
-    Pass it to a later work call (by keyword or positionally) to route the value, or to
-    :func:`when_true` / :func:`when_false` to guard a block with it.
-
-    Attributes:
-        resource: Name of the resource whose work produced it.
-        label: The producing work method.
-        output: The task-local output it stands for (None when the call declares none).
-        step_id: Id of the producing step.
-        scope_path: Blocks open when it was produced.
-        builder_id: Identity of the schedule trace that produced it.
-    """
-
-    resource: str
-    label: str
-    output: str | None
-    step_id: int
-    scope_path: tuple[int, ...]
-    builder_id: int
-
-    def __bool__(self) -> bool:
-        raise ScheduleError(
-            "TS-T014",
-            f"the output of {self.resource}.{self.label} is a runtime value; Python `if` cannot "
-            "test it while tracing",
-            resource=self.resource,
-            location=user_location(),
-            fix="guard the block with `with when_true(token):` instead of `if token:`",
-        )
-
-    def __iter__(self) -> Iterator[Any]:
-        raise ScheduleError(
-            "TS-T006",
-            f"{self.resource}.{self.label} returns a single output; it cannot be unpacked",
-            resource=self.resource,
-            location=user_location(),
-            fix="declare several outputs with returns=(a, b) to get a tuple of tokens",
-        )
-
-    def describe(self) -> str:
-        """``resource.label[output]``."""
-        return f"{self.resource}.{self.label}[{self.output}]"
-
-
-def _check_token(
-    builder: ScheduleBuilder, token: DataFlowToken, use: str, location: SourceLocation
-) -> str:
-    """Validate a token at a use site and return its output name."""
-    common: dict[str, Any] = {
-        "schedule": builder.name,
-        "resource": token.resource,
-        "step": use,
-        "location": location,
-    }
-    if token.builder_id != builder.uid:
-        raise ScheduleError(
-            "TS-T005",
-            f"{use} uses the output of {token.resource}.{token.label} from a different "
-            "schedule trace; it is not produced in this schedule",
-            **common,
-        )
-    if token.output is None:
-        raise ScheduleError(
-            "TS-T006",
-            f"{use} uses the result of {token.resource}.{token.label}, which declares no output",
-            **common,
-            fix=f"declare it: @consumer_work(returns=...) on {token.label}",
-        )
-    if builder.latest.get((token.resource, token.output)) != token.step_id:
-        raise ScheduleError(
-            "TS-T003",
-            f"{use} uses `{token.output}` from {token.resource}.{token.label} (step "
-            f"#{token.step_id}), but a later call overwrote that output before this use",
-            **common,
-        )
-    path = builder.scope_path()
-    if path[: len(token.scope_path)] != token.scope_path:
-        raise ScheduleError(
-            "TS-T004",
-            f"{use} uses `{token.output}` from {token.resource}.{token.label}, which was "
-            "produced inside a block that has ended (it may not have run)",
-            **common,
-        )
-    return token.output
 
 
 class _PipelineOp:
@@ -227,7 +119,7 @@ class _WorkCall:
                     fix=f"{method.label} takes: {', '.join(info.parameters) or 'no arguments'}",
                 )
             if isinstance(value, DataFlowToken):
-                output = _check_token(builder, value, use, location)
+                output = check_token(builder, value, use, location)
                 inputs.append(Route(arg, value.step_id, output))
             elif isinstance(value, (tuple, list)) and any(
                 isinstance(v, DataFlowToken) for v in value
@@ -482,365 +374,3 @@ def schedule(fn: Callable[..., None]) -> Callable[..., Schedule]:
         return builder.finalize()
 
     return trace
-
-
-def _reject_plain_non_int(value: object, what: str, common: dict[str, Any]) -> None:
-    """TS-T012 for plain Python values that are not integers (2.5, None, [4], "8").
-
-    A runtime bound is a DSL integer or a named placeholder; a float, None, a container or a
-    string holding a number is a mistake the kernel would otherwise trace silently.
-    """
-    numeric_text = isinstance(value, str) and not value.isidentifier()
-    plain = (float, complex, bytes, bytearray, list, tuple, dict, set, frozenset, range)
-    if value is None or numeric_text or isinstance(value, plain):
-        raise ScheduleError(
-            "TS-T012",
-            f"domain_loop {what} bound is {value!r} ({type(value).__name__}); bounds are ints, "
-            "runtime integers or a Task method",
-            **common,
-            fix="pass an int (e.g. domain_loop(8)), a runtime integer or MyTask.get_domain",
-        )
-
-
-def _bound(value: object, what: str, builder: ScheduleBuilder, loc: SourceLocation) -> Bound:
-    common: dict[str, Any] = {"schedule": builder.name, "location": loc}
-    if isinstance(value, (bool, DataFlowToken)):
-        raise ScheduleError(
-            "TS-T012",
-            f"domain_loop {what} bound is {value!r}; bounds are ints, runtime integers or a "
-            "Task method",
-            **common,
-            fix="compute per-tile bounds in a Task method and pass MyTask.get_domain",
-        )
-    if isinstance(value, int):
-        if not -_I32 - 1 <= value <= _I32:
-            raise ScheduleError(
-                "TS-T012",
-                f"domain_loop {what} bound {value} does not fit in int32 (the loop counter's type)",
-                **common,
-                fix=f"use bounds in [{-_I32 - 1}, {_I32}]",
-            )
-        return ConstBound(value)
-    _reject_plain_non_int(value, what, common)
-    if callable(value):
-        qualname = getattr(value, "__qualname__", "")
-        parts = qualname.split(".")
-        params = []
-        if inspect.isfunction(value):
-            params = list(inspect.signature(value).parameters)
-        ok = (
-            inspect.isfunction(value)
-            and len(parts) >= 2
-            and parts[-2] != "<locals>"
-            and parts[-1] != "<lambda>"
-            and params[:1] == ["self"]
-            and len(params) == 2
-        )
-        if not ok:
-            raise ScheduleError(
-                "TS-T013",
-                f"domain_loop {what} bound {qualname or value!r} is not a method accessed on "
-                "its class (expected `def get_domain(self, work_tile_coord)` passed as "
-                "MyTask.get_domain)",
-                **common,
-            )
-        return DynamicBound(qualname)
-    return RuntimeBound(type(value).__name__, value)
-
-
-class DomainLoopProxy:
-    """What ``with domain_loop(...) as loop`` yields: opens iteration-predicate blocks."""
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-
-    def first_iter(self) -> contextlib.AbstractContextManager[None]:
-        """A block that runs on the loop's first iteration only."""
-        return self._predicate(FIRST_ITER, "first_iter()")
-
-    def last_iter(self) -> contextlib.AbstractContextManager[None]:
-        """A block that runs on the loop's last iteration only."""
-        return self._predicate(LAST_ITER, "last_iter()")
-
-    def every(self, period: int, *, start: int = 0) -> contextlib.AbstractContextManager[None]:
-        """A block that runs on iterations ``start, start + period, ...``.
-
-        Raises:
-            ScheduleError: ``TS-T021`` when ``period`` is not an int >= 1 or ``start`` not an
-                int >= 0 (a bool is not an int here), or either exceeds int32.
-        """
-        for name, value, low in (("period", period, 1), ("start", start, 0)):
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= _I32:
-                loc = user_location()
-                raise ScheduleError(
-                    "TS-T021",
-                    f"loop.every({period!r:.40}, start={start!r:.40}): {name} must be an int in "
-                    f"[{low}, {_I32}], got {value!r:.40} ({type(value).__name__})",
-                    schedule=_schedule_name(),
-                    location=loc,
-                )
-        return self._predicate(Every(period, start), f"every({period}, start={start})")
-
-    @contextlib.contextmanager
-    def _predicate(self, guard: IterationPredicate, what: str) -> Iterator[None]:
-        loc = user_location()
-        builder = active_builder(f"loop.{what}", loc)
-        if builder.innermost("domain") is not self._scope:
-            raise ScheduleError(
-                "TS-T008",
-                f"loop.{what} was used outside its own domain loop (or inside a nested one)",
-                schedule=builder.name,
-                location=loc,
-            )
-        with _condition(builder, guard, loc):
-            yield
-
-
-@contextlib.contextmanager
-def domain_loop(
-    *bounds: object | Callable[..., object],
-    unroll: int | None = None,
-) -> Iterator[DomainLoopProxy]:
-    """Open a ``range``-like loop over the work tile's iteration space.
-
-    ``domain_loop(end)``, ``domain_loop(start, end)`` or ``domain_loop(start, end, step)``.
-    A bound is an int, a runtime integer (a DSL value computed in the kernel), or a task method
-    accessed on the class (``MyTask.get_domain``) that the runtime calls as
-    ``(self, work_tile_coord)`` for every work tile.
-
-    Args:
-        *bounds: 1 to 3 range-style bounds.
-        unroll: Unroll count (an int >= 1); None keeps the loop rolled (as 1 does).
-
-    Yields:
-        A :class:`DomainLoopProxy` with ``first_iter()``, ``last_iter()`` and ``every()``.
-    """
-    loc = user_location()
-    builder = active_builder("domain_loop()", loc)
-    if not 1 <= len(bounds) <= 3:
-        raise ScheduleError(
-            "TS-T012",
-            f"domain_loop takes 1 to 3 bounds, got {len(bounds)}",
-            schedule=builder.name,
-            location=loc,
-        )
-    if unroll is not None and (
-        isinstance(unroll, bool) or not isinstance(unroll, int) or not 1 <= unroll <= _I32
-    ):
-        raise ScheduleError(
-            "TS-T012",
-            f"domain_loop unroll={unroll!r:.40} must be an int in [1, {_I32}] or None",
-            schedule=builder.name,
-            location=loc,
-        )
-    raw = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
-    names = ("start", "end", "step")
-    start, end, step = (_bound(v, n, builder, loc) for v, n in zip(raw, names, strict=True))
-    if isinstance(step, ConstBound) and step.value == 0:
-        raise ScheduleError(
-            "TS-T012", "domain_loop step must not be 0", schedule=builder.name, location=loc
-        )
-
-    def make(body: tuple[Node, ...]) -> Node:
-        return DomainLoop(start, end, step, unroll, body, loc)
-
-    scope = Scope("domain", loc, make)
-    builder.push(scope)
-    yield DomainLoopProxy(scope)
-    builder.pop(scope)
-
-
-class WorkTileLoopProxy:
-    """What ``with work_tile_loop(...) as tiles`` yields: opens ``skippable()`` regions."""
-
-    def __init__(self, scope: Scope) -> None:
-        self._scope = scope
-
-    @contextlib.contextmanager
-    def skippable(self) -> Iterator[None]:
-        """A region omitted for work tiles that the loop's ``skip_if`` rejects."""
-        loc = user_location()
-        builder = active_builder("skippable()", loc)
-        if self._scope not in builder.scopes or self._scope.data.get("skip_if") is None:
-            why = (
-                "outside its work_tile_loop"
-                if self._scope not in builder.scopes
-                else "in a work_tile_loop without skip_if"
-            )
-            raise ScheduleError(
-                "TS-T011", f"skippable() was used {why}", schedule=builder.name, location=loc
-            )
-        with _condition(builder, SKIPPABLE, loc):
-            yield
-
-
-_SKIP_PREDICATES: dict[str, Callable[..., Any]] = {}
-
-
-def skip_predicate(name: str) -> Callable[..., Any] | None:
-    """The ``skip_if`` callable last traced under the qualified name ``name`` (or None).
-
-    The IR keeps only the name of a skip predicate; the lowering gets the function back here
-    when it is not a method of the work-queue resource.
-    """
-    return _SKIP_PREDICATES.get(name)
-
-
-@contextlib.contextmanager
-def work_tile_loop(
-    wq: object,
-    *,
-    skip_if: Callable[..., Boolean] | None = None,
-) -> Iterator[WorkTileLoopProxy]:
-    """Open the persistent loop over the work tiles of the work queue ``wq``.
-
-    Args:
-        wq: The work-queue resource (a schedule argument).
-        skip_if: Optional predicate ``(work_queue, work_tile) -> Boolean``; tiles it accepts
-            skip the ``skippable()`` regions of the body while the queue bookkeeping still runs.
-
-    Yields:
-        A :class:`WorkTileLoopProxy` with ``skippable()``.
-    """
-    loc = user_location()
-    builder = active_builder("work_tile_loop()", loc)
-    common: dict[str, Any] = {"schedule": builder.name, "location": loc}
-    if not isinstance(wq, ResourceProxy) or not type(wq._ts_resource).is_work_queue:
-        raise ScheduleError(
-            "TS-T007",
-            f"work_tile_loop needs a work-queue resource of this schedule, got {wq!r}",
-            **common,
-            fix="pass the WorkQueue argument of the schedule function",
-        )
-    if builder.work_tile_loops or len(builder.scopes) != 1:
-        why = "a second time" if builder.work_tile_loops else "inside another block"
-        raise ScheduleError(
-            "TS-T007", f"work_tile_loop was opened {why}", resource=wq._ts_name, **common
-        )
-    if skip_if is not None and not callable(skip_if):
-        raise ScheduleError(
-            "TS-T007",
-            f"skip_if={skip_if!r} is not callable",
-            resource=wq._ts_name,
-            **common,
-            fix="pass a function (work_queue, work_tile) -> Boolean",
-        )
-    skip_name = None if skip_if is None else getattr(skip_if, "__qualname__", repr(skip_if))
-    if skip_if is not None and skip_name is not None:
-        _SKIP_PREDICATES[skip_name] = skip_if
-    queue = wq._ts_name
-
-    def make(body: tuple[Node, ...]) -> Node:
-        return WorkTileLoop(queue, skip_name, body, loc)
-
-    scope = Scope("worktile", loc, make, {"skip_if": skip_if})
-    builder.work_tile_loops += 1
-    builder.push(scope)
-    yield WorkTileLoopProxy(scope)
-    builder.pop(scope)
-
-
-@contextlib.contextmanager
-def _condition(builder: ScheduleBuilder, guard: Any, loc: SourceLocation) -> Iterator[None]:
-    outer = builder.open_conditions()
-    if outer and (guard is SKIPPABLE or any(is_plain_condition(s) for s in outer)):
-        raise ScheduleError(
-            "TS-T010",
-            f"a `{guard.describe()}` block was opened inside the "
-            f"`{outer[-1].data['guard'].describe()}` block opened at line "
-            f"{outer[-1].location.line}",
-            schedule=builder.name,
-            location=loc,
-        )
-    scope = Scope("cond", loc, condition_node(guard, loc), {"guard": guard})
-    builder.push(scope)
-    yield
-    builder.pop(scope)
-
-
-def _opaque(
-    builder: ScheduleBuilder,
-    cond: DataFlowToken,
-    key: Hashable | None,
-    negated: bool,
-    loc: SourceLocation,
-) -> OpaqueCondition:
-    use = f"{'when_false' if negated else 'when_true'}({cond.describe()})"
-    output = _check_token(builder, cond, use, loc)
-    if key is None:
-        key = f"{cond.resource}.{cond.label}.{output}#{cond.step_id}"
-    elif not isinstance(key, (str, int)) or isinstance(key, bool):
-        key = repr(key)
-    return OpaqueCondition(key, negated, cond.resource, cond.label, output)
-
-
-def _guard_of(cond: object, key: Hashable | None, negated: bool) -> tuple[Any, ScheduleBuilder]:
-    loc = user_location()
-    name = "when_false" if negated else "when_true"
-    builder = active_builder(f"{name}()", loc)
-    if isinstance(cond, DataFlowToken):
-        return _opaque(builder, cond, key, negated, loc), builder
-    if isinstance(cond, IterationPredicate):
-        if key is not None:
-            raise ScheduleError(
-                "TS-T014",
-                f"{name}({cond.describe()}, key={key!r}): key= names a runtime condition; an "
-                "iteration predicate is decided by the loop count and takes no key",
-                schedule=builder.name,
-                location=loc,
-                fix=f"drop key=: {name}({cond.describe()})",
-            )
-        if negated:
-            raise ScheduleError(
-                "TS-T009",
-                f"when_false({cond.describe()}): iteration predicates cannot be negated",
-                schedule=builder.name,
-                location=loc,
-            )
-        if builder.innermost("domain") is None:
-            raise ScheduleError(
-                "TS-T008",
-                f"when_true({cond.describe()}) is outside every domain_loop",
-                schedule=builder.name,
-                location=loc,
-            )
-        return cond, builder
-    raise ScheduleError(
-        "TS-T014",
-        f"{name}({cond!r}): the condition is neither a work-call output nor an iteration "
-        "predicate, so it would not be evaluated at run time",
-        schedule=builder.name,
-        location=loc,
-    )
-
-
-@contextlib.contextmanager
-def when_true(cond: object, *, key: Hashable | None = None) -> Iterator[None]:
-    """Open a block that runs when ``cond`` is true.
-
-    Args:
-        cond: A data-flow token returned by a consumer work call (a runtime condition; the
-            stored value is read, the method is not called again), or an iteration predicate
-            such as ``Every(2)`` (only inside ``domain_loop``).
-        key: Names the runtime condition so blocks (also in other tasks) that test the same
-            value are correlated by the verifier. Defaults to the producing call.
-    """
-    guard, builder = _guard_of(cond, key, negated=False)
-    with _condition(builder, guard, user_location()):
-        yield
-
-
-@contextlib.contextmanager
-def when_false(cond: object, *, key: Hashable | None = None) -> Iterator[None]:
-    """Open a block that runs when the runtime condition ``cond`` is false.
-
-    Only work-call outputs are accepted: the complement of an iteration predicate may not be
-    contiguous in the lowered loop.
-
-    Args:
-        cond: A data-flow token returned by a consumer work call.
-        key: Names the runtime condition (see :func:`when_true`).
-    """
-    guard, builder = _guard_of(cond, key, negated=True)
-    with _condition(builder, guard, user_location()):
-        yield
