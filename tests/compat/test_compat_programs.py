@@ -77,6 +77,16 @@ def test_enough_programs() -> None:
     assert len(gpu) * 3 >= len(POSITIVE), gpu
 
 
+def test_every_gpu_run_says_pass() -> None:
+    """bench/compat_gpu.py counts a GPU run as passed only when it prints PASS."""
+    silent = [
+        p.stem
+        for p in sorted(PROGRAMS.glob("p[0-9][0-9]_*.py"))
+        if "def run_gpu" in p.read_text() and 'print("PASS")' not in p.read_text()
+    ]
+    assert not silent, f"run_gpu without print('PASS'): {silent}"
+
+
 @pytest.mark.parametrize("stem", [pytest.param(s, marks=_marks(s)) for s in POSITIVE])
 def test_program_compiles(stem: str) -> None:
     module = _load(stem)

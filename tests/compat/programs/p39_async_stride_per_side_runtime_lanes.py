@@ -207,3 +207,4 @@ def run_gpu() -> None:
         torch.cuda.synchronize()
         torch.testing.assert_close(dst_t[: tiles * WG], src_t[: tiles * WG] * 2)
         assert not dst_t[tiles * WG :].any()
+    print("PASS")
