@@ -257,6 +257,10 @@ def ts_kernel(cfg: GemmConfig | None = None, *, act_release: bool = True) -> Ker
                     with kb.last_iter():
                         ab.mma_wait_all()
                         ab.release()
+                # Again, unconditionally: with the last block's wait alone, ptxas sees a path
+                # from the loop to the epilogue's reads of the accumulator with WGMMAs in flight
+                # (as gemm.py); at run time there is nothing left to wait for.
+                ab.mma_wait_all()
                 c.store()
             c.drain()
 
@@ -413,6 +417,7 @@ def twin_kernel(
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
+            mma_wait(0)  # unconditionally, as the TS schedule (no WGMMAs in flight for ptxas)
             epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp)
             sched.advance()
             tile = sched.tile()

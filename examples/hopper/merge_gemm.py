@@ -362,6 +362,9 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
                     with kb.last_iter():
                         g.smem_a.mma_wait_all()
                         release(g)
+                # Again, unconditionally: with the last block's wait alone, ptxas sees a path
+                # from the loop to the accumulator's reads with WGMMAs in flight (as gemm.py).
+                g.smem_a.mma_wait_all()
                 r.wait()
                 r.add()  # acc += R: then R is in registers and its stage is free
                 r.release()
@@ -530,6 +533,7 @@ def twin_kernel(
                     free_a.advance()
                     pipe_b.consumer_release(free_b)
                     free_b.advance()
+            mma_wait(0)  # unconditionally, as the TS schedule (no WGMMAs in flight for ptxas)
             pipe_r.consumer_wait(read_r)
             add_residual(tiled_mma, acc, s_r[(None, None, read_r.index)], ctid)
             pipe_r.consumer_release(read_r)

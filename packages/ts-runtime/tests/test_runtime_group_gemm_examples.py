@@ -10,7 +10,10 @@ the schedules (noted beside each).
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,3 +157,28 @@ def test_ragged_shapes_get_a_typed_error(fork: Any, merge: Any, mnk: tuple[int, 
     for example in (fork, merge):
         with pytest.raises(RuntimeConfigError, match="multiples of 128, 128 and 64"):
             example.compile_only(mnk)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
+@pytest.mark.parametrize(
+    ("name", "shapes"),
+    [
+        ("fork_gemm", ((1024, 512), (1024, 512), (1024, 1024), (1024, 512))),
+        ("merge_gemm", ((1024, 512), (1024, 512), (1024, 1024), (1024, 1024))),
+    ],
+)
+def test_ptxas_no_spills_no_wgmma_waits_injected(
+    name: str, shapes: tuple[tuple[int, int], ...], request: Any, tmp_path: Path
+) -> None:
+    """ptxas keeps the accumulator in registers and injects no ``wgmma.wait`` (C7517) nor
+    serializes the WGMMAs (C7514): the K loop is followed by an unconditional wait in both."""
+    from ts_runtime.harness import ptx_of
+
+    example = request.getfixturevalue(name.split("_")[0])
+    for kind, fn in example.kernels(example.gemm_config("bf16")).items():
+        src = tmp_path / f"{kind}.ptx"
+        src.write_text(ptx_of(fn, *_fakes(example, shapes)))
+        cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / f"{kind}.cubin")]
+        log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, (kind, log)
+        assert "C7514" not in log and "C7517" not in log, (kind, log)
