@@ -118,13 +118,15 @@ def epilogue_store(
         acc, thr = views.acc_mma, views.thr_mma
         epilogue_fuse(cfg, acc, thr, t_c, c_in, bias, m, n, scale_a, scale_b)
     g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
-    g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (1, subtiles))
+    g_sub = cute.zipped_divide(g_tile, cfg.epi_tile)  # (epi_tile, (row blocks, columns))
     t_s, t_g = cpasync.tma_partition(
         atom_c, 0, cute.make_layout(1), cute.group_modes(s_c, 0, 2), g_sub
     )
     n_vals = cute.size(views.frag)
+    columns = cfg.tile_mn[1] // cfg.epi_n
     for j in range_constexpr(cfg.epi_subtiles):
         buf = j % cfg.epi_stages
+        row, col = j // columns, j % columns  # row block > 0 only for a ping-pong 128-row tile
         for v in range_constexpr(n_vals):
             views.frag[v] = views.acc[j * n_vals + v].to(cfg.out_element)
         cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
@@ -136,7 +138,7 @@ def epilogue_store(
             # Bulk groups are per thread: the same (elected) lane issues and commits, and the
             # whole warp's wait_group above includes that lane.
             with cute.arch.elect_one():
-                cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (0, j))])
+                cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (row, col))])
                 cute.arch.cp_async_bulk_commit_group()
 
 

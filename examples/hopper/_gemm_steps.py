@@ -373,13 +373,20 @@ class GemmConfig:
 
     @property
     def epi_tile(self) -> tuple[int, int]:
-        """One epilogue sub-tile ``(BM, epi_n)``."""
-        return (self.tile_mn[0], self.epi_n)
+        """One epilogue sub-tile: ``(BM, epi_n)``, or ``(64, epi_n)`` when one warpgroup holds
+        a 128-row tile (ping-pong).
+
+        A sub-tile must be a contiguous run of each thread's accumulator (the epilogue copies
+        run ``j`` into the ``stmatrix`` registers of sub-tile ``j``): a thread's values of one
+        64-row WGMMA block come before those of the next, so a sub-tile may span the rows of
+        several warpgroups (one block each) but not two blocks of one warpgroup.
+        """
+        return (WGMMA_M * self.consumer_wgs, self.epi_n)
 
     @property
     def epi_subtiles(self) -> int:
-        """Epilogue sub-tiles per CTA tile."""
-        return self.tile_mn[1] // self.epi_n
+        """Epilogue sub-tiles per CTA tile (row blocks of ``epi_tile`` times columns)."""
+        return self.tile_mn[0] // self.epi_tile[0] * (self.tile_mn[1] // self.epi_n)
 
     @property
     def stage_bytes(self) -> int:
@@ -392,7 +399,7 @@ class GemmConfig:
         if self.stages:
             return self.stages
         rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
-        epi_bytes = self.tile_mn[0] * self.epi_n * int(self.out_element.width) // 8
+        epi_bytes = self.epi_tile[0] * self.epi_n * int(self.out_element.width) // 8
         epi_bytes *= self.epi_stages * rings
         return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
 

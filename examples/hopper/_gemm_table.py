@@ -66,9 +66,8 @@ RULE_SPLITS = False
 # the other warpgroup's main loop) has not run on the H200 yet either: the tuner generates and
 # times it, but the rule keeps cooperative 128 x 256 on many-wave shapes until it has.
 RULE_PINGPONG128 = False
-# The rule's ping-pong 128 x 128: two epilogue buffers per warpgroup leave each of the two
-# A/B rings 3 stages (4 buffers would leave 2).
-PINGPONG128_FIELDS = {"tile_mn": (128, 128), "cluster_mn": (1, 1), "epi_stages": 2}
+# The rule's ping-pong 128 x 128 (each of its two A/B rings has 3 stages).
+PINGPONG128_FIELDS = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
 
 
 def _bucket(value: int, edges: tuple[int, int]) -> str:
@@ -148,7 +147,7 @@ def rule_config(
     else:
         fields = {"tile_mn": (64, 128), "cluster_mn": (1, 1)}
         fields.update(kernel="pingpong", scheduler="static")
-    return apply_fields(base, {**plain, **fields})  # fields last: they may set epi_stages
+    return apply_fields(base, {**plain, **fields})
 
 
 def rule_split(mnk: tuple[int, int, int], base: GemmConfig) -> int:

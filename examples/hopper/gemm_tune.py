@@ -107,11 +107,11 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
-        # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step): two
-        # epilogue buffers each, so the two A/B rings keep 3 stages (128 x 128) / 2 (128 x 192)
-        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
-        {"tile_mn": (128, 128), "cluster_mn": (2, 1), "kernel": "pingpong", "epi_stages": 2},
-        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 2},
+        # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step); each of
+        # the two A/B rings keeps 3 stages (128 x 128) / 2 (128 x 192) next to the epilogue's
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1), "kernel": "pingpong"},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong"},
         # split-K (few output tiles): a tile's K chunks are work items of their own
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},

@@ -51,9 +51,9 @@ def tune(load_example: Callable[[str], Any]) -> Any:
 
 # The families the tuner generates: a warpgroup alone on a 128-row tile, two epilogue buffers.
 FAMILIES = {
-    "128x128": {"tile_mn": (128, 128), "epi_stages": 2},
-    "128x128-2x1": {"tile_mn": (128, 128), "epi_stages": 2, "cluster_mn": (2, 1)},
-    "128x192": {"tile_mn": (128, 192), "epi_stages": 2},
+    "128x128": {"tile_mn": (128, 128)},
+    "128x128-2x1": {"tile_mn": (128, 128), "cluster_mn": (2, 1)},
+    "128x192": {"tile_mn": (128, 192)},
 }
 
 
@@ -65,12 +65,56 @@ def test_a_warpgroup_holds_the_whole_tile(gemm: Any, steps: Any) -> None:
     cfg = _cfg(gemm, "128x128")
     assert (cfg.math_wgs, cfg.consumer_wgs, cfg.consumer_threads) == (2, 1, 128)
     assert (cfg.block_threads, cfg.consumer_regs, cfg.acc_values) == (384, 232, 128)
-    assert cfg.ab_stages == 3  # per ring: 2 x (3 x 32 KB + 2 x 8 KB) fits 227 KB, 4 does not
+    # 64-row epilogue sub-tiles (one WGMMA block), 8 per tile, 4 buffers of 4 KB per warpgroup
+    assert (cfg.epi_tile, cfg.epi_subtiles, cfg.epi_stages) == ((64, 32), 8, 4)
+    assert cfg.ab_stages == 3  # per ring: 2 x (3 x 32 KB + 4 x 4 KB) fits 227 KB, 4 does not
     assert _cfg(gemm, "128x192").acc_values == steps.PINGPONG_MAX_ACC == 192
     with pytest.raises(ValueError, match="256 fp32 accumulator registers"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 256))
     with pytest.raises(ValueError, match="static scheduler"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), scheduler="dynamic")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"kernel": "pingpong", "tile_mn": (128, 128)},
+        {"kernel": "pingpong", "tile_mn": (128, 192)},
+        {"kernel": "pingpong", "tile_mn": (64, 128)},
+        {"tile_mn": (128, 256)},
+        {"tile_mn": (128, 128), "epi_n": 64, "epi_stages": 2},
+    ],
+    ids=str,
+)
+def test_epilogue_sub_tile_is_one_run_of_the_accumulator(
+    gemm: Any, steps: Any, options: dict[str, Any]
+) -> None:
+    """The epilogue copies run ``j`` of a thread's (retiled) accumulator into the registers of
+    sub-tile ``j``: that is right only if a sub-tile's registers hold one 64-row WGMMA block
+    of the thread (a 128 x 32 sub-tile of a warpgroup alone on 128 rows held two, 64 rows
+    apart in the accumulator)."""
+    import cutlass.cute as cute
+
+    cfg = gemm.GemmConfig(**options)
+    seen: dict[str, Any] = {}
+
+    @cute.jit
+    def trace() -> None:
+        from cutlass.memory import SmemAllocator
+
+        tiled_mma = steps.make_tiled_mma(cfg)
+        c_layout = steps.make_smem_layouts(cfg)[2]
+        s_c = SmemAllocator().allocate_tensor(
+            cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner
+        )
+        acc = steps.make_accumulator(cfg, tiled_mma, 0)
+        views = steps.make_epilogue_views(cfg, tiled_mma, acc, s_c, 0)
+        seen["frag_m"] = cute.size(views.frag, mode=[1])
+        seen["frag"], seen["acc"] = cute.size(views.frag), cute.size(views.acc)
+
+    cute.compile(trace)
+    assert seen["frag_m"] == 1
+    assert seen["frag"] * cfg.epi_subtiles == seen["acc"] == cfg.acc_values
 
 
 def test_fp8_pingpong_128_does_not_promote(gemm: Any, steps: Any) -> None:
@@ -157,12 +201,7 @@ def test_rule_takes_pingpong_128_only_when_flagged(table: Any, gemm: Any) -> Non
     base, mnk = gemm.GemmConfig(), (8192, 8192, 8192)
     assert table.rule_config(mnk, base).kernel == "cooperative"
     cfg = table.rule_config(mnk, base, pingpong128=True)
-    assert (cfg.kernel, cfg.tile_mn, cfg.epi_stages, cfg.ab_stages) == (
-        "pingpong",
-        (128, 128),
-        2,
-        3,
-    )
+    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
     gemm.make_plan(cfg)  # verifies
     fp8 = table.rule_config(mnk, gemm.GemmConfig(dtype="e4m3"), pingpong128=True)
     assert fp8.kernel == "cooperative"  # promoted FP8 keeps its cooperative 128 x 128
@@ -186,7 +225,7 @@ def test_cli_takes_pingpong_128_only_when_asked(gemm: Any, table: Any, monkeypat
     cfg, source = host.config_for(parser.parse_args(["--tile", "128x128"]), odd)
     assert (cfg.kernel, cfg.tile_mn) == ("cooperative", (128, 128))
     assert source.startswith("default+flags")
-    asked = ["--tile", "128x128", "--kernel", "pingpong", "--epi-stages", "2"]
+    asked = ["--tile", "128x128", "--kernel", "pingpong"]
     cfg, source = host.config_for(parser.parse_args(asked), odd)
     assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
     assert source == "rule:test+flags"

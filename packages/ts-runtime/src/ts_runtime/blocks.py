@@ -428,7 +428,8 @@ Fuse = Callable[[Any, Any, Any, Any], None]
 class TmaEpilogue(MemoryResource):
     """A TMA-stored epilogue: the accumulator of a tile goes out through SMEM buffers.
 
-    Per tile, sub-tile by sub-tile (``sub_tile``, columns left to right): the task's threads
+    Per tile, sub-tile by sub-tile (``sub_tile``, columns left to right, row block by row
+    block): the task's threads
     convert their registers to the output type and ``stmatrix`` them into the next buffer, a
     named barrier over the task, and the store warp (the task's first) TMA-stores the buffer.
     The buffers form a ring of their own, reused once at most ``buffers - 2`` stores still read
@@ -438,8 +439,12 @@ class TmaEpilogue(MemoryResource):
         acc: The accumulator to write (its task writes this epilogue).
         atom: The TMA store atom.
         gmem: The output's TMA tensor (``M x N``, N-major).
-        smem: The buffers, an SMEM tensor ``(BM, EN, buffers)`` of the output type.
-        sub_tile: ``(BM, EN)``; ``EN`` divides ``BN`` and ``buffers`` divides ``BN / EN``.
+        smem: The buffers, an SMEM tensor ``(EM, EN, buffers)`` of the output type.
+        sub_tile: ``(EM, EN)``: ``EM`` is ``BM`` when each of the task's warpgroups holds one
+            64-row WGMMA block (``BM = 64 x warpgroups``), 64 when one warpgroup holds several
+            (a 128-row tile: each thread's values of a block are one run of its registers, and
+            a sub-tile must be one run); ``EN`` divides ``BN``, ``buffers`` divides the
+            sub-tile count ``BM / EM x BN / EN``.
         barrier_id: The named barrier of the task (unique in the kernel; 0 is
             ``__syncthreads``).
         fuse: ``fuse(acc, thr_mma, m, n)`` before the conversion, or None: rewrite the fp32

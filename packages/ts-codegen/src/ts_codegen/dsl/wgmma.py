@@ -382,7 +382,10 @@ def epilogue_store(
 ) -> None:
     """Write tile ``(m, n)`` of ``C`` from the accumulator, one ``sub_tile`` at a time.
 
-    Sub-tile ``j`` (columns ``j * EN ...``) goes through buffer ``j % buffers`` (the buffers
+    Sub-tile ``j`` (``sub_tile = (EM, EN)``: row block ``j // (BN / EN)``, columns
+    ``(j % (BN / EN)) * EN ...``; ``EM < BM`` when one warpgroup holds several 64-row WGMMA
+    blocks, whose values are runs of the accumulator one after the other) goes through buffer
+    ``j % buffers`` (the buffers
     divide the sub-tiles, so the ring continues into the next tile): convert and ``stmatrix``
     it into the buffer, ``fence.proxy.async``, one named barrier over the task's threads, and
     the store warp TMA-stores it and commits. Before the barrier the store warp waits until at
@@ -392,7 +395,8 @@ def epilogue_store(
     if const_expr(fuse is not None):
         fuse(views.acc_mma, views.thr_mma, m, n)
     buffers = cute.size(smem, mode=[2])
-    subtiles = tile_mn[1] // sub_tile[1]
+    columns = tile_mn[1] // sub_tile[1]
+    subtiles = tile_mn[0] // sub_tile[0] * columns
     g_sub = cute.zipped_divide(cute.local_tile(gmem, tile_mn, (m, n)), sub_tile)
     t_s, t_g = cpasync.tma_partition(
         atom, 0, cute.make_layout(1), cute.group_modes(smem, 0, 2), g_sub
@@ -400,6 +404,7 @@ def epilogue_store(
     n_vals = cute.size(views.frag)
     for j in range_constexpr(subtiles):
         buf = j % buffers
+        row, col = j // columns, j % columns
         for v in range_constexpr(n_vals):
             views.frag[v] = views.acc[j * n_vals + v].to(smem.element_type)
         cute.copy(views.r2s, views.frag, views.smem[(None, None, None, buf)])
@@ -411,7 +416,7 @@ def epilogue_store(
             # Bulk groups are per thread: the elected lane issues and commits; the warp's
             # wait_group above covers it.
             with cute.arch.elect_one():
-                cute.copy(atom, t_s[(None, buf)], t_g[(None, (0, j))])
+                cute.copy(atom, t_s[(None, buf)], t_g[(None, (row, col))])
                 cute.arch.cp_async_bulk_commit_group()
 
 
