@@ -20,6 +20,7 @@ import cutlass.pipeline as cpipe
 from _gemm_steps import (
     GEMM_KINDS,
     GemmConfig,
+    fit_swizzle,
     make_scheduler_params,
     make_smem_layouts,
     make_tma_atoms,
@@ -38,9 +39,14 @@ DEFAULT_MNK = (8192, 8192, 8192)
 NEEDED = ("wgmma.mma_async", "cp.async.bulk.tensor", "mbarrier.try_wait")
 
 
-def gemm_config(dtype: str = "bf16") -> GemmConfig:
-    """The GEMM part: ``128 x 128`` tiles, two consumer warpgroups, 4-stage operand rings."""
-    return GemmConfig(tile_mn=TILE_MN, dtype=dtype, stages=STAGES)
+def gemm_config(dtype: str = "bf16", n: int | None = None) -> GemmConfig:
+    """The GEMM part: ``128 x 128`` tiles, two consumer warpgroups, 4-stage operand rings.
+
+    With the problem's ``N``, the tile scheduler's swizzle divides its tile-column count
+    (``fit_swizzle``): no padded tiles, which the examples' plain stores would not clip.
+    """
+    cfg = GemmConfig(tile_mn=TILE_MN, dtype=dtype, stages=STAGES)
+    return cfg if n is None else fit_swizzle(cfg, n)
 
 
 def check_shape(example: str, resource: str, mnk: Sequence[int], cfg: GemmConfig) -> None:

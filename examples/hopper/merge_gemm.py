@@ -576,7 +576,7 @@ def compile_only(
     mnk: tuple[int, int, int] = DEFAULT_MNK, dtype: str = "bf16", *, ops: bool = False
 ) -> dict[str, Any]:
     """Verify the plan, compile both kernels for sm_90a with fake tensors, count PTX."""
-    cfg = gemm_config(dtype)
+    cfg = gemm_config(dtype, mnk[1])
     check_shape("merge_gemm", "ab", mnk, cfg)
     m, n, k = mnk
     shapes = ((m, k), (n, k), (m, n), (m, n))
@@ -587,7 +587,7 @@ def run_on_gpu(mnk: tuple[int, int, int], dtype: str, iters: int) -> dict[str, A
     """Run both kernels on the GPU, check ``A @ B^T + R`` against torch, time them."""
     import torch
 
-    cfg = gemm_config(dtype)
+    cfg = gemm_config(dtype, mnk[1])
     check_shape("merge_gemm", "ab", mnk, cfg)
     m, n, k = mnk
     tdt = torch_dtype(dtype)

@@ -182,3 +182,10 @@ def test_ptxas_no_spills_no_wgmma_waits_injected(
         log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
         assert "0 bytes spill stores, 0 bytes spill loads" in log, (kind, log)
         assert "C7514" not in log and "C7517" not in log, (kind, log)
+
+
+def test_swizzle_fits_the_tile_columns(fork: Any) -> None:
+    """No padded tiles: ``D``'s plain stores (fork) would not clip one."""
+    assert fork.gemm_config("bf16", 384).swizzle == 1  # 3 tile columns
+    assert fork.gemm_config("bf16", 768).swizzle == 2  # 6
+    assert fork.gemm_config("bf16", 8192).swizzle == 8  # 64
