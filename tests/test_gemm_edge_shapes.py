@@ -2,7 +2,8 @@
 
 An empty M or N once killed the process (a fast-divmod divisor of 0 built on the host);
 K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> bf16, per-tensor
-and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), split-K
+and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
+with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), split-K
 (bf16, and FP8 with promotion) on shapes of its own, and the operands FP8 cannot take
 (K-contiguous rows not a multiple of 16 bytes, an N-major operand) refused with a typed error
 before any launch. Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
@@ -45,6 +46,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "e4m3-rowwise": {"dtype": "e4m3", "scale": "rowwise"},
     # two-level accumulation (the FP8 default on 128 x 128 tiles: promote every 4 K blocks)
     "e4m3-promoted": {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 128)},
+    # ping-pong, a warpgroup alone on a 128-row tile (64-row epilogue sub-tiles); in a 2 x 1
+    # cluster (B multicast, both CTAs' turns in lockstep); 128 x 192 with the fused epilogue
+    "bf16-pingpong128": {"kernel": "pingpong", "tile_mn": (128, 128)},
+    "bf16-pingpong128-2x1": {"kernel": "pingpong", "tile_mn": (128, 128), "cluster_mn": (2, 1)},
+    "bf16-pingpong128x192-fused": {
+        "kernel": "pingpong",
+        "tile_mn": (128, 192),
+        "alpha": 0.5,
+        "beta": 1.0,
+        "bias": True,
+    },
 }
 # Split-K: shapes with at least split_k K blocks (fewer is refused before launch) or K = 0.
 # 320 = 5 blocks of 64 in 4 chunks of 2: the last chunk reads only blocks past K (zero-filled);
