@@ -12,8 +12,12 @@ bf16 out, both with fast accumulation, the TS kernel's own, and without), with
 (``cute_example``: tile 128 x 256, cluster 2 x 1, the same tensors, checked the same way;
 16-bit plain GEMMs only; ``tools/fetch_cute_example.sh`` puts the file at
 ``.gpu/cute_example/dense_gemm_persistent.py``, and a missing file skips the column with a
-note), and the ratios; interleaved rounds, best round each. A last line sums up: the geometric
-mean and the minimum of TS / torch (and TS / CuTe example) over the shapes. Every kernel is
+note), with ``--versus "FLAGS"`` (repeatable) other TS configurations given as schedule
+options on ``GemmConfig``'s defaults (``vs:tile=128x128,kernel=pingpong``: the TS kernel alone,
+compiled once per configuration, the same tensors and rounds, checked the same way; plain
+16-bit tn GEMMs only), and the ratios; interleaved rounds, best round each. A last line sums
+up: the geometric mean and the minimum of TS / torch (and TS / CuTe example, each ``--versus``
+configuration / torch, TS / it) over the shapes. Every kernel is
 compiled once per configuration (dynamic shapes). Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm_sweep.py
@@ -21,6 +25,8 @@ compiled once per configuration (dynamic shapes). Usage (GPU)::
         --cute-example .gpu/cute_example/dense_gemm_persistent.py
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale tensor
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale rowwise
+    source .gpu/setup.sh && python3 bench/gemm_sweep.py --shape 8192 8192 8192 \\
+        --versus "--tile 128x128 --kernel pingpong" --versus "--tile 128x256 --cluster 2x1"
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import argparse
 import importlib
 import json
 import math
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -84,13 +91,21 @@ def main(argv: list[str] | None = None) -> int:
         metavar="PATH",
         help="CUTLASS's dense_gemm_persistent.py (tools/fetch_cute_example.sh): time it too",
     )
+    parser.add_argument(
+        "--versus",
+        action="append",
+        default=[],
+        metavar="FLAGS",
+        help="another TS configuration in the same rounds, as schedule options on the defaults, "
+        'e.g. "--tile 128x128 --kernel pingpong" (repeatable; plain 16-bit tn GEMMs)',
+    )
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
     shapes = [tuple(s) for s in args.shape] if args.shape else list(SHAPES)
     host: Any = importlib.import_module("_gemm_host")  # beside gemm.py
     extras, note = cute_example_column(args, host.parse_config(args))
-
     cache: dict[Any, dict[str, Any]] = {}
+    versus_cache: dict[Any, Any] = {}
     rows: list[dict[str, Any]] = []
     ok = True
     for mnk in shapes:
@@ -98,8 +113,14 @@ def main(argv: list[str] | None = None) -> int:
         if shape_cfg not in cache:
             cache[shape_cfg] = gemm.compile_for_gpu(shape_cfg)  # {"ts": ..., "twin": ...}
         compiled = cache[shape_cfg]
-        r = gemm.run_case(shape_cfg, compiled, mnk, args.iters, rounds=args.rounds, extras=extras)
+        more = versus_columns(gemm, host, args, shape_cfg, mnk, versus_cache)
+        r = gemm.run_case(
+            shape_cfg, compiled, mnk, args.iters, rounds=args.rounds, extras={**extras, **more}
+        )
         r["bench"], r["config_source"] = "gemm_sweep", source
+        for name in more:
+            if "tflops" in r.get(name, {}):
+                r[f"ts_over_{name}"] = r["ts"]["tflops"] / r[name]["tflops"]
         r["ts_over_twin"] = r["ts"]["tflops"] / r["twin"]["tflops"]
         if "tflops" in r.get("cute_example", {}):
             r["ts_over_cute_example"] = r["ts"]["tflops"] / r["cute_example"]["tflops"]
@@ -111,10 +132,53 @@ def main(argv: list[str] | None = None) -> int:
     total: dict[str, Any] = {"bench": "gemm_sweep", "summary": True, "dtype": args.dtype}
     total["scale"], total["config"], total["ok"] = args.scale, args.config, ok
     total["cute_example_ok"] = all(r.get("cute_example", {}).get("ok", True) for r in rows)
-    for key in ("ts_over_torch", "ts_over_torch_accurate", "ts_over_twin", "ts_over_cute_example"):
+    keys = ["ts_over_torch", "ts_over_torch_accurate", "ts_over_twin", "ts_over_cute_example"]
+    for spec in args.versus:
+        keys += [f"{versus_name(spec)}_over_torch", f"ts_over_{versus_name(spec)}"]
+    for key in keys:
         total.update(summary(rows, key))
     print(json.dumps(total, sort_keys=True), flush=True)
     return 0 if ok else 1
+
+
+def versus_name(spec: str) -> str:
+    """``"--tile 128x128 --kernel pingpong"`` -> ``"vs:tile=128x128,kernel=pingpong"``."""
+    words = shlex.split(spec)
+    pairs = [
+        f"{flag.lstrip('-')}={value}" for flag, value in zip(words[::2], words[1::2], strict=False)
+    ]
+    return "vs:" + ",".join(pairs)
+
+
+def versus_columns(
+    gemm: Any, host: Any, args: Any, cfg: Any, mnk: tuple[int, int, int], cache: dict[Any, Any]
+) -> dict[str, Any]:
+    """``--versus``: each configuration's TS kernel as a ``run_case`` extra for ``mnk``.
+
+    Its schedule options apply to ``GemmConfig``'s defaults with the sweep's ``--dtype``
+    (``--config default``, the swizzle fitted to the shape); each configuration is compiled
+    once. Only next to a plain 16-bit tn GEMM (an extra is checked as one); else none.
+    """
+    if not args.versus or cfg.fp8 or cfg.fused_epilogue or cfg.layout != "tn":
+        return {}
+    out: dict[str, Any] = {}
+    for spec in args.versus:
+        sub = argparse.ArgumentParser()
+        gemm.add_config_args(sub)
+        flags = ["--config", "default", "--dtype", args.dtype, *shlex.split(spec)]
+        other, _ = gemm.config_for(sub.parse_args(flags), mnk)
+        if other not in cache:
+            cache[other] = gemm.compile_for_gpu(other, only=("ts",))["ts"]
+
+        def factory(a: Any, b: Any, c: Any, other: Any = other, ts: Any = cache[other]) -> Any:
+            m, n = c.shape
+            counters = host.make_counters_tensor(other, m, n)
+            workspace = host.make_workspace(other, m, n)
+            launch = host.kernel_args(other, a, b, c, None, counters, workspace=workspace)
+            return lambda: ts(*launch)
+
+        out[versus_name(spec)] = factory
+    return out
 
 
 def cute_example_column(args: Any, cfg: Any) -> tuple[dict[str, Any], str]:

@@ -111,3 +111,44 @@ def test_sweep_main_without_a_gpu(
     assert [r["config_source"] for r in lines[:2]] == ["default", "default"]
     assert lines[0]["ts_over_cute_example"] == 2.0
     assert lines[2]["ts_over_cute_example_geomean"] == pytest.approx(2.0)
+
+
+def test_sweep_versus_times_other_configurations_in_the_same_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """``--versus FLAGS``: another TS configuration as an extra of the same rounds."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
+    sweep = importlib.import_module("gemm_sweep")
+    gemm = importlib.import_module("gemm")
+    compiled: list[tuple[Any, tuple[str, ...]]] = []
+
+    def compile_for_gpu(cfg: Any, only: tuple[str, ...] = ()) -> dict[str, Any]:
+        compiled.append((cfg, only))
+        return {"ts": None, "twin": None}
+
+    def run_case(cfg: Any, done: Any, mnk: Any, iters: int, **kw: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {"mnk": list(mnk), "ts": {"ok": True, "tflops": 700.0}}
+        out["twin"] = {"ok": True, "tflops": 700.0}
+        out["ts_over_torch"] = 1.0
+        for name in kw["extras"]:
+            out[name] = {"ok": True, "tflops": 350.0}
+            out[f"{name}_over_torch"] = 0.5
+        return out
+
+    monkeypatch.setattr(gemm, "compile_for_gpu", compile_for_gpu)
+    monkeypatch.setattr(gemm, "run_case", run_case)
+    versus = "--tile 128x128 --kernel pingpong --cluster 2x1"
+    assert sweep.main(["--shape", "8192", "8192", "8192", "--versus", versus]) == 0
+    row, total = (json.loads(x) for x in capsys.readouterr().out.splitlines())
+    name = "vs:tile=128x128,kernel=pingpong,cluster=2x1"
+    assert sweep.versus_name(versus) == name
+    assert row[name]["tflops"] == 350.0 and row[f"ts_over_{name}"] == 2.0
+    assert total[f"{name}_over_torch_geomean"] == pytest.approx(0.5)
+    (other, only) = compiled[-1]  # the sweep's own configuration first, then the versus one
+    assert only == ("ts",)
+    assert (other.kernel, other.tile_mn, other.cluster_mn) == ("pingpong", (128, 128), (2, 1))
+    # next to an FP8 sweep there is nothing to compare with (an extra is checked as plain bf16)
+    fp8 = gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128))
+    args = argparse.Namespace(versus=[versus], dtype="e4m3")
+    assert sweep.versus_columns(gemm, None, args, fp8, (8192, 8192, 8192), {}) == {}
