@@ -92,6 +92,8 @@ class _Checker:
         self.resources: dict[str, ResourceSpec] = {r.name: r for r in plan.resources}
         self.found: dict[tuple[str, int, str], Diagnostic] = {}
         self.async_seq = 0
+        # Asynchronous reads by step id: their sequence numbers (the latest pass's).
+        self.async_by_step: dict[int, int] = {}
         # Buffers without a pipeline that an asynchronous read (a TMA store, a WGMMA) may still
         # be reading: resource -> (sequence number, the reading step).
         self.unpiped: dict[str, tuple[int, Step]] = {}
@@ -167,8 +169,19 @@ class _Checker:
             )
         ):
             self.async_seq += 1
-            marks = side.marks()
-            side = dataclasses.replace(side, async_reads=(*marks[:-1], self.async_seq))
+            seq = self.async_seq
+            # One asynchronous operation reads every stage its inputs came from: a WGMMA issued
+            # on A's stage with B's stage (a token routed from a read of B, itself marked) keeps
+            # reading B's stage too, until the wait_group that retires this one.
+            olds = {self.async_by_step.get(r.source_step, 0) for r in step.inputs} - {0}
+            if olds:
+                for k, s in list(state.items()):
+                    if k != key and olds & set(s.marks()):
+                        joined = tuple(seq if m in olds else m for m in s.marks())
+                        state[k] = dataclasses.replace(s, async_reads=joined)
+            marks = tuple(seq if m in olds else m for m in side.marks())
+            side = dataclasses.replace(side, async_reads=(*marks[:-1], seq))
+            self.async_by_step[step.id] = seq
         state[key] = side
 
     def _unpiped(self, step: Step, state: State) -> None:

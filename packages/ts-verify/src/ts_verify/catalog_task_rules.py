@@ -389,7 +389,9 @@ TASK_ENTRIES: tuple[CatalogEntry, ...] = (
         committing) the stage before that hands it to the producer while the read is in
         flight, and the next load overwrites the operands. Retire the read first with work
         marked `WorkAttr.ASYNC_WAIT_ALL` (wait_group 0), or `WorkAttr.ASYNC_WAIT_PRIOR`
-        (wait_group 1) to keep the newest read in flight.
+        (wait_group 1) to keep the newest read in flight. A read that takes a token from
+        another ring's read (a WGMMA on ring `a`'s stage with ring `b`'s stage index) reads
+        both stages: `b`'s stays in flight with it.
         """,
         """
         @schedule
