@@ -150,14 +150,15 @@ def test_family_compiles_to_the_twins_code(gemm: Any, family: str) -> None:
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
-@pytest.mark.parametrize("family", sorted(FAMILIES))
+@pytest.mark.parametrize("family", [*sorted(FAMILIES), "cooperative"])
 def test_ptxas_no_spills_no_serialized_wgmma(gemm: Any, family: str, tmp_path: Path) -> None:
     """ptxas keeps the 128 / 192 accumulator registers and the WGMMA pipeline.
 
     Before the unconditional ``wgmma.wait_group 0`` after the K loop, ptxas saw a path from the
-    loop to the epilogue with WGMMAs in flight and serialized them all (warning C7514).
+    loop to the epilogue with WGMMAs in flight and serialized them all (warning C7514), in the
+    cooperative kernel (the default 128 x 256) too.
     """
-    cfg = _cfg(gemm, family)
+    cfg = gemm.GemmConfig() if family == "cooperative" else _cfg(gemm, family)
     for name, fn in gemm.kernels(cfg):
         _, ptx = compile_ptx(fn, *gemm.fake_operands(cfg))
         src = tmp_path / f"{name}.ptx"
