@@ -74,6 +74,10 @@ class AttentionConfig:
             two K / V stages.
         stagger: Issue the two math warpgroups' WGMMAs in turns (a math-order handoff per
             issue, two one-stage token rings), so one's softmax runs under the other's GEMMs.
+        varlen: Sequences of their own lengths packed along the token axis (``cu_seqlens``),
+            one work tile per (128-row query tile, head), longest first, from the dynamic
+            work queue (``_attention_varlen``). Causal masks align bottom right, as
+            flash-attn's varlen functions do.
     """
 
     head_dim: int = 128
@@ -84,6 +88,7 @@ class AttentionConfig:
     scale: float | None = None
     stagger: bool = False
     q_stages: int = 0
+    varlen: bool = False
 
     def __post_init__(self) -> None:
         if self.head_dim not in HEAD_DIMS:
@@ -386,7 +391,14 @@ def col_offset(i: int) -> int:
 
 
 @cute.jit
-def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seqlen: Any) -> None:
+def softmax(
+    cfg: Constexpr[AttentionConfig],
+    st: MathState,
+    m: Any,
+    n: Any,
+    seqlen: Any,
+    shift: Any = None,
+) -> None:
     """Online softmax of the retired ``S`` block ``n`` of query tile ``m``, in place.
 
     Keys past the sequence end (the last block) and, with ``causal``, past the query row (the
@@ -394,7 +406,8 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
     (``scale * log2(e)`` folded); the new row max rescales the running sum now and ``O``
     later (``keep``, applied by ``convert``: the previous block's PV WGMMA may still be
     accumulating into ``O`` while this runs). The max is taken over the four threads of a
-    quad, the sum stays per thread until ``store``.
+    quad, the sum stays per thread until ``store``. ``shift`` (varlen, causal): query ``i``
+    sees keys ``j <= i + shift`` (``seqlen_k - seqlen_q``: the diagonal ends bottom right).
     """
     bn = cfg.block_n
     s = st.acc_s
@@ -406,6 +419,8 @@ def softmax(cfg: Constexpr[AttentionConfig], st: MathState, m: Any, n: Any, seql
     row0 = m * BLOCK_M + WG_M * st.wg  # this warpgroup's first query row
     r0, c0 = st.coords[0]  # this thread's first row and column in the block
     first_limit = seqlen
+    if const_expr(shift is not None):
+        row0 = row0 + shift  # the key index a row's own diagonal falls on
     if const_expr(cfg.causal):
         first_limit = cutlass.min(seqlen, row0 + 1)  # type: ignore[attr-defined]
     neg_inf = -cutlass.Float32.inf

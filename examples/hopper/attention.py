@@ -50,6 +50,7 @@ from typing import Any
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import _attention_steps as steps
+import _attention_varlen as varlen
 import cutlass.cute as cute
 from _attention_steps import (
     BLOCK_M,
@@ -129,6 +130,7 @@ class MathWarpgroup(MemoryResource):
     s_v: Any
     seqlen: Any
     wg: int
+    seqs: tuple[Any, Any, Any] | None = None  # varlen: (tile table, cu_seqlens_q, _k)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -139,14 +141,23 @@ class MathWarpgroup(MemoryResource):
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def begin(self, stage_info: Any) -> None:
-        """A new query tile: ``O = 0``, max ``-inf``, sum 0."""
+        """A new query tile: ``O = 0``, max ``-inf``, sum 0 (varlen: its sequence, read once
+        per tile for the softmax and the store)."""
+        if self.seqs is not None:
+            self.tile = varlen.seq_tile(*self.seqs, stage_info.work_tile.tile_idx)
         steps.begin_tile(self.state)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def softmax(self, stage_info: Any) -> None:
         """Online softmax of KV block ``loop_offset`` of the work tile (``S`` in place)."""
-        m = stage_info.work_tile.tile_idx[0]
-        steps.softmax(self.cfg, self.state, m, stage_info.loop_offset, self.seqlen)
+        n = stage_info.loop_offset
+        if self.seqs is None:
+            m = stage_info.work_tile.tile_idx[0]
+            steps.softmax(self.cfg, self.state, m, n, self.seqlen)
+            return
+        t: varlen.SeqTile = self.tile
+        shift = t.seqlen_k - t.seqlen_q if self.cfg.causal else None
+        steps.softmax(self.cfg, self.state, t.m, n, t.seqlen_k, shift)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def convert(self, stage_info: Any) -> None:
@@ -172,6 +183,7 @@ class OperandRing(MemoryResource):
     smem: Any
     box: tuple[int, int]
     group: int
+    seqs: tuple[Any, Any, Any] | None = None  # varlen: (tile table, cu_seqlens_q, _k)
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -181,6 +193,13 @@ class OperandRing(MemoryResource):
     @producer_work
     def load(self, stage_info: Any) -> None:
         """TMA-load this operand's box for the work tile and loop offset."""
+        if self.seqs is not None:  # a box at the sequence's row offset
+            tile = varlen.seq_tile(*self.seqs, stage_info.work_tile.tile_idx)
+            kv_head = tile.head // self.group
+            st, bar, n = stage_info.stage_idx, stage_info.barrier, stage_info.loop_offset
+            op, atom, g, s = self.operand, self.atom, self.gmem, self.smem
+            varlen.load(op, atom, g, s, self.box, tile, kv_head, n, st, bar)
+            return
         m, bh, _ = stage_info.work_tile.tile_idx
         if self.operand == "q":  # the tile's two 64-row halves, one per math warpgroup
             for half in (0, 1):
@@ -236,11 +255,16 @@ class Output(MemoryResource):
     gmem: Any
     smem: Any
     lse: Any
+    o: Any = None  # varlen: O as (total_q, D, H), written by plain stores
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
-        """Once per thread: the epilogue views."""
+        """Once per thread: the epilogue views (varlen: the coordinates of ``O``)."""
         mw = self.math
+        if self.o is not None:
+            thr = mw.pv_mma.get_slice(mw.state.tidx)
+            self.coords = thr.partition_C(cute.make_identity_tensor((WG_M, self.cfg.head_dim)))
+            return
         self.views = steps.store_setup(
             self.cfg, mw.pv_mma, mw.state, self.atom, self.gmem, self.smem
         )
@@ -248,14 +272,18 @@ class Output(MemoryResource):
     @producer_work
     def store(self, stage_info: Any) -> None:
         """Normalise ``O``, write it and the LSE for the work tile."""
-        m, bh, _ = stage_info.work_tile.tile_idx
         mw = self.math
+        if self.o is not None:
+            varlen.store(self.cfg, mw.state, self.coords, self.o, self.lse, mw.tile)
+            return
+        m, bh, _ = stage_info.work_tile.tile_idx
         steps.store(self.cfg, mw.state, self.views, self.atom, self.lse, m, bh, mw.seqlen)
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def drain(self, stage_info: Any) -> None:
-        """Before exit: the TMA stores have read SMEM."""
-        steps.store_drain(self.views)
+        """Before exit: the TMA stores have read SMEM (varlen: plain stores, nothing to wait)."""
+        if self.o is None:
+            steps.store_drain(self.views)
 
 
 class AttentionTask(Task):
@@ -267,11 +295,13 @@ class AttentionTask(Task):
         cfg: AttentionConfig,
         seqlen: Any,
         math: MathWarpgroup | None = None,
+        seqs: tuple[Any, Any, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         self.cfg = cfg
         self.seqlen = seqlen
         self.math = math
+        self.seqs = seqs
         super().__init__(*args, **kwargs)
 
     def make_task_cache(self) -> object:
@@ -279,7 +309,11 @@ class AttentionTask(Task):
         return self.math
 
     def kv_blocks(self, work_tile_coord: Any) -> Any:
-        """KV blocks of query tile ``work_tile_coord[0]``: all, or up to the diagonal."""
+        """KV blocks of query tile ``work_tile_coord[0]``: all, or up to the diagonal (varlen:
+        of the tile's sequence, ``_attention_varlen.kv_blocks``)."""
+        if self.seqs is not None:
+            t = varlen.seq_tile(*self.seqs, work_tile_coord)
+            return varlen.kv_blocks(self.cfg, t.seqlen_q, t.seqlen_k, t.m)
         return kv_blocks(self.cfg, self.seqlen, work_tile_coord[0])
 
 
@@ -404,12 +438,16 @@ def serial(block: KvPart = serial_block) -> KvPart:
     return part
 
 
-def math_schedule(step: KvPart = kv_pipelined, wg: int | None = None) -> Callable[..., Schedule]:
+def math_schedule(
+    step: KvPart = kv_pipelined, wg: int | None = None, dynamic: bool = False
+) -> Callable[..., Schedule]:
     """A math warpgroup's schedule: its 64 rows of every tile of the CTA.
 
     ``wg`` (with ``cfg.stagger``): the warpgroup, for the math-order tokens ``t0`` (warpgroup 0
     passes the turn to 1) and ``t1`` (1 to 0). Warpgroup 1 primes ``t1`` once before its first
     tile, so warpgroup 0 issues first; warpgroup 0 takes that last token after its last tile.
+    ``dynamic`` (varlen): the queue is the atomic one, whose next tile the producer claims;
+    each math warpgroup takes it from the queue's hand-off ring at the start of a tile.
     """
 
     @schedule
@@ -432,6 +470,10 @@ def math_schedule(step: KvPart = kv_pipelined, wg: int | None = None) -> Callabl
                 t1.acquire()  # warpgroup 0 goes first
                 t1.commit()
         with work_tile_loop(wq):
+            if dynamic:
+                wq.wait()
+                wq.read_next_tile()
+                wq.release()
             mw.begin()
             q.wait()
             q.bind_q()  # this tile's Q stage, for the qk WGMMAs
@@ -449,25 +491,39 @@ def math_schedule(step: KvPart = kv_pipelined, wg: int | None = None) -> Callabl
     return attend
 
 
-@schedule
-def load(wq: ResourceProxy, q: ResourceProxy, k: ResourceProxy, v: ResourceProxy) -> None:
-    """The producer warp: per tile, the Q tile once, then K and V of every KV block; each
-    stage is read by both math warpgroups."""
-    for ring in (q, k, v):
-        ring.setup()
-    with work_tile_loop(wq):
-        q.acquire()
-        q.load()
-        q.commit()
-        # block 0, then the others: the shape of the math tasks' loops (the same symbols,
-        # so the verifier compares the counts exactly)
-        for _ in load_blocks():
-            k.acquire()
-            k.load()
-            k.commit()
-            v.acquire()
-            v.load()
-            v.commit()
+def load_schedule(dynamic: bool = False) -> Callable[..., Schedule]:
+    """The producer warp's schedule; ``dynamic``: it also claims every next tile."""
+
+    @schedule
+    def load(wq: ResourceProxy, q: ResourceProxy, k: ResourceProxy, v: ResourceProxy) -> None:
+        """Per tile, the Q tile once, then K and V of every KV block; each stage is read by
+        both math warpgroups."""
+        for ring in (q, k, v):
+            ring.setup()
+        with work_tile_loop(wq):
+            if dynamic:  # the next tile, claimed now and handed to both math warpgroups
+                wq.acquire()
+                wq.fetch_next_tile()
+                wq.commit()
+            load_tile(q, k, v)
+
+    return load
+
+
+def load_tile(q: ResourceProxy, k: ResourceProxy, v: ResourceProxy) -> None:
+    """One tile's loads: Q, then K and V per KV block."""
+    q.acquire()
+    q.load()
+    q.commit()
+    # block 0, then the others: the shape of the math tasks' loops (the same symbols, so the
+    # verifier compares the counts exactly)
+    for _ in load_blocks():
+        k.acquire()
+        k.load()
+        k.commit()
+        v.acquire()
+        v.load()
+        v.commit()
 
 
 def load_blocks() -> Iterator[None]:
@@ -497,7 +553,7 @@ def attention_kernel(
     """
     steps_of = (step, second_step or step)
 
-    def declare(
+    def build(
         k: KernelContext,
         atom_q: Any,
         t_q: Any,
@@ -513,10 +569,17 @@ def attention_kernel(
         l_o: Any,
         params: Any,
         lse: Any,
+        o: Any = None,
+        seqs: tuple[Any, Any, Any] | None = None,
+        counters: Any = None,
     ) -> Tasks:
+        """The tasks; varlen: ``o`` (for plain stores), ``seqs`` (tile table, ``cu_seqlens_q``,
+        ``cu_seqlens_k``) and the dynamic queue's ``counters``."""
         prefetch_tma(k, atom_q, atom_k, atom_v, atom_o, warp=LOAD_WARP)
         seqlen = k.value("seqlen", lambda: cute.size(t_k, mode=[0]))
-        wq = tile_queue(params)
+        dynamic = counters is not None
+        # dynamic: the producer claims each next tile, both math warpgroups read it
+        wq = tile_queue(params, counters, consumer_threads=2 * WARPGROUP)
         d, bn = cfg.head_dim, cfg.block_n
         s_q, s_k, s_v = (k.smem_tensor(cfg.element, lay) for lay in (l_q, l_k, l_v))
         # One ring per operand, read by both math warpgroups: every stage's empty barrier
@@ -534,6 +597,7 @@ def attention_kernel(
                 smem=s,
                 box=box,
                 group=cfg.group,
+                seqs=seqs,
             )
 
         q = ring("q", cfg.q_stages, 2 * cfg.q_bytes, atom_q, t_q, s_q, (WG_M, d))
@@ -556,9 +620,12 @@ def attention_kernel(
                 s_v=s_v,
                 seqlen=seqlen,
                 wg=wg,
+                seqs=seqs,
             )
             s_o = k.smem_tensor(cfg.element, l_o)
-            out = Output(name=f"o{wg}", cfg=cfg, math=mw, atom=atom_o, gmem=t_o, smem=s_o, lse=lse)
+            out = Output(
+                name=f"o{wg}", cfg=cfg, math=mw, atom=atom_o, gmem=t_o, smem=s_o, lse=lse, o=o
+            )
             # math order (cfg.stagger): t0 is warpgroup 0's to fill, t1 warpgroup 1's
             fills, waits = ([tokens[wg]], [tokens[1 - wg]]) if tokens else ([], [])
             tasks.append(
@@ -567,30 +634,90 @@ def attention_kernel(
                     [out, *fills],
                     (1 + wg) * WARPGROUP // 32,
                     WARPGROUP // 32,
-                    schedule=math_schedule(steps_of[wg], wg)(wq, q, kr, vr, mw, out, *tokens),
+                    schedule=math_schedule(steps_of[wg], wg, dynamic)(
+                        wq, q, kr, vr, mw, out, *tokens
+                    ),
                     num_registers=CONSUMER_REGS,
                     name=f"math{wg}",
                     cfg=cfg,
                     seqlen=seqlen,
                     math=mw,
+                    seqs=seqs,
                 )
             )
             graph[out] = [q, kr, vr, mw, wq]
             if tokens:
                 graph[tokens[wg]] = [q, kr, vr, mw, wq]
+        # dynamic: the producer also produces into the queue (it claims the tiles)
+        sources, products = ([], [*rings, wq]) if dynamic else ([wq], list(rings))
         producer = AttentionTask(
-            [wq],
-            list(rings),
+            sources,
+            products,
             LOAD_WARP,
             1,
-            schedule=load(wq, *rings),
+            schedule=load_schedule(dynamic)(wq, *rings),
             num_registers=PRODUCER_REGS,
             name="load",
             cfg=cfg,
             seqlen=seqlen,
+            seqs=seqs,
         )
         return Tasks([producer, *tasks], graph)
 
+    def declare(
+        k: KernelContext,
+        atom_q: Any,
+        t_q: Any,
+        atom_k: Any,
+        t_k: Any,
+        atom_v: Any,
+        t_v: Any,
+        atom_o: Any,
+        t_o: Any,
+        l_q: Any,
+        l_k: Any,
+        l_v: Any,
+        l_o: Any,
+        params: Any,
+        lse: Any,
+    ) -> Tasks:
+        return build(
+            k, atom_q, t_q, atom_k, t_k, atom_v, t_v, atom_o, t_o, l_q, l_k, l_v, l_o, params, lse
+        )
+
+    def declare_varlen(
+        k: KernelContext,
+        atom_q: Any,
+        t_q: Any,
+        atom_k: Any,
+        t_k: Any,
+        atom_v: Any,
+        t_v: Any,
+        atom_o: Any,
+        t_o: Any,
+        l_q: Any,
+        l_k: Any,
+        l_v: Any,
+        l_o: Any,
+        params: Any,
+        lse: Any,
+        o: Any,
+        cu_q: Any,
+        cu_k: Any,
+        table: Any,
+        counters: Any,
+    ) -> Tasks:
+        layouts = (l_q, l_k, l_v, l_o)
+        atoms = (atom_q, t_q, atom_k, t_k, atom_v, t_v, atom_o, t_o)
+        seqs = (table, cu_q, cu_k)
+        return build(k, *atoms, *layouts, params, lse, o, seqs, counters)
+
+    if cfg.varlen:
+        kernel = Kernel(
+            declare_varlen, name="attention_varlen", block_warps=cfg.block_threads // 32
+        )
+        kernel.launcher(varlen.launcher(cfg, kernel.launch))
+        return kernel
     kernel = Kernel(declare, name="attention", block_warps=cfg.block_threads // 32)
     kernel.launcher(_launcher(cfg, kernel.launch))
     return kernel
