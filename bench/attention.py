@@ -3,7 +3,11 @@
 For each shape of issue 17, on the same random inputs in one process, prints one JSON line: the
 TS kernel's max error against an fp32 reference and its TFLOP/s (``4 B H S^2 D / time``, halved
 for causal), SDPA's with the cuDNN and the flash backend (``torch.nn.attention.sdpa_kernel``),
-and the same-run ratios. A failing case prints its error and the run goes on. Usage (GPU)::
+and the same-run ratios. Then the packed variable-length batches (``"bench":
+"attention_varlen"``): TS on the packed batch against SDPA called once per sequence
+(``cudnn_per_seq``, ``flash_per_seq``: SDPA takes no packed batch) and flash-attn's
+``flash_attn_varlen_func`` if installed; TFLOP/s count the (query, key) pairs computed. A
+failing case prints its error and the run goes on. Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/attention.py [--dtype fp16] [--iters 30]
     source .gpu/setup.sh && python3 bench/attention.py --quick   # one small shape per family
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import itertools
 import json
 import sys
 import traceback
@@ -47,6 +52,12 @@ QUICK: tuple[tuple[int, int, int, int, bool], ...] = (
     (2, 777, 3, 256, True),
 )
 QUICK_GQA = (2, 777, 4, 128, True, 2)  # (B, S, H, D, causal, Hkv)
+# (sequences, total tokens, H, D, causal): packed batches of random odd lengths, one empty
+VARLEN: tuple[tuple[int, int, int, int, bool], ...] = (
+    (8, 16384, 16, 128, False),
+    (8, 16384, 16, 128, True),
+)
+QUICK_VARLEN: tuple[tuple[int, int, int, int, bool], ...] = ((5, 1500, 2, 128, True),)
 
 
 def sdpa_ms(q: Any, k: Any, v: Any, causal: bool, backend: Any, iters: int) -> float:
@@ -106,6 +117,63 @@ def run_shape(
     return out
 
 
+def run_varlen(
+    b: int, total: int, h: int, d: int, causal: bool, dtype: str, iters: int
+) -> dict[str, Any]:
+    """One JSON record for a packed batch: TS (every sequence checked) against SDPA run one
+    sequence at a time (cuDNN, flash: SDPA has no packed-batch entry), and against
+    flash-attn's ``flash_attn_varlen_func`` when that package is installed."""
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    host = _host()
+    lens = host.varlen_lengths(b, total)
+    out: dict[str, Any] = {"bench": "attention_varlen", "lens": lens}
+    out["ts"] = host.run_varlen_case(lens, lens, h, d, causal, dtype, iters=iters)
+    work = sum(host.varlen_flops(n, n, h, d, causal) for n in lens)
+    torch.manual_seed(0)
+    tdt = {"fp16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    seqs = [
+        tuple(torch.randn(1, h, n, d, device="cuda", dtype=tdt) for _ in "qkv") for n in lens if n
+    ]
+    f = torch.nn.functional.scaled_dot_product_attention
+
+    def loop() -> None:
+        for q, k, v in seqs:
+            f(q, k, v, is_causal=causal)
+
+    baselines = []
+    for name, backend in (
+        ("cudnn_per_seq", SDPBackend.CUDNN_ATTENTION),
+        ("flash_per_seq", SDPBackend.FLASH_ATTENTION),
+    ):
+        try:
+            with sdpa_kernel([backend]):
+                out[name] = {"tflops": work / host.time_ms(loop, iters) / 1e9}
+            baselines.append(name)
+        except Exception as e:  # a backend may not take this shape / dtype
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+    try:
+        from flash_attn import flash_attn_varlen_func  # type: ignore[import-not-found]
+
+        cu = torch.tensor([0, *itertools.accumulate(lens)], dtype=torch.int32, device="cuda")
+        q, k, v = (torch.randn(sum(lens), h, d, device="cuda", dtype=tdt) for _ in "qkv")
+        m = max(lens)
+
+        def packed() -> None:
+            flash_attn_varlen_func(q, k, v, cu, cu, m, m, causal=causal)
+
+        out["flash_attn_varlen"] = {"tflops": work / host.time_ms(packed, iters) / 1e9}
+        baselines.append("flash_attn_varlen")
+    except ImportError:
+        out["flash_attn_varlen"] = {"error": "flash_attn not installed"}
+    ts = out["ts"].get("tflops")
+    for name in baselines:
+        if ts:
+            out[f"ts_over_{name}"] = ts / out[name]["tflops"]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dtype", default="fp16", choices=("fp16", "bf16"))
@@ -127,6 +195,16 @@ def main(argv: list[str] | None = None) -> int:
             r = {"bench": "attention", **shape, "error": f"{type(e).__name__}: {e}"}
             ok = False
         print(json.dumps(r, sort_keys=True), flush=True)
+    for b, total, h, d, causal in QUICK_VARLEN if args.quick else VARLEN:
+        shape = {"sequences": b, "total": total, "h": h, "d": d, "causal": causal}
+        try:
+            r = run_varlen(b, total, h, d, causal, args.dtype, args.iters)
+            ok &= bool(r["ts"].get("ok"))
+        except Exception as e:
+            traceback.print_exc()
+            r = {"bench": "attention_varlen", **shape, "error": f"{type(e).__name__}: {e}"}
+            ok = False
+        print(json.dumps({**shape, **r}, sort_keys=True), flush=True)
     return 0 if ok else 1
 
 
