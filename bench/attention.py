@@ -12,6 +12,12 @@ failing case prints its error and the run goes on. Usage (GPU)::
     source .gpu/setup.sh && python3 bench/attention.py [--dtype fp16] [--iters 30]
     source .gpu/setup.sh && python3 bench/attention.py --quick   # one small shape per family
     source .gpu/setup.sh && python3 bench/attention.py --stagger # also TS with the math order
+
+``cute_fmha``: CUTLASS's own CuTe DSL Hopper FMHA example (tile 64 x 128, persistent) on the same
+inputs, checked against the same fp32 reference and timed the same way, with
+``ts_over_cute_fmha``; ``bench/_cute_fmha.py`` drives it from ``--cute-fmha PATH`` (default
+``.gpu/cute_example/fmha.py``, put there by ``tools/fetch_cute_fmha.sh``; absent: the column
+says so). Cases the example refuses (D = 256 at that tile) say n/a.
 """
 
 from __future__ import annotations
@@ -81,9 +87,11 @@ def run_shape(
     iters: int,
     hkv: int = 0,
     stagger: bool = False,
+    fmha: tuple[Any, str] = (None, "no --cute-fmha"),
 ) -> dict[str, Any]:
     """One JSON record: TS (checked), cuDNN and flash SDPA, ratios; with ``stagger`` also TS
-    with the math-order handoff (``ts_stagger``, checked too)."""
+    with the math-order handoff (``ts_stagger``, checked too); ``fmha``: the CuTe FMHA
+    example's driver and why it is absent (``_cute_fmha.open_column``)."""
     import torch
     from torch.nn.attention import SDPBackend
 
@@ -109,9 +117,13 @@ def run_shape(
             out[name] = {"tflops": work / sdpa_ms(q, k, v, causal, backend, iters) / 1e9}
         except Exception as e:  # a backend may not take this shape / dtype
             out[name] = {"error": f"{type(e).__name__}: {e}"}
+    from _cute_fmha import column  # beside this file
+
+    bar = max(4.0 * out["ts"].get("sdpa_max_abs_err", 0.0), 1e-2)  # TS's own pass bar
+    out["cute_fmha"] = column(*fmha, host, q, k, v, causal, work, iters, bar)
     for variant in variants:
         ts = out[variant].get("tflops")
-        for name in ("cudnn", "flash"):
+        for name in ("cudnn", "flash", "cute_fmha"):
             if ts and "tflops" in out[name]:
                 out[f"{variant}_over_{name}"] = ts / out[name]["tflops"]
     return out
@@ -180,7 +192,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="small shapes, odd lengths")
     parser.add_argument("--stagger", action="store_true", help="also TS with the math order")
+    parser.add_argument(
+        "--cute-fmha",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="CUTLASS's Hopper fmha.py (tools/fetch_cute_fmha.sh; default "
+        ".gpu/cute_example/fmha.py): time it too",
+    )
     args = parser.parse_args(argv)
+    from _cute_fmha import open_column
+
+    fmha = open_column(args.cute_fmha)
     ok = True
     cases = [(*c, 0) for c in (QUICK if args.quick else SHAPES)]
     cases += [QUICK_GQA] if args.quick else []
@@ -188,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
         shape = {"b": b, "s": s, "h": h, "hkv": hkv or h, "d": d, "causal": causal}
         shape["dtype"] = args.dtype
         try:
-            r = run_shape(b, s, h, d, causal, args.dtype, args.iters, hkv, args.stagger)
+            r = run_shape(b, s, h, d, causal, args.dtype, args.iters, hkv, args.stagger, fmha)
             ok &= all(bool(r[t].get("ok")) for t in ("ts", "ts_stagger") if t in r)
         except Exception as e:  # keep going: whoever runs this cannot debug interactively
             traceback.print_exc()

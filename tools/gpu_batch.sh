@@ -84,7 +84,10 @@ pending)
     --causal --dtype fp16 --iters 3
   run attention.log 150 python3 examples/hopper/attention.py --b 1 --s 333 --h 2 --d 128 --causal \
     --stagger --iters 3
-  run attention.log 300 python3 bench/attention.py --dtype fp16 --stagger
+  # With CUTLASS's CuTe FMHA example as a column when tools/fetch_cute_fmha.sh has put it
+  # under .gpu/cute_example/ (else the column says it is absent).
+  run attention.log 300 python3 bench/attention.py --dtype fp16 --stagger \
+    --cute-fmha .gpu/cute_example/fmha.py
   run compat.log 200 python3 bench/compat_gpu.py --only p3
   run compat.log 200 python3 bench/compat_gpu.py --only p4
   # The pipeline-group GEMM examples (issue 14): torch checks and the TS / twin ratio.
