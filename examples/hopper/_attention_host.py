@@ -498,6 +498,12 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
         help="a packed batch of B sequences of random odd lengths (one empty) summing to about "
         "--b x --s tokens",
     )
+    p.add_argument(
+        "--kv-skew",
+        action="store_true",
+        help="with --varlen: key lengths differ from the query lengths (every other one 37 "
+        "longer, the second sequence has no key)",
+    )
     args = p.parse_args(argv)
     # The CuTe DSL reads sys.argv itself on every compile (its own ``-diagnostic`` flag), and
     # there ``--h`` abbreviates ``--help``: hide our arguments from it once parsed.
@@ -516,7 +522,12 @@ def run_cli(argv: list[str] | None, description: str, script: str) -> int:
     try:
         if args.varlen:
             lens = varlen_lengths(args.varlen, args.b * args.s)
-            out = run_varlen_case(lens, lens, args.h, args.d, args.causal, args.dtype, args.hkv)
+            lens_k = list(lens)
+            if args.kv_skew:  # bottom-right causal with seqlen_k != seqlen_q, and no keys
+                lens_k = [n + 37 * (i % 2) for i, n in enumerate(lens)]
+                lens_k[1 % len(lens_k)] = 0
+            case = (args.h, args.d, args.causal, args.dtype, args.hkv, args.iters)
+            out = run_varlen_case(lens, lens_k, *case)
             print(json.dumps(out, sort_keys=True))
             return 0 if out["ok"] else 1
         out = run_case(

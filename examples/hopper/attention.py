@@ -35,6 +35,11 @@ Usage::
     python examples/hopper/attention.py --compile-only [--d 64] [--causal] [--dtype fp16]
     python examples/hopper/attention.py --b 4 --s 4096 --h 16 --d 128 [--causal] [--dtype bf16]
     python examples/hopper/attention.py --b 4 --s 4096 --h 16 --d 128 --stagger   # math order
+    python examples/hopper/attention.py --varlen 8 --b 4 --s 4096 --h 16 [--causal]  # packed
+
+With ``AttentionConfig(varlen=True)`` the sequences have lengths of their own, packed along the
+token axis (``cu_seqlens``): tiles come longest first from the dynamic queue, each with its own
+KV trip count, and ``O`` leaves by guarded stores (``_attention_varlen.py``).
 """
 
 from __future__ import annotations
