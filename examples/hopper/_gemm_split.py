@@ -32,6 +32,7 @@ def split_reduce(
     chunks: Constexpr[int],
     tidx: Any,
     threads: Constexpr[int],
+    in_grid: Any,
 ) -> Any:
     """Consumers: hand this item's partial tile over; True in the tile's last item.
 
@@ -40,25 +41,28 @@ def split_reduce(
     thread 0 adds the item to ``counters[tile]`` and publishes in ``flag`` (SMEM) whether it
     was the ``chunks``-th (then it also zeroes the counter for the next launch). In that last
     item every thread reads the ``chunks`` partials back in chunk order and sums them into
-    ``acc``: the order does not depend on which item comes last.
+    ``acc``: the order does not depend on which item comes last. A tile past the problem's tile
+    grid (``in_grid`` False: the scheduler's swizzle padding) has no slot: it does nothing.
     """
     n = cute.size(acc)
     per_chunk = n * threads
-    base = (tile * chunks + chunk) * per_chunk + tidx
-    for lo, hi in value_chunks(n):
-        for i in range_constexpr(lo, hi):
-            workspace[base + i * threads] = acc[i]
-    cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-    bar.arrive_and_wait()
-    if tidx == 0:
-        ctr = counters.iterator + tile
-        seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
-        done = cutlass.Int32(seen) == chunks - 1
-        flag[0] = cutlass.Int32(done)
-        if done:
-            cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
-    bar.arrive_and_wait()
-    last = flag[0] != 0
+    last = cutlass.Boolean(False)
+    if in_grid:
+        base = (tile * chunks + chunk) * per_chunk + tidx
+        for lo, hi in value_chunks(n):
+            for i in range_constexpr(lo, hi):
+                workspace[base + i * threads] = acc[i]
+        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+        bar.arrive_and_wait()
+        if tidx == 0:
+            ctr = counters.iterator + tile
+            seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+            done = cutlass.Int32(seen) == chunks - 1
+            flag[0] = cutlass.Int32(done)
+            if done:
+                cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+        bar.arrive_and_wait()
+        last = flag[0] != 0
     if last:
         cute.arch.fence_acq_rel_gpu()  # see the other items' partials
         first = tile * chunks * per_chunk + tidx

@@ -92,8 +92,10 @@ def twin_kernel(
         flag = cute.make_tensor(flag_ptr, cute.make_layout(1))
     k_tiles = chunk_blocks(cfg, t_a)  # split-K: the blocks of one chunk
     tiles_m: Any = None  # split-K: tile (m, n) is counted at m + n * tiles_m
+    tiles_n: Any = None  # (the scheduler's swizzle padding adds tiles past them)
     if const_expr(cfg.split):
         tiles_m = cute.ceil_div(cute.size(t_c, mode=[0]), cfg.tile_mn[0])
+        tiles_n = cute.ceil_div(cute.size(t_c, mode=[1]), cfg.tile_mn[1])
     bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe = make_ab_pipeline(cfg, bars)
     qpipe: Any = None
@@ -247,7 +249,7 @@ def twin_kernel(
                 # The tile's last chunk to arrive sums the chunks (in chunk order), stores C.
                 tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
                 args = (out, workspace, ctr, flag, bar, m + n * tiles_m, chunk, cfg.split_k)
-                if split_reduce(*args, tidx_c, threads):
+                if split_reduce(*args, tidx_c, threads, (m < tiles_m) & (n < tiles_n)):
                     epilogue_store(
                         cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
                         scale_a, scale_b,

@@ -241,8 +241,11 @@ def gemm_kernel(
         if cfg.split:  # split-K: the partial tiles meet in the workspace, counted per tile
             flag = k.smem_tensor(cutlass.Int32, 1, alignment=4)  # after the tiles, as the twin
             bm = cfg.tile_mn[0]
+            bn = cfg.tile_mn[1]
             rows = k.value("tiles_m", lambda: cute.ceil_div(cute.size(t_c, mode=[0]), bm))
-            accs[0].split = SplitK(cfg.split_k, workspace, counters, flag, rows, barrier_id=1)
+            cols = k.value("tiles_n", lambda: cute.ceil_div(cute.size(t_c, mode=[1]), bn))
+            split = SplitK(cfg.split_k, workspace, counters, flag, rows, cols, barrier_id=1)
+            accs[0].split = split
 
         def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile
             with domain_loop(k_tiles, unroll=1):

@@ -167,6 +167,8 @@ class SplitK:
         counters: A global Int32 tensor of one zeroed counter per output tile.
         flag: One Int32 of SMEM (the task's threads learn there whether they sum the tile).
         tiles_m: Output tiles along M (a kernel value): tile ``(m, n)`` is ``m + n * tiles_m``.
+        tiles_n: Output tiles along N (a kernel value). A work tile past ``tiles_m x tiles_n``
+            (a persistent scheduler's swizzle rounds its grid up) hands nothing over.
         barrier_id: A named barrier over the task's threads (the epilogue's may be reused).
     """
 
@@ -175,6 +177,7 @@ class SplitK:
     counters: Any
     flag: Any
     tiles_m: Any
+    tiles_n: Any
     barrier_id: int
 
 
@@ -307,6 +310,7 @@ class WgmmaAccumulator(MemoryResource):
             split.chunks,
             self.tidx,
             threads,
+            (m < split.tiles_m) & (n < split.tiles_n),
         )
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)

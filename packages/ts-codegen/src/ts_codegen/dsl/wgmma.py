@@ -286,6 +286,7 @@ def split_reduce(
     chunks: Constexpr[int],
     tidx: Any,
     threads: Constexpr[int],
+    in_grid: Any,
 ) -> Any:
     """Split-K: write this item's partial tile; the tile's last item sums all partials.
 
@@ -297,26 +298,33 @@ def split_reduce(
     it; it also zeroes the counter for the next launch) reads the partials back in chunk order
     ``0 .. chunks - 1`` into ``acc``: the same sum, in the same order, whichever item is last.
 
+    ``in_grid`` is False (for the whole task) on a tile past the problem's tile grid: the
+    persistent scheduler's swizzle rounds the grid up to whole swizzle groups, and such a tile,
+    harmless elsewhere (TMA clips its loads and stores), has no counter or workspace slot. It
+    writes and counts nothing and is not the last.
+
     Returns:
         Whether this item holds the tile's sum (then it writes the tile).
     """
     n = cute.size(acc)
     per_chunk = n * threads
-    base = (tile * chunks + chunk) * per_chunk + tidx
-    for lo in range_constexpr(0, n, _CHUNK):
-        for i in range_constexpr(lo, min(lo + _CHUNK, n)):
-            workspace[base + i * threads] = acc[i]
-    cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-    barrier.arrive_and_wait()
-    if tidx == 0:
-        ctr = counters.iterator + tile
-        seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
-        done = Int32(seen) == chunks - 1
-        flag[0] = Int32(done)
-        if done:  # every item of the tile has counted: reset for the next launch
-            cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
-    barrier.arrive_and_wait()
-    last = flag[0] != 0
+    last = cutlass.Boolean(False)
+    if in_grid:
+        base = (tile * chunks + chunk) * per_chunk + tidx
+        for lo in range_constexpr(0, n, _CHUNK):
+            for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                workspace[base + i * threads] = acc[i]
+        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+        barrier.arrive_and_wait()
+        if tidx == 0:
+            ctr = counters.iterator + tile
+            seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
+            done = Int32(seen) == chunks - 1
+            flag[0] = Int32(done)
+            if done:  # every item of the tile has counted: reset for the next launch
+                cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
+        barrier.arrive_and_wait()
+        last = flag[0] != 0
     if last:
         cute.arch.fence_acq_rel_gpu()  # see the other items' partials
         first = tile * chunks * per_chunk + tidx
