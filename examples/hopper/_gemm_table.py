@@ -58,10 +58,11 @@ WAVE_EDGES = (1.0, 4.0)  # under one wave / a few (the last one's fill matters) 
 # outweighs writing and reading the partial tile), and the rule's most chunks per tile.
 SPLIT_MIN_CHUNK = 8
 RULE_MAX_SPLIT = 4
-# Split-K has not run on the H200 yet (its edge-shape tests and speed are the next GPU batch):
-# until they pass there, the fallback rule does not pick it by default. The tuner may time it
-# (every candidate is checked against fp32 before it is timed, a wrong one is never chosen).
-RULE_SPLITS = False
+# Split-K ran on the H200 (2026-12-03, bench/RESULTS.md): every edge shape right in TS and twin
+# (tools/split_k_probe.py), and 128 x 8192 x 8192 at 0.85 of cuBLAS split in two against 0.82
+# unsplit, so the fallback rule may pick it. The tuner times it too (every candidate is checked
+# against fp32 before it is timed, a wrong one is never chosen).
+RULE_SPLITS = True
 # Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
 # the other warpgroup's main loop) has not run on the H200 yet either: the tuner generates and
 # times it, but the rule keeps cooperative 128 x 256 on many-wave shapes until it has.
@@ -122,7 +123,7 @@ def rule_config(
     With fewer 128 x 128 tiles than SMs and a long enough K, split-K on 128 x 128 tiles
     (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 8192 x 8192 problem has 64
     tiles, two chunks each fill 128 of the 132 SMs with full-size tiles. ``split``: whether the
-    rule may split (``RULE_SPLITS``, off until split-K has run on the GPU). ``pingpong128``:
+    rule may split (``RULE_SPLITS``, on since split-K ran on the GPU). ``pingpong128``:
     whether a GEMM of at least one wave (not a promoted FP8 one) takes ping-pong 128 x 128
     (``PINGPONG128_FIELDS``) instead of the cooperative tile (``RULE_PINGPONG128``, off until
     it has run on the GPU).

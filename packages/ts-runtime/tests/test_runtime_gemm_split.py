@@ -196,9 +196,11 @@ def test_rule_splits_few_tiles(gemm: Any, table: Any) -> None:
     assert (short_k.tile_mn, short_k.split_k, short_k.kernel) == ((64, 128), 1, "pingpong")
     many = table.rule_config((8192, 8192, 8192), gemm.GemmConfig(), split=True)
     assert many.split_k == 1
-    # Off by default until split-K has run on the GPU: the rule falls back to ping-pong.
+    # On by default since split-K ran on the GPU; off, the rule falls back to ping-pong.
     default = table.rule_config((128, 8192, 8192), gemm.GemmConfig())
-    assert (default.tile_mn, default.split_k, default.kernel) == ((64, 128), 1, "pingpong")
+    assert (default.tile_mn, default.split_k) == ((128, 128), 2)
+    unsplit = table.rule_config((128, 8192, 8192), gemm.GemmConfig(), split=False)
+    assert (unsplit.tile_mn, unsplit.split_k, unsplit.kernel) == ((64, 128), 1, "pingpong")
 
 
 def test_tuner_offers_split_for_few_tiles_only(gemm: Any, load_example: Any) -> None:
