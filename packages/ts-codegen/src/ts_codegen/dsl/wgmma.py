@@ -393,12 +393,12 @@ def epilogue_store(
     Sub-tile ``j`` (``sub_tile = (EM, EN)``: row block ``j // (BN / EN)``, columns
     ``(j % (BN / EN)) * EN ...``; ``EM < BM`` when one warpgroup holds several 64-row WGMMA
     blocks, whose values are runs of the accumulator one after the other) goes through buffer
-    ``j % buffers`` (the buffers
-    divide the sub-tiles, so the ring continues into the next tile): convert and ``stmatrix``
-    it into the buffer, ``fence.proxy.async``, one named barrier over the task's threads, and
-    the store warp TMA-stores it and commits. Before the barrier the store warp waits until at
-    most ``buffers - 2`` stores still read SMEM, so the next sub-tile's buffer is free after
-    it. ``fuse(acc, thr_mma, m, n)`` first rewrites the accumulator (in its MMA layout).
+    ``j % buffers`` (the buffers divide the sub-tiles, so the ring continues into the next
+    tile): convert and ``stmatrix`` it into the buffer, ``fence.proxy.async``, one named
+    barrier over the task's threads, and the store warp TMA-stores it and commits. Before the
+    barrier the store warp waits until at most ``buffers - 2`` stores still read SMEM, so the
+    next sub-tile's buffer is free after it. ``fuse(acc, thr_mma, m, n)`` first rewrites the
+    accumulator (in its MMA layout).
     """
     if const_expr(fuse is not None):
         fuse(views.acc_mma, views.thr_mma, m, n)
