@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,13 @@ def kernel_file(tmp_path: Path) -> Path:
     path = tmp_path / "segments.py"
     path.write_text(textwrap.dedent(KERNEL))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _keep_dsl_settings() -> Iterator[None]:
+    """``ts compile`` sets the CuTe DSL's CUTE_DSL_* variables in-process; undo it per test."""
+    saved = {k: v for k, v in os.environ.items() if k.startswith("CUTE_DSL_")}
+    yield
+    for name in [k for k in os.environ if k.startswith("CUTE_DSL_")]:
+        del os.environ[name]
+    os.environ.update(saved)

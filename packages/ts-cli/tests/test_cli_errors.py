@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -380,3 +381,16 @@ def test_python_dash_m_ts_cli() -> None:
     )
     assert proc.returncode == 0 and proc.stdout.startswith("ts (ts-cli) ")
     assert proc.stderr == ""  # no RuntimeWarning about ts_cli.main being imported twice
+
+
+def test_ptx_dir_beats_an_inherited_dump_dir(tmp_path: Path) -> None:
+    """An explicit ``--ptx-dir`` wins over CUTE_DSL_DUMP_DIR from the caller's environment."""
+    args = main_module._parser().parse_args(
+        ["compile", "--ptx-dir", str(tmp_path / "mine"), "k.py"]
+    )
+    os.environ["CUTE_DSL_DUMP_DIR"] = str(tmp_path / "inherited")  # restored by conftest
+    main_module._prepare_ptx_dump(args)
+    assert os.environ["CUTE_DSL_DUMP_DIR"] == str((tmp_path / "mine").resolve())
+    args = main_module._parser().parse_args(["compile", "k.py"])
+    main_module._prepare_ptx_dump(args)  # no flag: the caller's folder stays
+    assert os.environ["CUTE_DSL_DUMP_DIR"] == str((tmp_path / "mine").resolve())

@@ -322,7 +322,11 @@ def _prepare_ptx_dump(args: argparse.Namespace) -> None:
         os.environ["CUTE_DSL_ARCH"] = arch
     os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
     os.environ["CUTE_DSL_KEEP"] = "ptx"
-    os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(dump))
+    if args.ptx_dir:
+        # An explicit folder beats one inherited from the environment (a test runner's, say).
+        os.environ["CUTE_DSL_DUMP_DIR"] = str(dump)
+    else:
+        os.environ.setdefault("CUTE_DSL_DUMP_DIR", str(dump))
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
