@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import subprocess
 import sys
 import textwrap
@@ -80,3 +81,21 @@ def test_example_without_torch(example: str) -> None:
     assert "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"{example}.py: the GPU run needs PyTorch")
     assert "--compile-only" in proc.stderr and proc.stdout == ""
+
+
+def test_compile_only_leaves_no_files_behind(tmp_path: Path) -> None:
+    """``--compile-only`` reads the PTX from the compiled kernel; no file lands in the cwd."""
+    pytest.importorskip("cutlass")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUTE_DSL_")}
+    proc = subprocess.run(
+        [sys.executable, str(HOPPER / "tma_copy.py"), "--compile-only"],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert '"same_counts": true' in proc.stdout
+    assert list(tmp_path.iterdir()) == []

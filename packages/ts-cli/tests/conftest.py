@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -80,9 +81,18 @@ def kernel_file(tmp_path: Path) -> Path:
     return path
 
 
+# The DSL reads its dump folder once, when first imported in this process: keep its PTX out of
+# the checkout (``ts compile`` without ``--ptx-dir`` would otherwise write into the cwd).
+os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="ts_cli_ptx_"))
+
+
 @pytest.fixture(autouse=True)
-def _keep_dsl_settings() -> Iterator[None]:
-    """``ts compile`` sets the CuTe DSL's CUTE_DSL_* variables in-process; undo it per test."""
+def _keep_dsl_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``ts compile`` sets the CuTe DSL's CUTE_DSL_* variables in-process; undo it per test.
+
+    Each test runs in its own folder, so ``ts compile``'s default ``ts_ptx/`` lands there.
+    """
+    monkeypatch.chdir(tmp_path)
     saved = {k: v for k, v in os.environ.items() if k.startswith("CUTE_DSL_")}
     yield
     for name in [k for k in os.environ if k.startswith("CUTE_DSL_")]:

@@ -167,18 +167,14 @@ def ptx_counts(ptx: str, *, ops: bool = False) -> dict[str, Any]:
 
 def ptx_of(kernel: Any, *args: Any) -> str:
     """Compile ``kernel`` (a ``@cute.jit`` launcher or a staged kernel) for ``args``; its PTX."""
-    import os
-
     from ts_codegen.capture import note_compiled
+    from ts_codegen.dsl import keep_ptx_options
     from ts_runtime.compile import CompileCache, compile_kernel
 
-    dump = os.environ.get("CUTE_DSL_DUMP_DIR")
-    if dump:
-        os.makedirs(dump, exist_ok=True)
     fn = kernel_items([("kernel", kernel)])[0][1]
     # The one compile path; a cache of its own, so that every call compiles (and lowers) and
     # translation validation pairs this PTX with the plans lowered for it.
-    ptx = compile_kernel(fn, *args, options="--keep-ptx", cache=CompileCache()).as_text("ptx")
+    ptx = compile_kernel(fn, *args, options=keep_ptx_options(), cache=CompileCache()).as_text("ptx")
     note_compiled(ptx)
     return ptx
 

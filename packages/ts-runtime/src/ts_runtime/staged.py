@@ -605,7 +605,10 @@ class Kernel:
                 "@kernel.launcher",
             )
         self.verify().report.raise_for_errors()
-        entry = compile_kernel(self._launcher, *args, plan=self.plan().plan, options="--keep-ptx")
+        from ts_codegen.dsl import keep_ptx_options
+
+        options = keep_ptx_options()
+        entry = compile_kernel(self._launcher, *args, plan=self.plan().plan, options=options)
         return Lowered(entry, self.plan().plan)
 
     def compile(self, *args: Any) -> Compiled:

@@ -56,6 +56,7 @@ __all__ = [
     "for_range",
     "if_then",
     "in_range",
+    "keep_ptx_options",
     "logical_not",
     "make_pipeline",
     "make_state",
@@ -452,17 +453,39 @@ def compile_ptx(jit_fn: Any, *args: Any) -> tuple[Any, str]:
     Needs ``CUTE_DSL_KEEP=ptx`` (or the ``--keep-ptx`` option, which this passes) and an
     existing ``CUTE_DSL_DUMP_DIR``; the target comes from ``CUTE_DSL_ARCH``.
     """
-    import os
-
-    dump = os.environ.get("CUTE_DSL_DUMP_DIR")
-    if dump:
-        os.makedirs(dump, exist_ok=True)
-    compiled = cute.compile(jit_fn, *args, options="--keep-ptx")
+    compiled = cute.compile(jit_fn, *args, options=keep_ptx_options())
     text = ptx_text(compiled)
     from ts_codegen.capture import note_compiled
 
     note_compiled(text)  # translation validation pairs it with the plans just lowered
     return compiled, text
+
+
+_PTX_DIR: list[str] = []  # this process's own dump folder, made on first use
+
+
+def keep_ptx_options() -> str:
+    """``cute.compile`` options that keep the PTX, written where the user asked or nowhere.
+
+    The DSL writes a kept PTX file into ``CUTE_DSL_DUMP_DIR``, and without one into the current
+    folder: a compile-only run would litter the user's checkout. Unless the user named a folder,
+    the file goes to a temporary folder of this process, removed when it exits (the text is
+    read from the compiled kernel).
+    """
+    import os
+
+    dump = os.environ.get("CUTE_DSL_DUMP_DIR")
+    if dump:
+        os.makedirs(dump, exist_ok=True)
+        return "--keep-ptx"
+    if not _PTX_DIR:
+        import atexit
+        import shutil
+        import tempfile
+
+        _PTX_DIR.append(tempfile.mkdtemp(prefix="ts_ptx_"))
+        atexit.register(shutil.rmtree, _PTX_DIR[0], ignore_errors=True)
+    return f"--keep-ptx --dump-dir={_PTX_DIR[0]}"
 
 
 def ptx_text(compiled: Any) -> str:
