@@ -92,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         help="CUTLASS's dense_gemm_persistent.py (tools/fetch_cute_example.sh): time it too",
     )
     parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="also time every contender replayed from a CUDA graph (kernel time without the "
+        "per-call host work; the *_graph ratios)",
+    )
+    parser.add_argument(
         "--versus",
         action="append",
         default=[],
@@ -115,7 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         compiled = cache[shape_cfg]
         more = versus_columns(gemm, host, args, shape_cfg, mnk, versus_cache)
         r = gemm.run_case(
-            shape_cfg, compiled, mnk, args.iters, rounds=args.rounds, extras={**extras, **more}
+            shape_cfg,
+            compiled,
+            mnk,
+            args.iters,
+            rounds=args.rounds,
+            extras={**extras, **more},
+            graph=args.graph,
         )
         r["bench"], r["config_source"] = "gemm_sweep", source
         for name in more:
@@ -124,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         r["ts_over_twin"] = r["ts"]["tflops"] / r["twin"]["tflops"]
         if "tflops" in r.get("cute_example", {}):
             r["ts_over_cute_example"] = r["ts"]["tflops"] / r["cute_example"]["tflops"]
+        if "graph_tflops" in r.get("cute_example", {}) and "graph_tflops" in r["ts"]:
+            graph_ratio = r["ts"]["graph_tflops"] / r["cute_example"]["graph_tflops"]
+            r["ts_over_cute_example_graph"] = graph_ratio
         elif note:
             r["cute_example"] = {"skipped": note}
         ok &= all(r[name]["ok"] for name in compiled)
@@ -133,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     total["scale"], total["config"], total["ok"] = args.scale, args.config, ok
     total["cute_example_ok"] = all(r.get("cute_example", {}).get("ok", True) for r in rows)
     keys = ["ts_over_torch", "ts_over_torch_accurate", "ts_over_twin", "ts_over_cute_example"]
+    if args.graph:
+        keys += ["ts_over_torch_graph", "ts_over_torch_accurate_graph"]
+        keys += ["ts_over_cute_example_graph"]
     for spec in args.versus:
         keys += [f"{versus_name(spec)}_over_torch", f"ts_over_{versus_name(spec)}"]
     for key in keys:
@@ -174,7 +192,10 @@ def versus_columns(
             m, n = c.shape
             counters = host.make_counters_tensor(other, m, n)
             workspace = host.make_workspace(other, m, n)
-            launch = host.kernel_args(other, a, b, c, None, counters, workspace=workspace)
+            stream = host.cu_stream()  # the current one: a graph capture's, when timing one
+            launch = host.kernel_args(
+                other, a, b, c, None, counters, workspace=workspace, stream=stream
+            )
             return lambda: ts(*launch)
 
         out[versus_name(spec)] = factory

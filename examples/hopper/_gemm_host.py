@@ -30,6 +30,7 @@ from _gemm_steps import (
     GemmConfig,
     fit_swizzle,
 )
+from _timing import GraphTimer, cu_stream, time_ms
 from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
@@ -239,20 +240,24 @@ def kernel_args(
     scale_a: Any = None,
     scale_b: Any = None,
     workspace: Any = None,
+    stream: Any = None,
 ) -> tuple[Any, ...]:
     """The launchers' CuTe arguments
-    ``(a, b, c, bias, counters[, None, scale_a, scale_b[, workspace]])``.
+    ``(a, b, c, bias, counters[, stream, scale_a, scale_b[, workspace]])``.
 
-    The scales (``make_scales``'s shapes) go in as vectors, after the default stream, only
-    with ``cfg.scale``; split-K's workspace (``make_workspace``) last, only with it.
+    The scales (``make_scales``'s shapes) go in as vectors, after the stream (a
+    ``cuda.CUstream``; None: the default stream), only with ``cfg.scale``; split-K's workspace
+    (``make_workspace``) last, only with it.
     """
     args = (to_cute(a), to_cute(b), to_cute(c), to_cute(bias), to_counters(counters))
     scales: tuple[Any, ...] = (None, None)
     if cfg.scaled:
         scales = (to_cute(scale_a.reshape(-1)), to_cute(scale_b.reshape(-1)))
     if cfg.split:
-        return (*args, None, *scales, to_cute(workspace))
-    return (*args, None, *scales) if cfg.scaled else args
+        return (*args, stream, *scales, to_cute(workspace))
+    if cfg.scaled:
+        return (*args, stream, *scales)
+    return args if stream is None else (*args, stream)
 
 
 def check_operands(
@@ -412,21 +417,6 @@ def check(
     return bool(torch.isfinite(c).all()) and err < REL_TOL, err
 
 
-def time_ms(fn: Any, iters: int) -> float:
-    """Mean milliseconds per call over ``iters`` back-to-back launches (after warm-up)."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / iters
-
-
 def _scaled_mm_calls(
     cfg: GemmConfig, a: Any, b: Any, scale_a: Any, scale_b: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -469,6 +459,7 @@ def run_case(
     timed: bool = True,
     rounds: int = 6,
     extras: dict[str, Any] | None = None,
+    graph: bool = False,
 ) -> dict[str, Any]:
     """Run the compiled kernels and torch's GEMM on the same inputs; check, time, TFLOP/s.
 
@@ -482,7 +473,10 @@ def run_case(
     checked against the fp32 reference (``check``). Operands are checked before any launch
     (``check_operands``). Timing interleaves the contenders (``rounds`` rounds of every kernel
     and torch, in an order rotated every round) and keeps each one's best round, so clock /
-    power drift during the run biases none of them.
+    power drift during the run biases none of them. ``graph`` also times every contender's
+    launches replayed from a CUDA graph (``_timing.GraphTimer``: the kernels without the host's
+    per-call work), in the same rounds: ``graph_ms`` / ``graph_tflops`` and the ``*_graph``
+    ratios; a contender that cannot be captured gets ``graph_error``.
     """
     import torch
 
@@ -494,6 +488,7 @@ def run_case(
     result: dict[str, Any] = {"mnk": list(mnk), "config": dataclasses.asdict(cfg)}
     result["promotion"] = cfg.promotion  # the interval in effect (promote_every None: default)
     calls: dict[str, Any] = {}
+    binds: dict[str, Any] = {}  # name -> (torch stream -> call on it), for graph timing
     for name, kernel in compiled.items():
         c = make_output(cfg, m, n)
         c_old = c.clone() if cfg.beta != 0.0 else None
@@ -508,6 +503,7 @@ def run_case(
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
+        binds[name] = lambda s, kk=kernel, aa=args: _on_stream(kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")
     for name, factory in (extras or {}).items():
         c = make_output(plain, m, n)
@@ -521,6 +517,7 @@ def run_case(
         ok, err = check(c, a, b, plain)
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = call
+        binds[name] = lambda _s, f=factory, cc=c: f(a, b, cc)  # made on the current stream
     if not timed or flop == 0:
         return result  # an empty problem has nothing to time
     if cfg.fp8:
@@ -538,24 +535,52 @@ def run_case(
             ok, err = check(out, a, b, plain, scale_a=scale_a, scale_b=scale_b)
             result[name] = {"ok": ok, "rel_err": err}
             calls[name] = call
+            binds[name] = lambda _s, f=call: f
     else:
         bt = b.t()
         calls["torch"] = lambda: torch.matmul(a, bt)
+        binds["torch"] = lambda _s: calls["torch"]
         result["baseline"] = "torch.matmul"
+    timers = _graph_timers(binds, iters, result) if graph else {}
     best = dict.fromkeys(calls, float("inf"))
+    best_graph = dict.fromkeys(timers, float("inf"))
     names = list(calls)
     for r in range(rounds):
         # Rotate the order every round: the first contender after a pause runs on cooler,
         # faster clocks, which would otherwise always favour the same kernel.
         for name in names[r % len(names) :] + names[: r % len(names)]:
             best[name] = min(best[name], time_ms(calls[name], iters))
+            if name in timers:
+                best_graph[name] = min(best_graph[name], timers[name].ms())
     for name, ms in best.items():
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
+    for name, ms in best_graph.items():
+        result[name].update(graph_ms=ms, graph_tflops=flop / (ms * 1e9))
     for name in [*compiled, *(n for n in extras or {} if n in calls)]:
         for base in ("torch", "torch_accurate"):
             if base in calls:
                 result[f"{name}_over_{base}"] = result[name]["tflops"] / result[base]["tflops"]
+            if name in best_graph and base in best_graph:
+                result[f"{name}_over_{base}_graph"] = best_graph[base] / best_graph[name]
     return result
+
+
+def _on_stream(kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
+    """A call of ``kernel(*args)`` on the torch ``stream`` (its ``cuda.CUstream`` in the
+    launchers' stream slot, the sixth argument: ``kernel_args``)."""
+    bound = (*args[:5], cu_stream(stream), *args[6:])
+    return lambda: kernel(*bound)
+
+
+def _graph_timers(binds: dict[str, Any], iters: int, result: dict[str, Any]) -> dict[str, Any]:
+    """A ``GraphTimer`` per contender; one that cannot be captured is reported, not timed."""
+    timers: dict[str, Any] = {}
+    for name, bind in binds.items():
+        try:
+            timers[name] = GraphTimer(bind, iters)
+        except Exception as e:  # e.g. a launch path that synchronizes: eager timing stays
+            result.setdefault(name, {})["graph_error"] = f"{type(e).__name__}: {e}"[:300]
+    return timers
 
 
 SCHEDULE_FLAGS = (

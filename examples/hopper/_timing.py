@@ -1,0 +1,75 @@
+"""Timing GPU calls: eager launches, and the same launches replayed from a CUDA graph.
+
+Eager timing (``time_ms``) is what a Python caller sees: it includes each call's host work
+(argument conversion, the launch itself). For a short kernel that host work can be longer than
+the kernel, and the GPU then idles between launches whatever the kernel does. Graph timing
+(``time_graph_ms``) captures ``iters`` launches once and replays them, so what is left is the
+kernels' own time, back to back: the measure that compares kernels, not launch paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def time_ms(fn: Any, iters: int) -> float:
+    """Mean milliseconds per call over ``iters`` back-to-back launches (after warm-up)."""
+    import torch
+
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iters):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return float(start.elapsed_time(end)) / iters
+
+
+def cu_stream(stream: Any = None) -> Any:
+    """A torch stream (default: the current one) as the ``cuda.CUstream`` CuTe launchers take."""
+    import cuda.bindings.driver as cuda
+    import torch
+
+    return cuda.CUstream((stream or torch.cuda.current_stream()).cuda_stream)
+
+
+class GraphTimer:
+    """``iters`` launches of a call captured into a CUDA graph, timed per replay.
+
+    ``bind(stream)`` must give a no-argument call that launches on that torch stream (a CuTe
+    launcher given ``cu_stream(stream)``; torch ops follow the current stream, which is
+    ``stream`` while capturing). Capture runs on a side stream, as CUDA requires.
+    """
+
+    def __init__(self, bind: Callable[[Any], Callable[[], Any]], iters: int) -> None:
+        import torch
+
+        self.iters = iters
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            call = bind(side)
+            for _ in range(3):  # warm-up outside the capture (lazy inits, cuBLAS workspace)
+                call()
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph, stream=side):
+            for _ in range(iters):
+                call()
+        torch.cuda.synchronize()
+
+    def ms(self) -> float:
+        """Mean milliseconds per launch over one replay (after a warm-up replay)."""
+        import torch
+
+        self.graph.replay()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        self.graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        return float(start.elapsed_time(end)) / self.iters
