@@ -17,10 +17,44 @@ blocks (:attr:`ts_ir.KernelPlan.tmem`): the UMMA that accumulates there, the epi
   enabling commit / release of every barrier wait), over runs of the whole kernel for every
   valuation up to the cut-off, so a dealloc that only a ring's phase orders after the
   epilogue's last read is accepted, and one that nothing orders is not.
+
+*One work tile is enough* for TS-V224 (:func:`one_tile_proves`) when the kernel's work tiles
+are independent: every ring operation lies inside the work-tile loops
+(:func:`ts_verify.whole_kernel.tile_local`), each task has at most one, at the top of its
+schedule, and every run of one tile balances every ring side by side (each producer of the
+ring acquires and commits it, each consumer waits and releases it, all equally often; a task
+may be both, as a tile scheduler is of its queue). And the kernel has at most one alloc step
+and one dealloc step, in no loop. A run is then each task's steps before its tile loop, its
+tiles in order (tile ``t``'s steps read only ``t``'s values), and its steps after; it has one
+lifetime, whose alloc and dealloc lie outside every tile and do not depend on them. Take a
+run ``L`` of tiles ``v_0 .. v_n`` in which a use ``m`` misses the lifetime, and remove every
+tile but ``m``'s (every tile, when ``m`` lies outside them): what is left is the run ``R`` of
+the one tile ``v_t`` (or of none) with the same kernel-wide values. Every happens-before
+edge of ``R`` holds in ``L``:
+
+* program order: ``R``'s steps of a task are some of ``L``'s, in the same order;
+* a wait and its enabling commit: by the balance a tile holds the same indices of a ring on
+  either side in every task of the ring, so both lie in the same tile at the same place, in
+  ``R`` and in ``L``;
+* an acquire of index ``k >= S`` and its enabling release of index ``k - S``: in ``L`` the
+  acquire has index ``K = k + d`` (``d``: what the removed tiles before it opened) and the
+  release one of at most ``K - S`` (no more removed tiles lie before it), so the release is
+  one of the same consumer no later than ``L``'s enabler of the acquire: it happens before
+  the acquire in ``L`` too.
+
+So whatever made ``m`` miss the lifetime in ``L`` holds in ``R``: the alloc does not happen
+before ``m``, or ``m`` not before the dealloc, or (``m`` an asynchronous use of the freeing
+task) no ``ASYNC_WAIT_ALL`` of that task lies between them (``R``'s steps of that task between
+the two are some of ``L``'s). The runs of zero or one tile, for every value of the per-tile
+and kernel-wide symbols up to the cut-off, include ``R`` and are some of the full set's runs:
+both sets find the same plans at fault (a run that does not finish is reported as such; the
+deadlock check has proven that none does). Where the conditions fail, every valuation up to
+the cut-off runs (``reduce=False`` forces that, for tests).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 
 from ts_ir import (
@@ -28,6 +62,7 @@ from ts_ir import (
     DomainLoop,
     KernelPlan,
     Node,
+    ScheduleStage,
     Step,
     TaskSpec,
     WorkAttr,
@@ -41,16 +76,21 @@ from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.simulate import simulate
 from ts_verify.systems import System
 from ts_verify.whole_kernel import (
+    Part,
     distinct_runs,
     make_part,
     part_valuations,
     run_diagnostic,
+    tile_local,
     too_long_loop,
 )
 
-__all__ = ["check_tmem_lifetime", "check_tmem_order", "tmem_users"]
+__all__ = ["check_tmem_lifetime", "check_tmem_order", "one_tile_proves", "tmem_users"]
 
 _ALLOC, _DEALLOC = WorkAttr.TMEM_ALLOC, WorkAttr.TMEM_DEALLOC
+_ENDS = _ALLOC | _DEALLOC
+_ACQUIRE, _COMMIT = ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit
+_WAIT, _RELEASE = ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease
 
 
 def tmem_users(plan: KernelPlan) -> frozenset[str]:
@@ -193,22 +233,21 @@ def _next_iteration_use(task: TaskSpec, d: Step, users: frozenset[str]) -> Step 
     return None
 
 
-def check_tmem_order(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
+def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Diagnostic], int]:
     """TS-V224 for the first use a dealloc may precede, and the runs made.
 
-    Only for a plan free of deadlocks (happens-before is that of runs that finish).
+    Only for a plan free of deadlocks (happens-before is that of runs that finish). With
+    ``reduce`` (the default) runs of one work tile stand for all where :func:`one_tile_proves`
+    (see the module docstring); ``reduce=False`` runs every valuation up to the cut-off.
     """
     users = tmem_users(plan)
-    frees = {
-        s.id: t.name
-        for t in plan.tasks
-        for s in t.schedule.steps()
-        if s.is_work and s.attrs & _DEALLOC
-    }
-    if not frees or not users:
+    ends = [s for t in plan.tasks for s in t.schedule.steps() if s.is_work and s.attrs & _ENDS]
+    if not any(s.attrs & _DEALLOC for s in ends) or not users:
         return [], 0
     stages = {r.name: r.pipeline.stages for r in plan.resources if r.pipeline is not None}
-    touched = users | {s.resource for t in plan.tasks for s in t.schedule.steps() if s.id in frees}
+    # Every ring orders (any ring can carry happens-before from a use to the dealloc), and the
+    # alloc and dealloc steps stay in the runs whatever resource they are called on.
+    touched = users | {s.resource for s in ends}
     rings = tuple(r.name for r in plan.resources if r.name in stages or r.name in touched)
     system = System(rings, tuple(t.name for t in plan.tasks), cycle=False)
     part = make_part(plan, system, sum(stages.values()) + len(plan.tasks))
@@ -216,8 +255,9 @@ def check_tmem_order(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
     if too_long is not None:
         return [too_long], 0
     tasks = {t.name: t for t in plan.tasks}
+    one = reduce and one_tile_proves(part, tasks)
     runs = 0
-    for val, programs in distinct_runs(part, tasks, part_valuations(part, None)):
+    for val, programs in distinct_runs(part, tasks, part_valuations(part, 1 if one else None)):
         outcome = simulate(plan, programs)
         runs += 1
         if outcome.kind != "ok":
@@ -227,6 +267,63 @@ def check_tmem_order(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
             trace = Trace(val.describe(), tuple(outcome.events), (), ())
             return [_early(*found, trace)], runs
     return [], runs
+
+
+def one_tile_proves(part: Part, tasks: dict[str, TaskSpec]) -> bool:
+    """Whether runs of one work tile find every early dealloc or late alloc of ``part``.
+
+    The conditions of the module docstring's argument: every ring operation in a work tile,
+    at most one work-tile loop per task and at the top of its schedule (its tiles follow each
+    other once, in every task alike), every tile balancing every ring side by side
+    (:func:`_sides_balance`), and at most one alloc and one dealloc step, in no loop (one
+    lifetime per run, the same in every run of the same kernel-wide values).
+    """
+    ends = {_ALLOC: 0, _DEALLOC: 0}
+    for sched in part.schedules.values():
+        if sum(isinstance(n, WorkTileLoop) for n in sched.body) > 1:
+            return False
+        for node, parents in sched.walk():
+            if isinstance(node, WorkTileLoop) and parents:
+                return False
+            if not isinstance(node, Step) or not node.attrs & _ENDS:
+                continue
+            if any(isinstance(p, (DomainLoop, WorkTileLoop)) for p in parents):
+                return False
+            for attr in ends:
+                ends[attr] += bool(node.attrs & attr)
+    return max(ends.values()) <= 1 and tile_local(part) and _sides_balance(part, tasks)
+
+
+_SIDES = {_ACQUIRE: 0, _COMMIT: 1, _WAIT: 2, _RELEASE: 3}
+
+
+def _sides_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
+    """Whether every run of one tile balances every ring side by side.
+
+    Every task with an acquire (a wait) of a ring in its schedule acquires and commits (waits
+    and releases) it as often as every other one does, in every run of one tile. Counted per
+    side, not per task, so that a task on both sides (a tile scheduler producing and reading
+    its queue) balances too.
+    """
+    roles: dict[str, set[tuple[str, int]]] = {}
+    for name, sched in part.schedules.items():
+        for step in sched.steps():
+            side = _SIDES.get(step.stage)
+            if side is not None:
+                opened = side - side % 2  # the side's opening operation: 0 or 2
+                roles.setdefault(step.resource, set()).update({(name, opened), (name, opened + 1)})
+    one = (v for v in part_valuations(part, 1) if v.tiles == 1)
+    for _, programs in distinct_runs(part, tasks, one):
+        counts = Counter(
+            (name, op.step.resource, _SIDES[op.step.stage])
+            for name, ops in programs.items()
+            for op in ops
+            if op.step.stage in _SIDES
+        )
+        for ring, pairs in roles.items():
+            if len({counts[(name, ring, side)] for name, side in pairs}) > 1:
+                return False
+    return True
 
 
 def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:
