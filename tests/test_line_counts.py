@@ -22,3 +22,5 @@ def test_line_count_targets_hold() -> None:
     assert rows["tma_copy"]["meets_target"] and rows["gemm"]["meets_target"]
     assert rows["tma_copy"]["ts"] <= rows["tma_copy"]["twin"]
     assert rows["gemm"]["ts"] <= 0.7 * rows["gemm"]["twin"]
+    assert rows["fork_gemm"]["meets_target"]
+    assert rows["fork_gemm"]["ts"] <= rows["fork_gemm"]["twin"]

@@ -2,12 +2,15 @@
 
 The GEMM part's configuration (``128 x 128`` tiles, two WGMMA warpgroups, 4-stage operand
 rings: ``gemm.py``'s ``GemmConfig``), the whole-tile shape rule, the host-side TMA / scheduler
-values both kernels start from, the twins' hand-built TMA pipelines, and the host side of the
-command line (compile-only PTX counts, the GPU run's timing).
+values both kernels start from, what both TS kernels declare alike (the accumulator and its
+TMA-stored epilogue: ``gemm_part``; a consumer's stage index: ``StageIndex``), the twins'
+hand-built TMA pipelines, and the host side of the command line (compile-only PTX counts, the
+GPU run's timing).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -20,16 +23,26 @@ import cutlass.pipeline as cpipe
 from _gemm_steps import (
     GEMM_KINDS,
     GemmConfig,
+    chunk_blocks,
     fit_swizzle,
     make_scheduler_params,
     make_smem_layouts,
+    make_tiled_mma,
     make_tma_atoms,
 )
 
+from task_scheduling import consumer_work
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
-from task_scheduling.kernel import RuntimeConfigError
+from task_scheduling.kernel import (
+    KernelContext,
+    RuntimeConfigError,
+    TmaEpilogue,
+    WgmmaAccumulator,
+    tile_queue,
+)
+from task_scheduling.resources import MemoryResource, TaskLocalVariable, WorkQueue
 
 TILE_MN, STAGES = (128, 128), 4
 DTYPES = ("bf16", "fp16")
@@ -78,6 +91,63 @@ def host_values(cfg: GemmConfig, a: Any, b: Any, c: Any) -> tuple[list[Any], Any
     atoms = list(make_tma_atoms(cfg, a, b, c, layouts))
     params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
     return atoms, layouts, params, params.get_grid_shape(cfg.max_active_clusters)
+
+
+def gemm_part(
+    k: KernelContext,
+    cfg: GemmConfig,
+    params: Any,
+    t_a: Any,
+    atom_c: Any,
+    t_c: Any,
+    *layouts: Any,
+    warpgroup: int = 1,
+) -> tuple[Any, WorkQueue, WgmmaAccumulator, TmaEpilogue]:
+    """What both TS kernels declare alike: ``(k_tiles, wq, acc, c)``.
+
+    ``k_tiles``: the K blocks of a tile (a kernel value), ``wq``: the static persistent tile
+    queue over ``params``, ``acc``: the fp32 accumulator of the WGMMA task whose first
+    warpgroup is ``warpgroup``, over the ``A`` / ``B`` stages (``acc.smem_a``, ``acc.smem_b``),
+    ``c``: its TMA-stored epilogue (``gemm.py``'s, named barrier 1). The SMEM of ``A``, ``B``
+    and the epilogue buffers (``layouts``, in that order) is declared here.
+    """
+    k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
+    wq = tile_queue(params)
+    s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, layouts)
+    acc = WgmmaAccumulator(
+        name="acc",
+        tiled_mma=k.value("tiled_mma", lambda: make_tiled_mma(cfg)),
+        tile_mn=cfg.tile_mn,
+        smem_a=s_a,
+        smem_b=s_b,
+        warpgroup=warpgroup,
+    )
+    c = TmaEpilogue(
+        name="c", acc=acc, atom=atom_c, gmem=t_c, smem=s_c, sub_tile=cfg.epi_tile, barrier_id=1
+    )
+    return k_tiles, wq, acc, c
+
+
+@dataclasses.dataclass(kw_only=True)
+class StageIndex(MemoryResource):
+    """A ring's consumer work ``stage``: the waited stage's index, for another resource's work.
+
+    An ``Int32``, which a persistent loop can carry (an SMEM view cannot be): the fork's
+    activation hands it to ``D``'s store, the merge's ``B`` ring to the ``A`` ring's MMAs. Put
+    it first among the bases (its ``__post_init__`` runs the others').
+    """
+
+    index: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        base = getattr(super(), "__post_init__", None)
+        if base is not None:
+            base()
+        self.index = TaskLocalVariable(dtype="Int32", default=0)
+
+    @consumer_work(returns=index)
+    def stage(self, stage_info: Any) -> Any:
+        return stage_info.stage_idx
 
 
 def tma_pipeline(alloc: Any, stages: int, tx_bytes: int, consumer_threads: int) -> Any:

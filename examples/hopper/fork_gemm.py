@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -44,6 +45,7 @@ import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_steps import (
+    K_BLOCK_BYTES,
     LOAD_WARP,
     PRODUCER_REGS,
     STORE_WARP,
@@ -67,9 +69,11 @@ from _gemm_steps import (
 from _group_gemm import (
     DEFAULT_MNK,
     STAGES,
+    StageIndex,
     check_shape,
     compile_counts,
     gemm_config,
+    gemm_part,
     host_values,
     time_gpu,
     tma_pipeline,
@@ -80,23 +84,20 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr
 from cutlass.memory import SmemAllocator
 
-from task_scheduling import consumer_work, domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling import domain_loop, producer_work, schedule, work_tile_loop
 from task_scheduling.harness import Case, to_cute
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
     Tasks,
-    TmaEpilogue,
     TmaRing,
     TmaSource,
-    WgmmaAccumulator,
     WgmmaRing,
     prefetch_tma,
-    tile_queue,
 )
 from task_scheduling.pipeline_group import PipelineGroup, PipelineGroupMode
 from task_scheduling.plan import KernelPlan
-from task_scheduling.resources import MemoryResource, TaskLocalVariable
+from task_scheduling.resources import MemoryResource
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
 
@@ -123,16 +124,19 @@ def act_copy(dtype: Any) -> Any:
 
 
 @cute.jit
-def relu_block(tid: Any, s_a: Any, d: Any, m: Any, n: Any, k: Any) -> None:
-    """``D[tile (m, k)] = relu(A block)`` from the stage ``s_a`` (``tid`` from 0), once per row.
+def relu_block(s_a: Any, stage: Any, d: Any, m: Any, n: Any, k: Any) -> None:
+    """``D[tile (m, k)] = relu(A block)`` from stage ``stage`` of the ``A`` stages ``s_a``, by the
+    activation warpgroup, once per row.
 
     Only the tiles of column ``n == 0`` write: the other columns load the same ``A`` blocks.
     """
+    tidx, _, _ = cute.arch.thread_idx()
+    tid, view = tidx - ACT_WARP * 32, s_a[(None, None, stage)]
     if n == 0:
-        bm, bk = cute.size(s_a, mode=[0]), cute.size(s_a, mode=[1])
+        bm, bk = cute.size(view, mode=[0]), cute.size(view, mode=[1])
         tiled = act_copy(d.element_type)
         thr = tiled.get_slice(tid)
-        t_s = thr.partition_S(s_a)
+        t_s = thr.partition_S(view)
         t_g = thr.partition_D(cute.local_tile(d, (bm, bk), (m, k)))
         frag = cute.make_fragment_like(t_s)
         cute.copy(tiled, t_s, frag)
@@ -147,22 +151,9 @@ def relu_block(tid: Any, s_a: Any, d: Any, m: Any, n: Any, k: Any) -> None:
 
 
 @dataclasses.dataclass(kw_only=True)
-class AView(TmaRing):
-    """The activation's view of the ``A`` stages (the Fork's second member).
-
-    ``stage`` hands the waited stage's index over (an ``Int32``, which a persistent loop can
-    carry; an SMEM view cannot be).
-    """
-
-    index: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.index = TaskLocalVariable(dtype="Int32", default=0)
-
-    @consumer_work(returns=index)
-    def stage(self, stage_info: Any) -> Any:
-        return stage_info.stage_idx
+class AView(StageIndex, TmaRing):
+    """The activation's view of the ``A`` stages (the Fork's second member); ``stage`` hands
+    the waited stage's index to ``D``'s store."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -175,9 +166,7 @@ class ReluOut(MemoryResource):
     @producer_work
     def store(self, stage_info: Any, *, stage: Any) -> None:
         m, n, _ = stage_info.work_tile.tile_idx
-        tidx, _, _ = cute.arch.thread_idx()
-        view = self.smem[(None, None, stage)]
-        relu_block(tidx - ACT_WARP * 32, view, self.tensor, m, n, stage_info.loop_offset)
+        relu_block(self.smem, stage, self.tensor, m, n, stage_info.loop_offset)
 
 
 def ts_kernel(cfg: GemmConfig | None = None, *, act_release: bool = True) -> Kernel:
@@ -203,35 +192,21 @@ def ts_kernel(cfg: GemmConfig | None = None, *, act_release: bool = True) -> Ker
         d: Any,
     ) -> Tasks:
         prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
-        k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
-        wq = tile_queue(params)
-        s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, (a_layout, b_layout, c_layout))
-        acc = WgmmaAccumulator(
-            name="acc",
-            tiled_mma=k.value("tiled_mma", lambda: make_tiled_mma(cfg)),
-            tile_mn=cfg.tile_mn,
-            smem_a=s_a,
-            smem_b=s_b,
-            warpgroup=MMA_WARP // 4,
-        )
+        layouts = (a_layout, b_layout, c_layout)  # of the A and B stages, the epilogue buffers
+        k_tiles, wq, acc, c = gemm_part(k, cfg, params, t_a, atom_c, t_c, *layouts)
         ab = WgmmaRing(
             name="ab",
             pipeline_config=WgmmaRing.pipeline(STAGES, cfg.stage_bytes, cfg.consumer_threads),
-            a=TmaSource(atom_a, t_a, s_a),
-            b=TmaSource(atom_b, t_b, s_b),
+            a=TmaSource(atom_a, t_a, acc.smem_a),
+            b=TmaSource(atom_b, t_b, acc.smem_b),
             acc=acc,
             tile_k=cfg.tile_k,
         )
         # The activation's view of the A stages: the ring's load fills it (no load of its own).
-        a_bytes = cfg.tile_mn[0] * cfg.tile_k * int(cfg.element.width) // 8
-        a_act = AView(
-            name="a_act", pipeline_config=TmaRing.pipeline(STAGES, a_bytes, ACT_THREADS), smem=s_a
-        )
+        a_pipe = TmaRing.pipeline(STAGES, cfg.tile_mn[0] * K_BLOCK_BYTES, ACT_THREADS)
+        a_act = AView(name="a_act", pipeline_config=a_pipe, smem=acc.smem_a)
         a_fork = PipelineGroup(name="a_fork", members=[ab, a_act], mode=PipelineGroupMode.Fork)
-        c = TmaEpilogue(
-            name="c", acc=acc, atom=atom_c, gmem=t_c, smem=s_c, sub_tile=cfg.epi_tile, barrier_id=1
-        )
-        out_d = ReluOut(name="d", tensor=d, smem=s_a)
+        out_d = ReluOut(name="d", tensor=d, smem=acc.smem_a)
 
         @schedule
         def load(wq: ResourceProxy, g: ResourceProxy) -> None:
@@ -306,17 +281,7 @@ def ts_kernel(cfg: GemmConfig | None = None, *, act_release: bool = True) -> Ker
         )
 
     kernel = Kernel(tasks, name="fork_gemm", block_warps=BLOCK_THREADS // 32)
-
-    @kernel.launcher
-    @cute.jit
-    def launch(
-        a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor, stream: Any = None
-    ) -> None:
-        atoms, layouts, params, grid = host_values(cfg, a, b, c)
-        kernel.launch(
-            *atoms, *layouts, params, d, grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream
-        )
-
+    kernel.launcher(launcher(cfg, kernel.launch))
     return kernel
 
 
@@ -431,7 +396,7 @@ def twin_kernel(
             m, n, _ = tile.tile_idx
             for kb in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
                 act_pipe.consumer_wait(state)
-                relu_block(tidx - ACT_WARP * 32, s_a[(None, None, state.index)], d, m, n, kb)
+                relu_block(s_a, state.index, d, m, n, kb)
                 act_pipe.consumer_release(state)
                 state.advance()
             sched.advance()
@@ -439,21 +404,36 @@ def twin_kernel(
 
 
 def twin_launcher(cfg: GemmConfig) -> Any:
-    """The twin's ``@cute.jit`` launcher ``(a, b, c, d)``."""
+    """The twin's ``@cute.jit`` launcher ``(a, b, c, d)`` (its kernel also takes the tiled MMA
+    and ``cfg``)."""
 
-    @cute.jit
-    def launch(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor) -> None:
-        atoms, layouts, params, grid = host_values(cfg, a, b, c)
-        twin_kernel(*atoms, make_tiled_mma(cfg), *layouts, params, d, cfg).launch(
-            grid=grid, block=(BLOCK_THREADS, 1, 1)
-        )
+    def start(*values: Any, stream: Any, **launch: Any) -> None:
+        twin_kernel(*values[:6], make_tiled_mma(cfg), *values[6:], cfg).launch(**launch)
 
-    return launch
+    return launcher(cfg, start)
 
 
 # ---------------------------------------------------------------------------------------------
 # Host side (tools, benches, tests, CLI): the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
+
+
+def launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
+    """The ``@cute.jit`` ``launch(a, b, c, d, stream=None)`` of both kernels, for ``cfg``.
+
+    It builds the TMA atoms, SMEM layouts and scheduler parameters (``host_values``) and hands
+    them, then ``d``, to ``start(*values, grid=, block=, stream=)``: the TS kernel's ``launch``
+    or the twin's.
+    """
+
+    @cute.jit
+    def launch(
+        a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, d: cute.Tensor, stream: Any = None
+    ) -> None:
+        atoms, layouts, params, grid = host_values(cfg, a, b, c)
+        start(*atoms, *layouts, params, d, grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream)
+
+    return launch
 
 
 def make_plan(cfg: GemmConfig | None = None) -> KernelPlan:
