@@ -1,11 +1,15 @@
-"""What the fp16 Blackwell GEMM examples share (``gemm.py``, ``cluster_gemm.py``).
+"""What the fp16 Blackwell GEMM examples share (``gemm.py``, ``cluster_gemm.py``, and the
+pipeline-group GEMMs ``merge_gemm.py`` and ``fork_gemm.py``).
 
-Both compute ``C = A @ B^T`` in fp16 with fp32 accumulation in TMEM, ``128 x 128`` tiles, one
-CTA per tile, with the same warps (epilogue 0-3, load 4, MMA 5), the same operand ring (its
-TMA load aside: plain in one, multicast over the cluster in the other), the same two-stage
-TMEM accumulator ring and epilogue, and the same host setup. What differs stays in each
-example: the tile queue (CLC or static), the cluster, the schedules. The allocator and TMEM
-helpers below serve ``gemm_nvfp4.py`` and ``umma_chain.py`` too.
+``gemm.py`` and ``cluster_gemm.py`` compute ``C = A @ B^T`` in fp16 with fp32 accumulation in
+TMEM, ``128 x 128`` tiles, one CTA per tile, with the same warps (epilogue 0-3, load 4, MMA 5),
+the same operand ring (its TMA load aside: plain in one, multicast over the cluster in the
+other), the same two-stage TMEM accumulator ring and epilogue, and the same host setup. What
+differs stays in each example: the tile queue (CLC or static), the cluster, the schedules. The
+allocator and TMEM helpers below serve ``gemm_nvfp4.py`` and ``umma_chain.py`` too.
+The group GEMMs split or share the rings differently and reuse the pieces: the one-operand TMA
+load (:func:`tma_load_block`), the UMMAs of a K step (:func:`umma_k_step`) and the epilogue's row
+write (:func:`write_rows`, with a residual or without).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 import cutlass.utils.blackwell_helpers as sm100
+from cutlass.base_dsl.ast_helpers import const_expr
 from cutlass.cute.nvgpu import cpasync, tcgen05
 
 from task_scheduling import WorkAttr, consumer_work, producer_work
@@ -70,11 +75,80 @@ def tmem_base(stage_info: Any, dtype: Any) -> Any:
     return cute.arch.retrieve_tmem_ptr(dtype, 16, ptr)
 
 
-def _swizzled(base: Any, offset: int, layout: Any) -> Any:
+def swizzled_view(base: Any, offset: int, layout: Any) -> Any:
     """An fp16 SMEM tensor of a (swizzled, composed) UMMA operand layout at ``base[offset]``."""
     raw = cute.make_ptr(cutlass.Float16, base.data_ptr(offset), assumed_align=1024)
     ptr = cute.recast_ptr(raw, layout.inner, dtype=cutlass.Float16)
     return cute.make_tensor(ptr, layout.outer)
+
+
+def tma_load_block(
+    tma: Any, gmem: Any, smem: Any, operand: str, tile: Any, stage_info: Any, tiled_mma: Any
+) -> None:
+    """TMA-load K step ``loop_offset`` of the ``operand`` (``"a"`` or ``"b"``) block of tile row
+    / column ``tile`` into the stage ``stage_info`` holds, completing on its barrier (one CTA)."""
+    mode = (None, 0, None) if operand == "a" else (0, None, None)
+    tiles = cute.local_tile(gmem, cute.slice_(MMA_TILER, mode), (None, None))
+    thr_mma = tiled_mma.get_slice(0)
+    parts = thr_mma.partition_A(tiles) if operand == "a" else thr_mma.partition_B(tiles)
+    t_s, t_g = cpasync.tma_partition(
+        tma, 0, cute.make_layout(1), cute.group_modes(smem, 0, 3), cute.group_modes(parts, 0, 3)
+    )
+    cute.copy(
+        tma,
+        t_g[(None, tile, stage_info.loop_offset)],
+        t_s[(None, stage_info.stage_idx)],
+        tma_bar_ptr=stage_info.barrier,
+    )
+
+
+@cute.jit
+def umma_k_step(
+    tiled_mma: Any, acc: Any, s_a: Any, s_b: Any, a_stage: Any, b_stage: Any, accumulate: Any
+) -> None:
+    """The UMMAs of one K step into ``acc``: ``A`` from stage ``a_stage`` of ``s_a``, ``B`` from
+    ``b_stage`` of ``s_b``; the first one overwrites ``acc`` unless ``accumulate``.
+
+    It sets ``tiled_mma``'s accumulate field to values of the MMA warp's code: a task lowered
+    after the MMA task must not use ``tiled_mma`` (list the MMA task after those that do).
+    """
+    frag_a = tiled_mma.make_fragment_A(s_a)
+    frag_b = tiled_mma.make_fragment_B(s_b)
+    tiled_mma.set(tcgen05.Field.ACCUMULATE, accumulate)
+    for kp in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):  # type: ignore[attr-defined]
+        cute.gemm(
+            tiled_mma,
+            acc,
+            frag_a[(None, None, kp, a_stage)],
+            frag_b[(None, None, kp, b_stage)],
+            acc,
+        )
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+
+
+@cute.jit
+def write_rows(tiled_mma: Any, acc: Any, gmem_c: Any, m: Any, n: Any, residual: Any = None) -> None:
+    """``tcgen05.ld`` of the accumulator stage ``acc`` (thread t: row t), plus the fp16 SMEM tile
+    ``residual`` when there is one, to fp16, into tile ``(m, n)`` of C."""
+    g_c = tiled_mma.get_slice(0).partition_C(cute.local_tile(gmem_c, (TILE_M, TILE_N), (m, n)))[
+        ((None, None), 0, 0)
+    ]
+    atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x128), cutlass.Float32)
+    t2r = tcgen05.make_tmem_copy(atom, acc)
+    thr = t2r.get_slice(cute.arch.thread_idx()[0] % (EPILOGUE_WARPS * 32))
+    src, dst = thr.partition_S(acc), thr.partition_D(g_c)
+    regs = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(t2r, src, regs)
+    cute.arch.fence_view_async_tmem_op("load")  # the stage is read: it may be released
+    if const_expr(residual is not None):
+        # The thread's row of the residual, partitioned exactly as its row of C.
+        s_r = tiled_mma.get_slice(0).partition_C(residual)[((None, None), 0, 0)]
+        r = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
+        cute.autovec_copy(thr.partition_D(s_r), r)
+        regs.store(regs.load() + r.load().to(cutlass.Float32))
+    out = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
+    out.store(regs.load().to(cutlass.Float16))
+    cute.autovec_copy(out, dst)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -100,8 +174,8 @@ class OperandRing(MemoryResource):
 
     def views(self, stage_info: Any) -> tuple[Any, Any]:
         base = stage_info.context.smem_base
-        a = _swizzled(base, self.smem_a.offset, self.layout_a)
-        b = _swizzled(base, self.smem_b.offset, self.layout_b)
+        a = swizzled_view(base, self.smem_a.offset, self.layout_a)
+        b = swizzled_view(base, self.smem_b.offset, self.layout_b)
         return a, b
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=stage)
@@ -134,19 +208,8 @@ class Accumulator(MemoryResource):
     def mma(self, stage_info: Any, *, ab_stage: Any = None) -> None:
         """The UMMAs of one K step into the acquired stage (accumulating after the first)."""
         s_a, s_b = self.operands.views(stage_info)
-        frag_a = self.tiled_mma.make_fragment_A(s_a)
-        frag_b = self.tiled_mma.make_fragment_B(s_b)
         acc = self._stages(stage_info)[(None, None, None, stage_info.stage_idx)]
-        self.tiled_mma.set(tcgen05.Field.ACCUMULATE, stage_info.loop_offset != 0)
-        for kp in cutlass.range_constexpr(cute.size(frag_a, mode=[2])):  # type: ignore[attr-defined]
-            cute.gemm(
-                self.tiled_mma,
-                acc,
-                frag_a[(None, None, kp, ab_stage)],
-                frag_b[(None, None, kp, ab_stage)],
-                acc,
-            )
-            self.tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        umma_k_step(self.tiled_mma, acc, s_a, s_b, ab_stage, ab_stage, stage_info.loop_offset != 0)
 
     @consumer_work
     @cute.jit
@@ -154,19 +217,21 @@ class Accumulator(MemoryResource):
         """``tcgen05.ld`` of the waited stage (thread t: row t), to fp16, into C."""
         m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
         acc = self._stages(stage_info)[((None, None), 0, 0, stage_info.stage_idx)]
-        g_c = self.tiled_mma.get_slice(0).partition_C(
-            cute.local_tile(self.gmem_c, (TILE_M, TILE_N), (m, n))
-        )[((None, None), 0, 0)]
-        atom = cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x128), cutlass.Float32)
-        t2r = tcgen05.make_tmem_copy(atom, acc)
-        thr = t2r.get_slice(cute.arch.thread_idx()[0] % (EPILOGUE_WARPS * 32))
-        src, dst = thr.partition_S(acc), thr.partition_D(g_c)
-        regs = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
-        cute.copy(t2r, src, regs)
-        cute.arch.fence_view_async_tmem_op("load")  # the stage is read: it may be released
-        out = cute.make_rmem_tensor(dst.shape, cutlass.Float16)
-        out.store(regs.load().to(cutlass.Float16))
-        cute.autovec_copy(out, dst)
+        write_rows(self.tiled_mma, acc, self.gmem_c, m, n)
+
+
+@dataclasses.dataclass(kw_only=True)
+class TmaOperands(OperandRing):
+    """The A / B ring in SMEM: one CTA's TMA loads fill a stage, the MMA warp's UMMAs read it."""
+
+    @producer_work
+    @cute.jit
+    def load(self, stage_info: Any) -> None:
+        """TMA-load the K step ``loop_offset`` of the tile's A and B blocks into the stage."""
+        s_a, s_b = self.views(stage_info)
+        m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
+        tma_load_block(self.tma_a, self.gmem_a, s_a, "a", m, stage_info, self.tiled_mma)
+        tma_load_block(self.tma_b, self.gmem_b, s_b, "b", n, stage_info, self.tiled_mma)
 
 
 def gemm_rings(

@@ -26,7 +26,6 @@ after its last read, which the ``acc`` ring orders after the last UMMA)::
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from typing import Any
@@ -35,10 +34,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_100a")  # before the DSL is imported
 
 import cutlass.cute as cute
 from _umma_gemm import (
-    MMA_TILER,
     TILE_K,
     Gemm,
-    OperandRing,
+    TmaOperands,
     allocators,
     fake_args,
     gemm_rings,
@@ -48,9 +46,8 @@ from _umma_gemm import (
     output_tiles,
     threads,
 )
-from cutlass.cute.nvgpu import cpasync
 
-from task_scheduling import domain_loop, producer_work, schedule, work_tile_loop
+from task_scheduling import domain_loop, schedule, work_tile_loop
 from task_scheduling.harness import compare_ptx
 from task_scheduling.resources import (
     MemoryResource,
@@ -66,39 +63,6 @@ from task_scheduling.tiles import TileRaster
 SCHED_WARP = 6
 BLOCK_THREADS = (SCHED_WARP + 1) * 32
 QUEUE_STAGES = 2
-
-
-@dataclasses.dataclass(kw_only=True)
-class Operands(OperandRing):
-    """The A / B ring in SMEM: TMA fills a stage, the MMA warp's UMMAs read it."""
-
-    @producer_work
-    @cute.jit
-    def load(self, stage_info: Any) -> None:
-        """TMA-load the K step ``loop_offset`` of the tile's A and B blocks into the stage."""
-        s_a, s_b = self.views(stage_info)
-        m, n = stage_info.work_tile.tile_idx[0], stage_info.work_tile.tile_idx[1]
-        thr_mma = self.tiled_mma.get_slice(0)
-        k = stage_info.loop_offset
-        for tma, gmem, smem, mode, idx in (
-            (self.tma_a, self.gmem_a, s_a, (None, 0, None), m),
-            (self.tma_b, self.gmem_b, s_b, (0, None, None), n),
-        ):
-            tiles = cute.local_tile(gmem, cute.slice_(MMA_TILER, mode), (None, None))
-            parts = thr_mma.partition_A(tiles) if mode[1] == 0 else thr_mma.partition_B(tiles)
-            t_s, t_g = cpasync.tma_partition(
-                tma,
-                0,
-                cute.make_layout(1),
-                cute.group_modes(smem, 0, 3),
-                cute.group_modes(parts, 0, 3),
-            )
-            cute.copy(
-                tma,
-                t_g[(None, idx, k)],
-                t_s[(None, stage_info.stage_idx)],
-                tma_bar_ptr=stage_info.barrier,
-            )
 
 
 @schedule
@@ -163,7 +127,7 @@ def build(
     gmem_c: Any = None,
 ) -> TaskManager:
     """The resources, tasks and TaskManager (on the host: placeholders for the DSL values)."""
-    ab, acc, tmem = gemm_rings(Operands, tiled_mma, tma, layouts, gmem_c)
+    ab, acc, tmem = gemm_rings(TmaOperands, tiled_mma, tma, layouts, gmem_c)
     wq = WorkQueue(
         TileSchedulerConfig.create_clc_dynamic_persistent_tile_scheduler_params(params),
         name="tiles",
