@@ -275,7 +275,7 @@ def one_tile_proves(part: Part, tasks: dict[str, TaskSpec]) -> bool:
     The conditions of the module docstring's argument: every ring operation in a work tile,
     at most one work-tile loop per task and at the top of its schedule (its tiles follow each
     other once, in every task alike), every tile balancing every ring side by side
-    (:func:`_sides_balance`), and at most one alloc and one dealloc step, in no loop (one
+    (``_sides_balance``), and at most one alloc and one dealloc step, in no loop (one
     lifetime per run, the same in every run of the same kernel-wide values).
     """
     ends = {_ALLOC: 0, _DEALLOC: 0}
