@@ -8,8 +8,9 @@ frees TMEM after its tile loop.
 
 The reduced check must find every plan at fault that the full enumeration (``reduce=False``,
 every valuation up to the cut-off: the old check) finds. The full enumeration is the oracle
-here: the tests compare the two on every plan of a family, and check the verdicts of the
-handmade plans against what the hardware does (a use the dealloc can overtake is a fault).
+here: the tests compare the two on every plan of a handmade family and on random ring plans
+given TMEM, and check the handmade verdicts against what the hardware does (a use that the
+dealloc can overtake is a fault), decided by hand per shape.
 """
 
 from __future__ import annotations
@@ -109,14 +110,14 @@ class Gemm:
 class Shape:
     """One plan of the family.
 
-    ``frees``: the task that frees TMEM after its tile loop. ``side``: ``epilogue`` hands
-    each tile to ``side`` through ``note`` (``note_stages`` deep); ``hot``: ``side`` reads
-    ``note``'s TMEM only when a per-tile flag is set; ``tail``: ``side`` tells ``epilogue``
-    it is done after its tile loop (ring ``fin``: a ring operation outside the tile loops).
-    ``per_tile``: ``mma`` allocates and frees in every tile instead. ``k``: the K loop (a
-    constant, or ``"tile"``: a per-tile getter). ``clc``: a scheduler task fetches each next
-    tile into the queue's ring, which every task reads at the end of its tile (as
-    ``examples/blackwell/gemm.py``'s tasks do).
+    ``frees``: the task that frees TMEM after its tile loop (``"none"``: none does).
+    ``side``: ``epilogue`` hands each tile to ``side`` through ``note`` (``note_stages``
+    deep); ``hot``: ``side`` reads ``note``'s TMEM only when a per-tile flag is set;
+    ``tail``: ``side`` tells ``epilogue`` it is done after its tile loop (ring ``fin``: a ring
+    operation outside the tile loops). ``per_tile``: ``mma`` allocates and frees in every tile
+    instead. ``k``: the K loop (a constant, or ``"tile"``: a per-tile getter). ``clc``: a
+    scheduler task fetches each next tile into the queue's ring, which every task reads at
+    the end of its tile (as ``examples/blackwell/gemm.py``'s tasks do).
     """
 
     frees: str = "epilogue"
