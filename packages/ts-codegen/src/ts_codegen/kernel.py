@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import capture, dsl
+from ts_codegen.dsl.branch_state import BranchState
 from ts_codegen.dsl.groups import share_full_barriers
 from ts_codegen.groups import fork_shared_full, fork_tx_bytes, lowered_plan
 from ts_codegen.lower import LoweringError, lower_task
@@ -211,6 +212,8 @@ def emit_tasks(
     for task in plan.tasks:
 
         def run(carried: list[Any], task: TaskSpec = task) -> list[Any]:
+            # What the task rebinds on shared DSL objects stays in its branch (branch_state).
+            state = BranchState(live.values())
             regs = fused[task.name]
             if regs is not None:
                 dsl.set_max_registers(regs, increase=regs > baseline)
@@ -225,6 +228,7 @@ def emit_tasks(
                 debug=task.name in debug_tasks,
                 task_cache=(task_caches or {}).get(task.name),
             )
+            state.restore()
             return carried
 
         gate = (cta_gates or {}).get(task.name)
