@@ -18,7 +18,8 @@ from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
   on full barriers starting on parity 0, both flipping exactly when the stage index wraps;
 * **roles** (``TS-X105``): each operation is run by tasks whose schedules use that ring and
   side, on an address that is a barrier of the plan;
-* **registers** (``TS-X106``): ``setmaxnreg`` per warpgroup as the tasks declare;
+* **registers** (``TS-X106``): ``setmaxnreg`` per warpgroup as the tasks declare
+  (:mod:`ts_runtime.ptx_registers`);
 * **SMEM** (``TS-X107``): copies into SMEM stay clear of the barriers, which fit the capacity;
 * **TMEM** (``TS-X105``): the plan's allocation and free run in one warp of the tasks whose
   schedules make them (:mod:`ts_runtime.ptx_tmem`).
@@ -35,7 +36,6 @@ from typing import ClassVar
 
 from ts_ir import (
     WARP_SIZE,
-    WARPGROUP_WARPS,
     KernelPlan,
     PipelineSpec,
     Role,
@@ -59,6 +59,7 @@ from ts_runtime.ptx_protocol import (
     recover,
     state_machine,
 )
+from ts_runtime.ptx_registers import check_registers
 from ts_runtime.ptx_tmem import check_tmem
 from ts_runtime.ptx_values import SMEM, Affine
 from ts_verify import multicast_peers
@@ -629,50 +630,7 @@ class _Checker:
             )
         return per_signal
 
-    # -- registers and SMEM --------------------------------------------------------------------
-    def registers(self) -> None:
-        threads = self.p.threads
-        baseline = min(256, (65536 // max(threads, 1)) // 8 * 8)
-        groups = (threads // WARP_SIZE + WARPGROUP_WARPS - 1) // WARPGROUP_WARPS
-        for g in range(groups):
-            warps = set(range(g * WARPGROUP_WARPS, (g + 1) * WARPGROUP_WARPS))
-            tasks = [t for t in self.plan.tasks if warps & set(t.warps)]
-            want = {t.num_registers for t in tasks if t.num_registers is not None}
-            ops = [r for r in self.p.registers if {t // WARP_SIZE for t in r.threads} & warps]
-            names = ", ".join(f"`{t.name}`" for t in tasks) or "no task"
-            if not want:
-                for r in ops:
-                    self.error(
-                        "TS-X106",
-                        f"warpgroup {g} ({names}) runs `{r.instr.text}`, but "
-                        "its tasks declare no register budget",
-                        task=names,
-                        line=r.instr.line,
-                    )
-                continue
-            n = want.pop()
-            good = [r for r in ops if r.count == n and r.increase == (n > baseline)]
-            for r in ops:
-                if r not in good:
-                    self.error(
-                        "TS-X106",
-                        f"warpgroup {g} ({names}) runs `{r.instr.text}`; its "
-                        f"tasks declare {n} registers ({'.inc' if n > baseline else '.dec'}"
-                        f" from the launch budget of {baseline})",
-                        task=names,
-                        line=r.instr.line,
-                    )
-            full = [r for r in good if {t // WARP_SIZE for t in r.threads} >= warps]
-            if not full:
-                self.error(
-                    "TS-X106",
-                    f"warpgroup {g} ({names}): no setmaxnreg {n} is run by all four of its warps",
-                    task=names,
-                    line=ops[0].instr.line if ops else 0,
-                )
-            else:
-                self.checked.append(f"warpgroup {g}: setmaxnreg {n} (line {full[0].instr.line})")
-
+    # -- SMEM ----------------------------------------------------------------------------------
     def smem(self) -> None:
         if not self.rings:
             return
@@ -762,7 +720,8 @@ def _check_entry(plan: KernelPlan, ptx: str, entry: str | None, forks: _Forks) -
         if not checker.errors:
             checker.operations()
             checker.sequences()
-        checker.registers()
+        for f in check_registers(plan, protocol):
+            checker.finding(f)
         checker.smem()
         for f in check_tmem(plan, protocol.tmem):
             checker.finding(f)
