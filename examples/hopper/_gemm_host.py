@@ -503,7 +503,7 @@ def run_case(
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
-        binds[name] = lambda s, kk=kernel, aa=args: _on_stream(kk, aa, s)
+        binds[name] = lambda s, kk=kernel, aa=args: on_stream(kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")
     for name, factory in (extras or {}).items():
         c = make_output(plain, m, n)
@@ -565,7 +565,7 @@ def run_case(
     return result
 
 
-def _on_stream(kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
+def on_stream(kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
     """A call of ``kernel(*args)`` on the torch ``stream`` (its ``cuda.CUstream`` in the
     launchers' stream slot, the sixth argument: ``kernel_args``)."""
     bound = (*args[:5], cu_stream(stream), *args[6:])

@@ -287,10 +287,13 @@ def _time_shape(
     base: GemmConfig,
     iters: int,
     rounds: int,
+    graph: bool = False,
 ) -> dict[str, Any]:
-    """Check every candidate against an fp32 reference on one shape, then time the right ones."""
+    """Check every candidate against an fp32 reference on one shape, then time the right ones
+    (``graph``: launches replayed from a CUDA graph, ``_timing.GraphTimer``)."""
     import torch
     from _gemm_host import (
+        GraphTimer,
         check_operands,
         kernel_args,
         make_counters_tensor,
@@ -298,6 +301,7 @@ def _time_shape(
         make_output,
         make_scales,
         make_workspace,
+        on_stream,
         reference,
         time_ms,
     )
@@ -308,6 +312,7 @@ def _time_shape(
     ref = reference(base, a, b, scale_a=scale_a, scale_b=scale_b)
     peak = float(ref.abs().max().clamp_min(1e-6))
     calls: dict[str, Any] = {}
+    binds: dict[str, Any] = {}  # for graph timing: torch stream -> the call on it
     wrong: dict[str, Any] = {}
     for cand in accepted:
         assert cand.cfg is not None
@@ -327,21 +332,27 @@ def _time_shape(
             wrong[cand.key] = err  # reported, never timed
             continue
         calls[cand.key] = lambda kk=compiled[cfg], aa=args: kk(*aa)
+        binds[cand.key] = lambda st, kk=compiled[cfg], aa=args: on_stream(kk, aa, st)
     del ref
     if not base.fp8 and not base.scaled:
         bt = b.t()
         calls["torch"] = lambda: torch.matmul(a, bt)
+        binds["torch"] = lambda _st: calls["torch"]
     flop = 2.0 * m * n * k
     if flop == 0:
         return {"tflops": {}, "wrong": wrong, "iters": 0}  # an empty problem: nothing to time
     # At least ~5 ms per measurement (at 700 TFLOP/s), so a small problem's launch overhead
     # and the timer's resolution do not decide.
     iters = max(iters, min(200, math.ceil(5e-3 * 700e12 / flop)))
+    if graph:  # kernel time without the host's per-call work (see _timing)
+        timers = {name: GraphTimer(bind, iters) for name, bind in binds.items()}
+        calls = dict(timers)
     best = dict.fromkeys(calls, math.inf)
     names = list(calls)
     for r in range(rounds):  # rotated order: no contender always runs first on cool clocks
         for name in names[r % len(names) :] + names[: r % len(names)]:
-            best[name] = min(best[name], time_ms(calls[name], iters))
+            ms = calls[name].ms() if graph else time_ms(calls[name], iters)
+            best[name] = min(best[name], ms)
     tflops = {name: flop / (ms * 1e9) for name, ms in best.items()}
     return {"tflops": tflops, "wrong": wrong, "iters": iters}
 
@@ -468,6 +479,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
     parser.add_argument("--iters", type=int, default=10, help="timed launches per round")
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds per shape")
+    parser.add_argument(
+        "--graph",
+        action="store_true",
+        help="time launches replayed from a CUDA graph (kernel time, no per-call host work)",
+    )
     parser.add_argument("-o", "--out", type=Path, help="write the table here")
     parser.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
@@ -551,7 +567,9 @@ def main(argv: list[str] | None = None) -> int:
         row["candidates"] = [c.key for c in accepted]
         row["rejected"] = {c.key: c.reason for c in cands if c.cfg is None}
         if not cpu:
-            row.update(_time_shape(mnk, accepted, compiled, base, args.iters, args.rounds))
+            row.update(
+                _time_shape(mnk, accepted, compiled, base, args.iters, args.rounds, args.graph)
+            )
             ok &= not row["wrong"]
         rows.append(row)
         print(json.dumps(row, sort_keys=True), flush=True)

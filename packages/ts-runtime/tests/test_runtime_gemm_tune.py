@@ -396,8 +396,15 @@ def test_gpu_path_writes_the_winners_table(
     timed: list[tuple[tuple[int, int, int], list[str]]] = []
 
     def time_shape(
-        mnk: Any, accepted: Any, compiled: Any, base: Any, iters: int, rounds: int
+        mnk: Any,
+        accepted: Any,
+        compiled: Any,
+        base: Any,
+        iters: int,
+        rounds: int,
+        graph: bool = False,
     ) -> Any:
+        assert graph is False  # eager timing unless --graph
         keys = [c.key for c in accepted]
         timed.append((mnk, keys))
         assert all(tune.fit_swizzle(c.cfg, mnk[1], mnk[0]) in compiled for c in accepted)
