@@ -18,6 +18,7 @@ from typing import Any
 import cutlass
 import cutlass.cute as cute
 from _attention_steps import BLOCK_M, AttentionConfig
+from _timing import cu_stream
 
 from task_scheduling.harness import compile_only as compile_and_count
 from task_scheduling.harness import gpu_ready
@@ -114,7 +115,8 @@ def prepare(
 
     ``launch(*args)`` writes ``o`` (``(B, H, S, D)``, q's dtype) and ``lse`` (fp32
     ``(B, H, S)``). Compiled once per configuration and shape (static shapes: every stride is
-    known to the TMA descriptors). ``stagger``: ``AttentionConfig.stagger``.
+    known to the TMA descriptors). ``stagger``: ``AttentionConfig.stagger``. The launch goes
+    to torch's current stream (of ``q``'s device) at the time of the call.
     """
     import torch
 
@@ -131,7 +133,10 @@ def prepare(
     q3, k3, v3 = (t.contiguous().view(-1, s, d) for t in (q, k, v))
     o = torch.empty_like(q3)
     lse = torch.empty(b * h, s, dtype=torch.float32, device=q.device)
-    args = [_cute(t) for t in (q3, k3, v3, o, lse)]
+    args = [
+        *(_cute(t) for t in (q3, k3, v3, o, lse)),
+        cu_stream(torch.cuda.current_stream(q.device)),
+    ]
     key = (cfg, b, h, hkv, s)
     fn = _COMPILED.get(key)
     if fn is None:
@@ -202,8 +207,10 @@ def prepare_varlen(
     """``(launch, args, o, lse)`` for a packed batch; ``launch`` is None when there is nothing
     to run (no query row, or no key at all: ``o`` is then zeros and ``lse`` ``-inf``).
 
-    The launches share one pair of queue counters per device (the last CTA of a launch zeroes
-    them): launches on concurrent streams would need their own.
+    The launch goes to torch's current stream (of ``q``'s device). The dynamic queue's two
+    counters are kept per device and stream (the last CTA of a launch zeroes them for the
+    next): launches on one stream run one after the other, so they can share them; launches on
+    concurrent streams get their own.
 
     Validates everything first (``TypeError`` / ``ValueError``): shapes ``(T, H, D)`` with
     ``H`` a multiple of ``Hkv``, fp16 / bf16, ``D`` 64, 128 or 256, ``cu_seqlens`` int32 from 0
@@ -238,12 +245,14 @@ def prepare_varlen(
         return None, [], torch.zeros_like(q), lse
     o = torch.empty_like(q)  # every row is some sequence's: the kernel writes them all
     rows = torch.tensor(table, dtype=torch.int32, device=q.device)
-    counters = _COUNTERS.get(q.device)
+    stream = torch.cuda.current_stream(q.device)
+    counters = _COUNTERS.get((q.device, stream.cuda_stream))
     if counters is None:  # zero once; every launch's last CTA zeroes them again
-        counters = _COUNTERS[q.device] = torch.zeros(2, dtype=torch.int32, device=q.device)
+        counters = torch.zeros(2, dtype=torch.int32, device=q.device)
+        _COUNTERS[(q.device, stream.cuda_stream)] = counters
     cu = [cu_seqlens_q.to(q.device), cu_seqlens_k.to(q.device)]
     args = [_cute(t) for t in (q, k, v, o, lse)]
-    args += [_cute_int(t) for t in (*cu, rows, counters)]
+    args += [*(_cute_int(t) for t in (*cu, rows, counters)), cu_stream(stream)]
     # static layouts: a batch of other total lengths or tile counts compiles anew
     key = (cfg, t_q, t_k, h, hkv, len(lens_q), len(table))
     fn = _COMPILED.get(key)
