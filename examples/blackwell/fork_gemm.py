@@ -183,7 +183,6 @@ def build(
     ) -> Gemm:
         return Gemm(inputs, outputs, warp, warps, schedule=body, name=name, k=k_tiles)
 
-    # The MMA task last, as in merge_gemm.py (umma_k_step: the accumulate field).
     tasks = [
         task([wq, tmem, acc], [], 0, EPILOGUE_WARPS, epilogue(wq, tmem, acc), "epilogue"),
         task([wq], [ab, a_act], LOAD_WARP, 1, load(wq, a_fork), "load"),

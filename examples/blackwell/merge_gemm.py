@@ -318,8 +318,6 @@ def build(
     ) -> Gemm:
         return Gemm(inputs, outputs, warp, warps, schedule=sched, name=name, k=k_tiles)
 
-    # The MMA task last: its UMMAs set the accumulate field of `tiled_mma` (a value of the MMA
-    # warp's branch), which a task lowered after it would read (the loads' partitions).
     tasks = [
         task([wq, tmem, acc, smem_r], [], 0, EPILOGUE_WARPS, epilogue(wq, tmem, acc_r), "epilogue"),
         task([wq], [smem_a], LOAD_A_WARP, 1, load_k(wq, smem_a), "load_a"),
