@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
@@ -39,6 +40,7 @@ import cutlass.pipeline as cpipe
 import cutlass.utils.hopper_helpers as sm90
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_steps import (
+    K_BLOCK_BYTES,
     PRODUCER_REGS,
     STORE_WARP,
     WARPGROUP,
@@ -57,9 +59,11 @@ from _gemm_steps import (
 from _group_gemm import (
     DEFAULT_MNK,
     STAGES,
+    StageIndex,
     check_shape,
     compile_counts,
     gemm_config,
+    gemm_part,
     host_values,
     time_gpu,
     tma_pipeline,
@@ -80,14 +84,13 @@ from task_scheduling.kernel import (
     KernelContext,
     Tasks,
     TmaRing,
-    WgmmaAccumulator,
+    TmaSource,
     WgmmaRing,
+    WgmmaWaits,
     prefetch_tma,
-    tile_queue,
 )
 from task_scheduling.pipeline_group import PipelineGroup, PipelineGroupMode
 from task_scheduling.plan import KernelPlan
-from task_scheduling.resources import MemoryResource, TaskLocalVariable
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
 
@@ -148,109 +151,62 @@ def add_residual(tiled_mma: Any, acc: Any, s_r: Any, tidx: Any) -> None:
 
 
 @dataclasses.dataclass(kw_only=True)
-class OperandRing(MemoryResource):
-    """A TMA-loaded ring of one GEMM operand's K blocks (``A``: rows of tile ``m``, ``B``: of
-    tile ``n``), read by WGMMA.
+class TileRing(StageIndex, WgmmaWaits):
+    """A TMA-loaded SMEM ring of the MMA task. ``dims`` names the modes of the CTA tile ``(m, n,
+    k)`` (of extents ``tile``: ``(BM, BN, BK)``) that its boxes span: ``"mk"`` for ``A`` (a load
+    reads K block ``k`` of the work tile's rows ``m``), ``"nk"`` for ``B``, ``"mn"`` for ``R``.
 
-    Work methods: ``setup`` (producer, auxiliary: the TMA views), ``load`` (producer: K block
-    ``loop_offset`` of the work tile), ``stage`` (consumer: the waited stage's index, for the
-    other operand's ``mma``), ``mma`` (consumer: the K block's WGMMAs, ``B`` from ``b_stage``),
-    ``mma_wait_prior`` / ``mma_wait_all`` (``wgmma.wait_group 1`` / ``0``).
+    Work methods: ``setup`` (producer, auxiliary: the TMA views), ``load`` (producer), ``stage``
+    (consumer: the waited stage's index, for the other operand's ``mma``), ``mma`` (consumer:
+    the K block's WGMMAs, ``A`` from this stage, ``B`` from ``b_stage``), ``mma_wait_prior`` /
+    ``mma_wait_all`` (``WgmmaWaits``: ``wgmma.wait_group 1`` / ``0``).
     """
 
-    atom: Any = None
-    gmem: Any = None
-    smem: Any = None
-    box: tuple[int, int] = (0, 0)
-    is_b: bool = False
+    src: Any = None
+    dims: str = "mk"
+    tile: tuple[int, int, int] = (0, 0, 0)
     acc: Any = None
-    index: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
-    def __post_init__(self) -> None:
-        self.index = TaskLocalVariable(dtype="Int32", default=0)
+    def pick(self, m: Any, n: Any, k: Any) -> tuple[Any, ...]:
+        """The ``dims`` of ``(m, n, k)``: a box's coordinate, or (of ``tile``) its shape."""
+        return tuple(dict(zip("mnk", (m, n, k), strict=True))[d] for d in self.dims)
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
-        self.views = tma_views(self.atom, self.gmem, self.smem, self.box)
+        src = self.src
+        self.views = tma_views(src.atom, src.gmem, src.smem, self.pick(*self.tile))
 
     @producer_work
     def load(self, stage_info: Any) -> None:
         m, n, _ = stage_info.work_tile.tile_idx
         g, s = self.views
-        row = n if self.is_b else m
-        src = g[(None, row, stage_info.loop_offset)]
-        cute.copy(self.atom, src, s[(None, stage_info.stage_idx)], tma_bar_ptr=stage_info.barrier)
-
-    @consumer_work(returns=index)
-    def stage(self, stage_info: Any) -> Any:
-        return stage_info.stage_idx
+        box = (None, *self.pick(m, n, stage_info.loop_offset))  # the whole box at its coordinate
+        src = g[box]
+        dst = s[(None, stage_info.stage_idx)]
+        cute.copy(self.src.atom, src, dst, tma_bar_ptr=stage_info.barrier)
 
     @consumer_work
     def mma(self, stage_info: Any, *, b_stage: Any) -> None:
         acc = self.acc
         mma_block(acc.tiled_mma, acc.regs, acc.frag_a, acc.frag_b, stage_info.stage_idx, b_stage)
 
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
-    def mma_wait_prior(self, stage_info: Any) -> None:
-        mma_wait(1)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    def mma_wait_all(self, stage_info: Any) -> None:
-        mma_wait(0)
-
 
 @dataclasses.dataclass(kw_only=True)
-class ResidualRing(OperandRing):
-    """The residual's ring: one ``(BM, BN)`` tile of ``R`` per work tile.
-
-    ``add`` (consumer) adds the waited tile into ``acc``'s registers (fp32): once it returns,
-    the residual is in registers and the stage may go back to the producer.
-    """
+class ResidualRing(TileRing):
+    """``R``'s ring (``dims="mn"``: one tile per work tile). ``add`` (consumer): ``acc += R`` in
+    fp32 from the waited tile; once it returns, ``R`` is in registers and the stage is free."""
 
     @producer_work
     def load(self, stage_info: Any) -> None:
         m, n, _ = stage_info.work_tile.tile_idx
-        g, s = self.views
+        (g, s), atom = self.views, self.src.atom
         dst = s[(None, stage_info.stage_idx)]
-        cute.copy(self.atom, g[(None, m, n)], dst, tma_bar_ptr=stage_info.barrier)
+        cute.copy(atom, g[(None, m, n)], dst, tma_bar_ptr=stage_info.barrier)  # no K block
 
     @consumer_work
     def add(self, stage_info: Any) -> None:
-        acc, tile = self.acc, self.smem[(None, None, stage_info.stage_idx)]
+        acc, tile = self.acc, self.src.smem[(None, None, stage_info.stage_idx)]
         add_residual(acc.tiled_mma, acc.regs, tile, acc.tidx)
-
-
-@dataclasses.dataclass(kw_only=True)
-class ResidualEpilogue(MemoryResource):
-    """``out = acc`` (``A @ B^T + R`` once the residual ring added ``R``), written through
-    ``gemm.py``'s TMA-stored epilogue.
-
-    Work methods (producer): ``setup`` (auxiliary: the stmatrix views, the named barrier),
-    ``store`` (the work tile), ``drain`` (auxiliary, before exit).
-    """
-
-    cfg: Any = None
-    acc: Any = None
-    atom: Any = None
-    gmem: Any = None
-    smem: Any = None
-
-    @producer_work(work_attrs=WorkAttr.AUXILIARY)
-    def setup(self, stage_info: Any) -> None:
-        acc = self.acc
-        self.views = make_epilogue_views(self.cfg, acc.tiled_mma, acc.regs, self.smem, acc.tidx)
-        self.barrier = epilogue_barrier(self.cfg)
-        self.is_store_warp = cute.arch.make_warp_uniform(cute.arch.warp_idx()) == STORE_WARP
-
-    @producer_work
-    def store(self, stage_info: Any) -> None:
-        m, n, _ = stage_info.work_tile.tile_idx
-        bar, store_warp = self.barrier, self.is_store_warp
-        epilogue_store(self.cfg, self.views, self.atom, self.smem, self.gmem, m, n, bar, store_warp)
-
-    @producer_work(work_attrs=WorkAttr.AUXILIARY)
-    def drain(self, stage_info: Any) -> None:
-        epilogue_drain(self.is_store_warp)
 
 
 def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> Kernel:
@@ -278,47 +234,23 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
         params: Any,
     ) -> Tasks:
         prefetch_tma(k, atom_a, atom_b, atom_c, atom_r, warp=LOAD_A_WARP)
-        k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
-        wq = tile_queue(params)
-        s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, (a_layout, b_layout, c_layout))
+        layouts = (a_layout, b_layout, c_layout)  # of the A and B stages, the epilogue buffers
+        k_tiles, wq, acc, c = gemm_part(k, cfg, params, t_a, atom_c, t_c, *layouts)
         s_r = k.smem_tensor(cfg.element, rr_layout)
-        acc = WgmmaAccumulator(
-            name="acc",
-            tiled_mma=k.value("tiled_mma", lambda: make_tiled_mma(cfg)),
-            tile_mn=cfg.tile_mn,
-            smem_a=s_a,
-            smem_b=s_b,
-            warpgroup=MMA_WARP // 4,
-        )
-        bm, bn = cfg.tile_mn
-        bytes_k = cfg.tile_k * int(cfg.element.width) // 8  # a K block row: 128 bytes
-        threads = cfg.consumer_threads
+        (bm, bn), threads = cfg.tile_mn, cfg.consumer_threads
 
-        def ring(name: str, atom: Any, g: Any, s: Any, rows: int) -> OperandRing:
-            return OperandRing(
-                name=name,
-                pipeline_config=WgmmaRing.pipeline(STAGES, rows * bytes_k, threads),
-                atom=atom,
-                gmem=g,
-                smem=s,
-                box=(rows, cfg.tile_k),
-                is_b=name == "smem_b",
-                acc=acc,
-            )
+        def ring(name: str, pipe: Any, src: TmaSource, dims: str, kind: Any = TileRing) -> Any:
+            tile = (bm, bn, cfg.tile_k)
+            return kind(name=name, pipeline_config=pipe, src=src, dims=dims, tile=tile, acc=acc)
 
-        smem_a, smem_b = ring("smem_a", atom_a, t_a, s_a, bm), ring("smem_b", atom_b, t_b, s_b, bn)
+        # A and B: rings of K blocks (WGMMA reads them), merged; R: one tile per work tile.
+        a_pipe = WgmmaRing.pipeline(STAGES, bm * K_BLOCK_BYTES, threads)
+        b_pipe = WgmmaRing.pipeline(STAGES, bn * K_BLOCK_BYTES, threads)
+        r_pipe = TmaRing.pipeline(R_STAGES, bm * bn * int(cfg.element.width) // 8, threads)
+        smem_a = ring("smem_a", a_pipe, TmaSource(atom_a, t_a, acc.smem_a), "mk")
+        smem_b = ring("smem_b", b_pipe, TmaSource(atom_b, t_b, acc.smem_b), "nk")
+        smem_r = ring("smem_r", r_pipe, TmaSource(atom_r, t_r, s_r), "mn", ResidualRing)
         ab = PipelineGroup(name="ab", members=[smem_a, smem_b], mode=PipelineGroupMode.Merge)
-        r_bytes = bm * bn * int(cfg.element.width) // 8
-        smem_r = ResidualRing(
-            name="smem_r",
-            pipeline_config=TmaRing.pipeline(R_STAGES, r_bytes, threads),
-            atom=atom_r,
-            gmem=t_r,
-            smem=s_r,
-            box=cfg.tile_mn,
-            acc=acc,
-        )
-        out = ResidualEpilogue(name="out", cfg=cfg, acc=acc, atom=atom_c, gmem=t_c, smem=s_c)
 
         @schedule
         def load_k(wq: ResourceProxy, r: ResourceProxy) -> None:  # an operand's K blocks
@@ -336,12 +268,9 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
                 r.load()
                 r.commit()
 
-        def release(g: ResourceProxy) -> None:
-            if release_each:
-                g.smem_a.release()  # wrong: a Merge's release is collapsed
-                g.smem_b.release()
-            else:
-                g.release()  # one release frees the stage of both rings
+        def release(g: ResourceProxy) -> None:  # one release frees the stage of both rings
+            for member in (g.smem_a, g.smem_b) if release_each else (g,):
+                member.release()  # one by one (release_each): wrong, a Merge's is collapsed
 
         @schedule
         def mma(
@@ -371,40 +300,29 @@ def ts_kernel(cfg: GemmConfig | None = None, *, release_each: bool = False) -> K
                 c.store()
             c.drain()
 
-        regs = PRODUCER_REGS
         return Tasks(
             [
                 Task([wq], [smem_a], LOAD_A_WARP, 1, schedule=load_k(wq, smem_a),
-                     num_registers=regs, name="load_a"),
+                     num_registers=PRODUCER_REGS, name="load_a"),
                 Task([wq], [smem_b], LOAD_B_WARP, 1, schedule=load_k(wq, smem_b),
-                     num_registers=regs, name="load_b"),
+                     num_registers=PRODUCER_REGS, name="load_b"),
                 Task([wq], [smem_r], LOAD_R_WARP, 1, schedule=load_tile(wq, smem_r),
-                     num_registers=regs, name="load_r"),
+                     num_registers=PRODUCER_REGS, name="load_r"),
                 Task(
                     [wq, smem_a, smem_b, acc, smem_r],
-                    [out],
+                    [c],
                     MMA_WARP,
                     MMA_WARPS,
-                    schedule=mma(wq, ab, acc, smem_r, out),
+                    schedule=mma(wq, ab, acc, smem_r, c),
                     num_registers=cfg.consumer_regs,
                     name="mma",
                 ),
             ],
-            {smem_a: [wq], smem_b: [wq], smem_r: [wq], out: [smem_a, smem_b, acc, smem_r, wq]},
+            {smem_a: [wq], smem_b: [wq], smem_r: [wq], c: [smem_a, smem_b, acc, smem_r, wq]},
         )  # fmt: skip
 
     kernel = Kernel(tasks, name="merge_gemm", block_warps=BLOCK_THREADS // 32)
-
-    @kernel.launcher
-    @cute.jit
-    def launch(
-        a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor, stream: Any = None
-    ) -> None:
-        atoms, layouts, params, grid = launch_values(cfg, a, b, r, c)
-        kernel.launch(
-            *atoms, *layouts, params, grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream
-        )
-
+    kernel.launcher(launcher(cfg, kernel.launch))
     return kernel
 
 
@@ -545,21 +463,36 @@ def twin_kernel(
 
 
 def twin_launcher(cfg: GemmConfig) -> Any:
-    """The twin's ``@cute.jit`` launcher ``(a, b, r, c)``."""
+    """The twin's ``@cute.jit`` launcher ``(a, b, r, c)`` (its kernel also takes the tiled MMA
+    and ``cfg``)."""
 
-    @cute.jit
-    def launch(a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor) -> None:
-        atoms, layouts, params, grid = launch_values(cfg, a, b, r, c)
-        twin_kernel(*atoms, make_tiled_mma(cfg), *layouts, params, cfg).launch(
-            grid=grid, block=(BLOCK_THREADS, 1, 1)
-        )
+    def start(*values: Any, stream: Any, **launch: Any) -> None:
+        twin_kernel(*values[:8], make_tiled_mma(cfg), *values[8:], cfg).launch(**launch)
 
-    return launch
+    return launcher(cfg, start)
 
 
 # ---------------------------------------------------------------------------------------------
 # Host side (tools, benches, tests, CLI): the harness of task_scheduling.harness
 # ---------------------------------------------------------------------------------------------
+
+
+def launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
+    """The ``@cute.jit`` ``launch(a, b, r, c, stream=None)`` of both kernels, for ``cfg``.
+
+    It builds the TMA atoms, SMEM layouts and scheduler parameters (``launch_values``) and
+    hands them to ``start(*values, grid=, block=, stream=)``: the TS kernel's ``launch`` or the
+    twin's.
+    """
+
+    @cute.jit
+    def launch(
+        a: cute.Tensor, b: cute.Tensor, r: cute.Tensor, c: cute.Tensor, stream: Any = None
+    ) -> None:
+        atoms, layouts, params, grid = launch_values(cfg, a, b, r, c)
+        start(*atoms, *layouts, params, grid=grid, block=(BLOCK_THREADS, 1, 1), stream=stream)
+
+    return launch
 
 
 def make_plan(cfg: GemmConfig | None = None) -> KernelPlan:

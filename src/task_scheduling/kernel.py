@@ -24,6 +24,7 @@ from ts_runtime.blocks import (
     TmaSource,
     WgmmaAccumulator,
     WgmmaRing,
+    WgmmaWaits,
     prefetch_tma,
     tile_queue,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Verified",
     "WgmmaAccumulator",
     "WgmmaRing",
+    "WgmmaWaits",
     "prefetch_tma",
     "tile_queue",
     "torch_op",

@@ -13,7 +13,14 @@ from typing import Any
 
 import pytest
 
-from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, Schedule, TileSchedulerType
+from ts_ir import (
+    CooperativeGroupSpec,
+    PipelineSpec,
+    PipelineType,
+    Schedule,
+    TileSchedulerType,
+    WorkAttr,
+)
 from ts_runtime import Task
 from ts_runtime.blocks import (
     TileTurns,
@@ -21,6 +28,7 @@ from ts_runtime.blocks import (
     TmaSource,
     WgmmaAccumulator,
     WgmmaRing,
+    WgmmaWaits,
     prefetch_tma,
     tile_queue,
 )
@@ -252,3 +260,60 @@ def test_epilogue_fuse_is_optional() -> None:
     assert plain.fuse is None and plain.pipeline_config is None
     with pytest.raises(TypeError):
         TmaEpilogue(name="c", acc=acc)  # type: ignore[call-arg]
+
+
+@dataclasses.dataclass(kw_only=True)
+class OneOperandRing(WgmmaWaits):
+    """A WGMMA ring of one's own (one operand's K blocks): its MMAs read the waited stage."""
+
+    @producer_work
+    def load(self, stage_info: Any) -> None:
+        """TMA-load a K block."""
+
+    @consumer_work
+    def mma(self, stage_info: Any) -> None:
+        """Issue the WGMMAs of the waited stage (asynchronous)."""
+
+
+def _own_ring(early_release: bool) -> Kernel:
+    """A load warp and an MMA task on a ``WgmmaWaits`` ring of its own (the GEMM's K loop)."""
+
+    def declare(k: KernelContext, params: Any) -> Tasks:
+        k_tiles, wq = k.value("k_tiles", lambda: 1 // 0), tile_queue(params)
+        ring = OneOperandRing(name="a", pipeline_config=WgmmaRing.pipeline(4, 128 * 128, 256))
+
+        @schedule
+        def load(wq: ResourceProxy, a: ResourceProxy) -> None:
+            with work_tile_loop(wq), domain_loop(k_tiles, unroll=1):
+                a.acquire()
+                a.load()
+                a.commit()
+
+        @schedule
+        def mma(wq: ResourceProxy, a: ResourceProxy) -> None:
+            with work_tile_loop(wq), domain_loop(k_tiles, unroll=1):
+                a.wait()
+                a.mma()
+                if not early_release:  # else the stage goes back while its WGMMAs read it
+                    a.mma_wait_all()
+                a.release()
+
+        return Tasks(
+            [
+                Task([wq], [ring], 0, 1, schedule=load(wq, ring), name="load"),
+                Task([wq, ring], [], 4, 8, schedule=mma(wq, ring), name="mma"),
+            ],
+            {ring: [wq]},
+        )
+
+    return Kernel(declare, name="own_ring", block_warps=12)
+
+
+def test_wgmma_waits_are_the_wait_works_of_a_ring_of_ones_own() -> None:
+    works = OneOperandRing.work_methods()
+    assert works["mma_wait_prior"].info.attrs is WorkAttr.ASYNC_WAIT_PRIOR
+    assert works["mma_wait_all"].info.attrs is WorkAttr.ASYNC_WAIT_ALL
+    assert {"mma_wait_prior", "mma_wait_all"} <= set(WgmmaRing.work_methods())  # inherited
+    verified = _own_ring(early_release=False).verify()
+    assert verified.ok, verified.as_text()
+    assert "TS-V113" in _own_ring(early_release=True).verify().report.codes()

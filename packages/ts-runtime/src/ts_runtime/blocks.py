@@ -10,6 +10,8 @@ The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.dsl.wgmma``):
 * :class:`WgmmaRing`: the TMA-loaded SMEM ring of ``A`` and ``B`` blocks (multicast within a
   cluster) that WGMMA warpgroups read asynchronously; the verifier proves that no stage goes
   back to the producer before a ``wgmma.wait_group`` retired its MMAs;
+* :class:`WgmmaWaits`: the two ``wgmma.wait_group`` works of a resource whose MMAs read its
+  stages (``WgmmaRing``'s; the base of a WGMMA ring of one's own, e.g. one ring per operand);
 * :class:`WgmmaAccumulator`: the fp32 accumulator in the registers of a WGMMA task;
 * :class:`TmaEpilogue`: the accumulator written out through a few SMEM buffers that one warp
   TMA-stores, with an optional fused elementwise step;
@@ -43,6 +45,7 @@ __all__ = [
     "TmaSource",
     "WgmmaAccumulator",
     "WgmmaRing",
+    "WgmmaWaits",
     "prefetch_tma",
     "tile_queue",
 ]
@@ -325,7 +328,38 @@ class WgmmaAccumulator(MemoryResource):
 
 
 @dataclasses.dataclass(kw_only=True)
-class WgmmaRing(MemoryResource):
+class WgmmaWaits(MemoryResource):
+    """The WGMMA waits of a ring whose consumer work issues WGMMAs that read its stages.
+
+    A WGMMA reads its SMEM operands after the work that issued it has returned, so a stage may
+    go back to the producer only once a ``wgmma.wait_group`` has retired the MMAs that read it.
+    These works are those waits, with the work attributes (``ASYNC_WAIT_PRIOR`` /
+    ``ASYNC_WAIT_ALL``) by which ts-verify knows which MMAs each retires (an earlier release is
+    TS-V113). :class:`WgmmaRing` has them; a WGMMA ring of one's own subclasses this, e.g. one
+    ring per operand merged in a group, whose ``mma`` (a consumer work of the ring) issues the
+    WGMMAs.
+
+    Work methods (consumer): ``mma_wait_prior`` (``wgmma.wait_group 1``: every MMA group but the
+    newest is done) and ``mma_wait_all`` (``wgmma.wait_group 0``: every MMA group is done).
+    """
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
+    def mma_wait_prior(self, stage_info: Any) -> None:
+        """``wgmma.wait_group 1``: every MMA group but the newest is done."""
+        from ts_codegen.dsl import wgmma
+
+        wgmma.mma_wait(1)
+
+    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
+    def mma_wait_all(self, stage_info: Any) -> None:
+        """``wgmma.wait_group 0``: every MMA group is done."""
+        from ts_codegen.dsl import wgmma
+
+        wgmma.mma_wait(0)
+
+
+@dataclasses.dataclass(kw_only=True)
+class WgmmaRing(WgmmaWaits):
     """A TMA-loaded SMEM ring of GEMM operands that WGMMA warpgroups read.
 
     Each stage holds an ``A`` and a ``B`` block that one thread TMA-loads (a ``TmaWgmma``
@@ -347,7 +381,7 @@ class WgmmaRing(MemoryResource):
     Work methods: ``setup`` (producer, auxiliary: the TMA views and multicast masks), ``load``
     (producer: K block ``loop_offset`` of the work tile), ``mma`` (consumer: the WGMMAs of the
     waited stage, committed as one group), ``mma_wait_prior`` / ``mma_wait_all`` (consumer:
-    ``wgmma.wait_group 1`` / ``0``).
+    ``wgmma.wait_group 1`` / ``0``, :class:`WgmmaWaits`).
     """
 
     a: TmaSource
@@ -408,20 +442,6 @@ class WgmmaRing(MemoryResource):
         every = acc.promote_every  # a group's first block overwrites the WGMMA registers
         regs, frags = acc.regs, (acc.frag_a, acc.frag_b)
         wgmma.mma_k_block(acc.tiled_mma, regs, *frags, stage, k, every, acc.fresh_mma)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_PRIOR)
-    def mma_wait_prior(self, stage_info: Any) -> None:
-        """``wgmma.wait_group 1``: every MMA group but the newest is done."""
-        from ts_codegen.dsl import wgmma
-
-        wgmma.mma_wait(1)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    def mma_wait_all(self, stage_info: Any) -> None:
-        """``wgmma.wait_group 0``: every MMA group is done."""
-        from ts_codegen.dsl import wgmma
-
-        wgmma.mma_wait(0)
 
 
 Fuse = Callable[[Any, Any, Any, Any], None]
