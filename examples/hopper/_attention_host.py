@@ -18,7 +18,7 @@ from typing import Any
 import cutlass
 import cutlass.cute as cute
 from _attention_steps import BLOCK_M, AttentionConfig
-from _timing import cu_stream
+from _timing import cu_stream, time_ms
 
 from task_scheduling.harness import compile_only as compile_and_count
 from task_scheduling.harness import gpu_ready
@@ -401,22 +401,6 @@ def varlen_flops(sq: int, sk: int, h: int, d: int, causal: bool) -> float:
     the bottom-right diagonal."""
     pairs = sum(max(0, min(sk, i + 1 + sk - sq)) for i in range(sq)) if causal else sq * sk
     return 4.0 * h * d * pairs
-
-
-def time_ms(fn: Any, iters: int) -> float:
-    """Mean milliseconds per call (CUDA events, after warm-up)."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / iters
 
 
 def flops(b: int, h: int, s: int, d: int, causal: bool) -> float:

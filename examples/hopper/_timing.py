@@ -19,6 +19,7 @@ def time_ms(fn: Any, iters: int) -> float:
 
     for _ in range(3):
         fn()
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(iters):
@@ -30,8 +31,8 @@ def time_ms(fn: Any, iters: int) -> float:
 
 def cu_stream(stream: Any = None) -> Any:
     """A torch stream (default: the current one) as the ``cuda.CUstream`` CuTe launchers take."""
-    import cuda.bindings.driver as cuda
     import torch
+    from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
 
     return cuda.CUstream((stream or torch.cuda.current_stream()).cuda_stream)
 
