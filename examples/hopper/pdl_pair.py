@@ -20,7 +20,6 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -32,17 +31,15 @@ import cutlass
 import cutlass.cute as cute
 from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
 
-from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling import domain_loop, schedule
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute, verified
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
-from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.kernel import GmemVector, Kernel, KernelContext, Tasks, grid_stride
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import (
-    MemoryResource,
     PdlLaunchBarrier,
     PdlWaitBarrier,
-    TaskLocalVariable,
 )
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
@@ -58,48 +55,15 @@ DEFAULT_N = 1 << 20
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class Vector(MemoryResource):
-    """A tensor in global memory, read element by element."""
-
-    tensor: Any = None
-    element: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.element = TaskLocalVariable(dtype="Float32", default=0.0)
-
-    @consumer_work(returns=element)
-    @cute.jit
-    def load(self, stage_info: Any) -> Any:
-        return self.tensor[stage_info.loop_offset]
-
-
-@dataclasses.dataclass(kw_only=True)
-class Output(MemoryResource):
-    """A tensor in global memory, written element by element as ``op(x)``."""
-
-    tensor: Any = None
-    op: Callable[[Any], Any] = lambda x: x
-
-    @producer_work
-    def store(self, stage_info: Any, *, element: Any) -> None:
-        self.tensor[stage_info.loop_offset] = self.op(element)
-
-
-def _elements(k: KernelContext, n: Any) -> tuple[Any, Any, Any]:
-    """This thread's elements: ``tid, tid + grid, ...`` below ``n``."""
-    first = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
-    return first, n, k.grid_dim[0] * k.block_dim[0]
-
-
 def scale_tasks(k: KernelContext, src: Any, mid: Any, n: Any) -> Tasks:
     """Kernel 1: ``mid = 2 * src``, then trigger the next kernel's launch."""
-    s, m = Vector(name="src", tensor=src), Output(name="mid", tensor=mid, op=lambda x: x * 2.0)
+    s = GmemVector(name="src", tensor=src)
+    m = GmemVector(name="mid", tensor=mid, op=lambda x: x * 2.0)
     launch = PdlLaunchBarrier(name="pdl_launch")
 
     @schedule
     def scale(src: ResourceProxy, mid: ResourceProxy, launch: ResourceProxy) -> None:
-        with domain_loop(*_elements(k, n), unroll=UNROLL):
+        with domain_loop(*grid_stride(k, n), unroll=UNROLL):
             mid.store(element=src.load())
         launch.launch_griddep()  # kernel 2 may start once every CTA got here
 
@@ -109,13 +73,14 @@ def scale_tasks(k: KernelContext, src: Any, mid: Any, n: Any) -> Tasks:
 
 def shift_tasks(k: KernelContext, mid: Any, dst: Any, n: Any) -> Tasks:
     """Kernel 2: wait for kernel 1, then ``dst = mid + 1``."""
-    m, d = Vector(name="mid", tensor=mid), Output(name="dst", tensor=dst, op=lambda x: x + 1.0)
+    m = GmemVector(name="mid", tensor=mid)
+    d = GmemVector(name="dst", tensor=dst, op=lambda x: x + 1.0)
     wait = PdlWaitBarrier(name="pdl_wait")
 
     @schedule
     def shift(wait: ResourceProxy, mid: ResourceProxy, dst: ResourceProxy) -> None:
         wait.wait_griddep()  # kernel 1 has finished and mid is visible
-        with domain_loop(*_elements(k, n), unroll=UNROLL):
+        with domain_loop(*grid_stride(k, n), unroll=UNROLL):
             dst.store(element=mid.load())
 
     task = Task([wait, m], [d], 0, THREADS // 32, schedule=shift(wait, m, d), name="shift")

@@ -17,6 +17,7 @@ the runtime layer.
 """
 
 from ts_runtime.blocks import (
+    GmemVector,
     SplitK,
     TileTurns,
     TmaEpilogue,
@@ -25,6 +26,7 @@ from ts_runtime.blocks import (
     WgmmaAccumulator,
     WgmmaRing,
     WgmmaWaits,
+    grid_stride,
     prefetch_tma,
     tile_queue,
 )
@@ -51,6 +53,7 @@ from ts_runtime.torch_op import TorchOp, torch_op
 
 __all__ = [
     "Compiled",
+    "GmemVector",
     "GroupSizeError",
     "Kernel",
     "KernelContext",
@@ -74,6 +77,7 @@ __all__ = [
     "WgmmaAccumulator",
     "WgmmaRing",
     "WgmmaWaits",
+    "grid_stride",
     "prefetch_tma",
     "tile_queue",
     "torch_op",

@@ -8,6 +8,7 @@ PTX against the hand-written twin in every configuration it tests.
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -23,12 +24,14 @@ from ts_ir import (
 )
 from ts_runtime import Task
 from ts_runtime.blocks import (
+    GmemVector,
     TileTurns,
     TmaEpilogue,
     TmaSource,
     WgmmaAccumulator,
     WgmmaRing,
     WgmmaWaits,
+    grid_stride,
     prefetch_tma,
     tile_queue,
 )
@@ -317,3 +320,33 @@ def test_wgmma_waits_are_the_wait_works_of_a_ring_of_ones_own() -> None:
     verified = _own_ring(early_release=False).verify()
     assert verified.ok, verified.as_text()
     assert "TS-V113" in _own_ring(early_release=True).verify().report.codes()
+
+
+def test_gmem_vector_reads_and_writes_the_loop_offsets_element() -> None:
+    at = types.SimpleNamespace(loop_offset=2)
+    src = GmemVector(name="src", tensor=[1.0, 2.0, 3.0], dtype="Float16")
+    out = GmemVector(name="out", tensor=[0.0] * 3, op=lambda x: x * 2.0)
+    assert src.task_local_variables()["element"].dtype == "Float16"
+    assert src.load(at) == 3.0
+    out.store(at, element=3.0)
+    assert out.tensor == [0.0, 0.0, 6.0]
+    works = GmemVector.work_methods()
+    assert works["load"].outputs == ("element",) and works["store"].outputs == ()
+
+
+def test_grid_stride_copy_on_the_blocks_verifies() -> None:
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
+        s, d = GmemVector(name="src", tensor=src), GmemVector(name="dst", tensor=dst)
+        assert grid_stride(k, n)[1] is n  # from this thread's index, by the grid's threads
+
+        @schedule
+        def copy(src: ResourceProxy, dst: ResourceProxy) -> None:
+            with domain_loop(*grid_stride(k, n), unroll=4):
+                dst.store(element=src.load())
+
+        return Tasks([Task([s], [d], 0, 8, schedule=copy(s, d), name="copy")], {d: [s]})
+
+    kernel = Kernel(declare, name="copy")
+    verified = kernel.verify()
+    assert verified.ok, verified.as_text()
+    assert "src.load" in kernel.trace().as_text() and "dst.store" in kernel.trace().as_text()

@@ -108,13 +108,13 @@ def test_use_pdl_without_a_wait_is_refused(example: Any) -> None:
 def test_wait_after_the_reads_is_rejected(example: Any) -> None:
     """The shift kernel with its wait moved after the loop: TS-V230 at the read's line."""
     from task_scheduling import domain_loop, schedule
-    from task_scheduling.kernel import Kernel, Tasks
+    from task_scheduling.kernel import GmemVector, Kernel, Tasks
     from task_scheduling.resources import PdlWaitBarrier
     from task_scheduling.task import Task
 
     def late_wait(k: Any, mid: Any, dst: Any, n: Any) -> Tasks:
-        m = example.Vector(name="mid", tensor=mid)
-        d = example.Output(name="dst", tensor=dst)
+        m = GmemVector(name="mid", tensor=mid)
+        d = GmemVector(name="dst", tensor=dst)
         wait = PdlWaitBarrier(name="pdl_wait")
 
         @schedule

@@ -5,6 +5,9 @@ an SMEM tile, or write out with a TMA store (tracked as an asynchronous read, so
 proves no stage is refilled while the store still reads it). Its work methods take the tile
 from the loop offset through ``coord``. The CuTe DSL calls are in ``ts_codegen.dsl.tma``.
 
+:class:`GmemVector` is a global tensor read or written one element per loop offset, and
+:func:`grid_stride` the domain of a grid-stride loop over it: an element-wise kernel's blocks.
+
 The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.dsl.wgmma``):
 
 * :class:`WgmmaRing`: the TMA-loaded SMEM ring of ``A`` and ``B`` blocks (multicast within a
@@ -38,6 +41,7 @@ from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
 
 __all__ = [
+    "GmemVector",
     "SplitK",
     "TileTurns",
     "TmaEpilogue",
@@ -46,6 +50,7 @@ __all__ = [
     "WgmmaAccumulator",
     "WgmmaRing",
     "WgmmaWaits",
+    "grid_stride",
     "prefetch_tma",
     "tile_queue",
 ]
@@ -142,6 +147,55 @@ class TmaRing(MemoryResource):
         from ts_codegen.dsl.tma import store_wait
 
         store_wait(self.store_warp)
+
+
+@dataclasses.dataclass(kw_only=True)
+class GmemVector(MemoryResource):
+    """A tensor in global memory, read or written one element per loop offset.
+
+    An element-wise kernel's input or output: in a grid-stride loop (:func:`grid_stride`) the
+    loop offset is the element's index. No pipeline: each thread reads and writes its own
+    elements.
+
+    Args:
+        tensor: The tensor, indexed by the loop offset.
+        dtype: The element type by name (``"Float32"``, ``"Float16"``, ...): that of the
+            task-local ``element`` that ``load`` returns.
+        op: ``store`` writes ``op(element)`` (default: the element as it is), e.g.
+            ``lambda x: x * 2.0``.
+
+    Work methods: ``load`` (consumer: the offset's element, into ``element``) and ``store``
+    (producer: write ``op(element)`` at the offset).
+    """
+
+    tensor: Any = None
+    dtype: str = "Float32"
+    op: Callable[[Any], Any] = _identity
+    element: TaskLocalVariable = TaskLocalVariable.uninitialized()
+
+    def __post_init__(self) -> None:
+        self.element = TaskLocalVariable(dtype=self.dtype, default=0)
+
+    @consumer_work(returns=element)
+    def load(self, stage_info: Any) -> Any:
+        """The element at the loop offset."""
+        return self.tensor[stage_info.loop_offset]
+
+    @producer_work
+    def store(self, stage_info: Any, *, element: Any) -> None:
+        """Write ``op(element)`` at the loop offset."""
+        self.tensor[stage_info.loop_offset] = self.op(element)
+
+
+def grid_stride(k: Any, n: Any) -> tuple[Any, Any, Any]:
+    """``(first, n, stride)``: a grid-stride loop's domain over ``n`` elements.
+
+    ``domain_loop(*grid_stride(k, n))`` visits this thread's elements ``t, t + T, ...`` below
+    ``n`` (``t``: the thread's index in the grid, ``T``: the grid's threads; 1-D grids). ``k``
+    is the declaration's ``KernelContext``.
+    """
+    first = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
+    return first, n, k.grid_dim[0] * k.block_dim[0]
 
 
 # -- Hopper GEMM blocks ---------------------------------------------------------------------------
