@@ -14,7 +14,6 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from typing import Any
@@ -24,13 +23,12 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 
-from task_scheduling import consumer_work, domain_loop, producer_work, schedule
+from task_scheduling import domain_loop, schedule
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
-from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.kernel import GmemVector, Kernel, KernelContext, Tasks, grid_stride
 from task_scheduling.plan import KernelPlan
-from task_scheduling.resources import MemoryResource, TaskLocalVariable
 from task_scheduling.schedule_builder import ResourceProxy
 from task_scheduling.task import Task
 
@@ -45,42 +43,13 @@ DEFAULT_N = 1 << 20
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass(kw_only=True)
-class Source(MemoryResource):
-    """The input tensor in global memory."""
-
-    tensor: Any = None
-    element: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.element = TaskLocalVariable(dtype="Float16", default=0)
-
-    @consumer_work(returns=element)
-    @cute.jit
-    def load(self, stage_info: Any) -> Any:
-        return self.tensor[stage_info.loop_offset]
-
-
-@dataclasses.dataclass(kw_only=True)
-class Destination(MemoryResource):
-    """The output tensor in global memory."""
-
-    tensor: Any = None
-
-    @producer_work
-    @cute.jit
-    def store(self, stage_info: Any, *, element: Any) -> None:
-        self.tensor[stage_info.loop_offset] = element
-
-
 def copy_tasks(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
     """Each thread copies elements ``tid, tid + grid, ...`` below ``n``."""
-    s, d = Source(name="src", tensor=src), Destination(name="dst", tensor=dst)
-    first = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
+    s, d = GmemVector(name="src", tensor=src, dtype="Float16"), GmemVector(name="dst", tensor=dst)
 
     @schedule
     def copy(src: ResourceProxy, dst: ResourceProxy) -> None:
-        with domain_loop(first, n, k.grid_dim[0] * k.block_dim[0], unroll=UNROLL):
+        with domain_loop(*grid_stride(k, n), unroll=UNROLL):
             dst.store(element=src.load())
 
     return Tasks([Task([s], [d], 0, THREADS // 32, schedule=copy(s, d), name="copy")], {d: [s]})
