@@ -366,9 +366,8 @@ def test_a_fault_only_a_later_tile_shows_is_found_with_one_tile(
 
 
 def test_a_tile_scheduler_on_both_sides_of_its_queue_still_takes_one_tile() -> None:
-    # The scheduler task fills and reads the queue's ring in every tile: counted per side,
-    # every tile balances it (whole_kernel.independent_tiles, counting per task, does not
-    # say so), and the reduction stands.
+    # The scheduler task fills and reads the queue's ring in every tile: counted per side
+    # (whole_kernel.sides_balance), every tile balances it, and the reduction stands.
     judged = 0
     for shape in _family():
         if shape.acc_stages == 1 or shape.note_stages == 2 or shape.hot:
@@ -381,6 +380,26 @@ def test_a_tile_scheduler_on_both_sides_of_its_queue_still_takes_one_tile() -> N
             assert short[1] * 5 < full[1], shape
         judged += 1
     assert judged == 9
+
+
+def test_the_deadlock_check_takes_one_tile_with_a_scheduler_on_both_sides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same per-side balance lets the deadlock check (whole_kernel.check_runs) run one
+    # work tile where a scheduler task fills and reads its queue; its verdict is the one of
+    # every valuation up to the cut-off (independent_tiles forced off), in fewer runs.
+    judged = 0
+    for shape in _family():
+        plan = plan_of(dataclasses.replace(shape, clc=True))
+        found, stats = whole_kernel.check_runs(plan)
+        with monkeypatch.context() as m:
+            m.setattr(whole_kernel, "independent_tiles", lambda part, tasks: False)
+            full, full_stats = whole_kernel.check_runs(plan)
+        assert [d.code for d in found] == [d.code for d in full], shape
+        if not full and full_stats["runs"] > 0:
+            assert stats["tile_local"] >= 1 and stats["runs"] < full_stats["runs"], shape
+            judged += 1
+    assert judged >= 9
 
 
 def test_a_ring_outside_the_tile_loops_runs_every_valuation() -> None:

@@ -54,7 +54,6 @@ the cut-off runs (``reduce=False`` forces that, for tests).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 
 from ts_ir import (
@@ -81,6 +80,7 @@ from ts_verify.whole_kernel import (
     make_part,
     part_valuations,
     run_diagnostic,
+    sides_balance,
     tile_local,
     too_long_loop,
 )
@@ -275,8 +275,9 @@ def one_tile_proves(part: Part, tasks: dict[str, TaskSpec]) -> bool:
     The conditions of the module docstring's argument: every ring operation in a work tile,
     at most one work-tile loop per task and at the top of its schedule (its tiles follow each
     other once, in every task alike), every tile balancing every ring side by side
-    (``_sides_balance``), and at most one alloc and one dealloc step, in no loop (one
-    lifetime per run, the same in every run of the same kernel-wide values).
+    (:func:`ts_verify.whole_kernel.sides_balance`), and at most one alloc and one dealloc
+    step, in no loop (one lifetime per run, the same in every run of the same kernel-wide
+    values).
     """
     ends = {_ALLOC: 0, _DEALLOC: 0}
     for sched in part.schedules.values():
@@ -291,39 +292,7 @@ def one_tile_proves(part: Part, tasks: dict[str, TaskSpec]) -> bool:
                 return False
             for attr in ends:
                 ends[attr] += bool(node.attrs & attr)
-    return max(ends.values()) <= 1 and tile_local(part) and _sides_balance(part, tasks)
-
-
-_SIDES = {_ACQUIRE: 0, _COMMIT: 1, _WAIT: 2, _RELEASE: 3}
-
-
-def _sides_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
-    """Whether every run of one tile balances every ring side by side.
-
-    Every task with an acquire (a wait) of a ring in its schedule acquires and commits (waits
-    and releases) it as often as every other one does, in every run of one tile. Counted per
-    side, not per task, so that a task on both sides (a tile scheduler producing and reading
-    its queue) balances too.
-    """
-    roles: dict[str, set[tuple[str, int]]] = {}
-    for name, sched in part.schedules.items():
-        for step in sched.steps():
-            side = _SIDES.get(step.stage)
-            if side is not None:
-                opened = side - side % 2  # the side's opening operation: 0 or 2
-                roles.setdefault(step.resource, set()).update({(name, opened), (name, opened + 1)})
-    one = (v for v in part_valuations(part, 1) if v.tiles == 1)
-    for _, programs in distinct_runs(part, tasks, one):
-        counts = Counter(
-            (name, op.step.resource, _SIDES[op.step.stage])
-            for name, ops in programs.items()
-            for op in ops
-            if op.step.stage in _SIDES
-        )
-        for ring, pairs in roles.items():
-            if len({counts[(name, ring, side)] for name, side in pairs}) > 1:
-                return False
-    return True
+    return max(ends.values()) <= 1 and tile_local(part) and sides_balance(part, tasks)
 
 
 def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
+from collections import Counter
 from collections.abc import Hashable, Iterable, Iterator
 
 from ts_ir import (
@@ -69,9 +70,9 @@ __all__ = [
     "part_valuations",
     "run_diagnostic",
     "run_valuation",
+    "sides_balance",
     "task_programs",
     "tile_local",
-    "tiles_balance",
     "too_long_loop",
     "valuations",
 ]
@@ -421,11 +422,11 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
 
 
 # -- parts whose work tiles are independent --------------------------------------------------
-_OPEN_CLOSE = {
+_SIDES = {
     ScheduleStage.ProducerAcquire: 0,
-    ScheduleStage.ConsumerWait: 0,
     ScheduleStage.ProducerCommit: 1,
-    ScheduleStage.ConsumerRelease: 1,
+    ScheduleStage.ConsumerWait: 2,
+    ScheduleStage.ConsumerRelease: 3,
 }
 
 
@@ -446,7 +447,7 @@ def tile_local(part: Part) -> bool:
 
     Such a part is proven by runs of *one* work tile, for every value of the per-tile
     symbols, when every tile balances each ring (each task acquires and commits, or waits
-    and releases, the same number of stages in the tile; :func:`tiles_balance`). Why: in a
+    and releases, the same number of stages in the tile; :func:`sides_balance`). Why: in a
     deadlock of a run with tiles ``v_0 .. v_n``, take the blocked task in the earliest tile
     ``t``. A wait it blocks on needs a commit that, by the balance, lies in tile ``t`` of the
     producer; an acquire needs a release of an earlier index, in a tile ``<= t`` of the
@@ -462,32 +463,40 @@ def tile_local(part: Part) -> bool:
     return part.sym.tiles and not any(_outside_tiles(s.body) for s in part.schedules.values())
 
 
-def tiles_balance(programs: dict[str, list[Op]]) -> bool:
-    """Whether a run of one tile balances every ring.
+def sides_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
+    """Whether every run of one tile balances every ring, side by side.
 
-    Each task opens (acquires or waits) and closes (commits or releases) each ring equally
-    often, and all tasks of a ring open it equally often.
+    Every task whose schedule acquires (waits on) a ring acquires and commits (waits and
+    releases) it as often as every other task of the ring does, in every run of one tile. So
+    in every run, the ``k``-th operation of any side of a ring lies in the same tile of every
+    task, which is what :func:`tile_local`'s argument needs. Counted per side, not per task:
+    a task on both sides of a ring (a tile scheduler filling and reading its queue) balances
+    too. A task whose schedule has a side counts on it even in a tile that runs none of it.
     """
-    per: dict[str, set[int]] = {}
-    for ops in programs.values():
-        counts: dict[str, list[int]] = {}  # resource -> [opens, closes]
-        for op in ops:
-            side = _OPEN_CLOSE.get(op.step.stage)
+    roles: dict[str, set[tuple[str, int]]] = {}
+    for name, sched in part.schedules.items():
+        for step in sched.steps():
+            side = _SIDES.get(step.stage)
             if side is not None:
-                counts.setdefault(op.step.resource, [0, 0])[side] += 1
-        for res, (opens, closes) in counts.items():
-            if opens != closes:
+                first = side - side % 2  # the side's opening operation: acquire 0, wait 2
+                roles.setdefault(step.resource, set()).update({(name, first), (name, first + 1)})
+    one = (v for v in part_valuations(part, max_tiles=1) if v.tiles == 1)
+    for _, programs in distinct_runs(part, tasks, one):
+        counts = Counter(
+            (name, op.step.resource, _SIDES[op.step.stage])
+            for name, ops in programs.items()
+            for op in ops
+            if op.step.stage in _SIDES
+        )
+        for ring, pairs in roles.items():
+            if len({counts[(name, ring, side)] for name, side in pairs}) > 1:
                 return False
-            per.setdefault(res, set()).add(opens)
-    return all(len(v) == 1 for v in per.values())
+    return True
 
 
 def independent_tiles(part: Part, tasks: dict[str, TaskSpec]) -> bool:
-    """:func:`tile_local` and every run of one tile balances every ring (:func:`tiles_balance`)."""
-    if not tile_local(part):
-        return False
-    one = (v for v in part_valuations(part, max_tiles=1) if v.tiles == 1)
-    return all(tiles_balance(programs) for _, programs in distinct_runs(part, tasks, one))
+    """:func:`tile_local` and every run of one tile balances every ring (:func:`sides_balance`)."""
+    return tile_local(part) and sides_balance(part, tasks)
 
 
 def distinct_runs(
