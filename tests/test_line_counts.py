@@ -24,3 +24,5 @@ def test_line_count_targets_hold() -> None:
     assert rows["gemm"]["ts"] <= 0.7 * rows["gemm"]["twin"]
     assert rows["fork_gemm"]["meets_target"]
     assert rows["fork_gemm"]["ts"] <= rows["fork_gemm"]["twin"]
+    assert rows["persistent_copy"]["meets_target"]
+    assert rows["persistent_copy"]["ts"] <= rows["persistent_copy"]["twin"]

@@ -34,6 +34,7 @@ from _tma_tiles import (
     TILE_BYTES,
     TILE_M,
     TILE_N,
+    TileRing,
     ring_layout,
     smem_tile_layout,
     tma_load,
@@ -43,15 +44,13 @@ from _tma_tiles import (
 from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
-from task_scheduling import WorkAttr, consumer_work, producer_work, schedule, work_tile_loop
+from task_scheduling import schedule, work_tile_loop
 from task_scheduling.harness import Case, ExampleCLI, fake_tensor, to_cute
 from task_scheduling.harness import compile_only as compare
 from task_scheduling.harness import run_on_gpu as run_kernels
-from task_scheduling.kernel import Kernel, KernelContext, Tasks
+from task_scheduling.kernel import Kernel, KernelContext, Tasks, TmaRing
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import (
-    MemoryResource,
-    PipelineConfig,
     TileSchedulerConfig,
     WorkQueue,
 )
@@ -82,36 +81,6 @@ class TileQueue(WorkQueue):
         return work_tile.tile_idx[0] >= self.tiles_m
 
 
-@dataclasses.dataclass(kw_only=True)
-class Ring(MemoryResource):
-    """The SMEM ring between the TMA load and the TMA store."""
-
-    load_atom: Any = None
-    g_src: Any = None
-    store_atom: Any = None
-    g_dst: Any = None
-    s_tiles: Any = None
-
-    @producer_work
-    def load(self, stage_info: Any) -> None:
-        """TMA-load the work tile into the acquired stage."""
-        m, n, _ = stage_info.work_tile.tile_idx
-        tma_load(
-            self.load_atom, self.s_tiles, self.g_src, stage_info.stage_idx, m, n, stage_info.barrier
-        )
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
-    def store(self, stage_info: Any) -> None:
-        """Start the TMA store of the waited stage (it reads the stage until waited for)."""
-        m, n, _ = stage_info.work_tile.tile_idx
-        tma_store(self.store_atom, self.s_tiles, self.g_dst, stage_info.stage_idx, m, n)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    def store_wait(self, stage_info: Any) -> None:
-        """``cp.async.bulk.wait_group.read 0``."""
-        tma_store_wait()
-
-
 @schedule
 def load_schedule(wq: ResourceProxy, ring: ResourceProxy) -> None:
     """Per tile that is not skipped: fill one stage."""
@@ -131,16 +100,6 @@ def store_schedule(wq: ResourceProxy, ring: ResourceProxy) -> None:
         ring.release()
 
 
-def ring_pipeline() -> PipelineConfig:
-    """TMA producer (1 thread arms the barrier) -> 1 store warp."""
-    return PipelineConfig.create_tma_async_pipeline_cfg(
-        STAGES,
-        TILE_BYTES,
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
-        cpipe.CooperativeGroup(cpipe.Agent.Thread, 32),
-    )
-
-
 def copy_tasks(
     k: KernelContext,
     load_atom: Any,
@@ -156,9 +115,9 @@ def copy_tasks(
     g_in, g_out = k.value(
         ("g_in", "g_out"), lambda: [cute.zipped_divide(g, (TILE_M, TILE_N)) for g in (g_src, g_dst)]
     )
-    ring = Ring(
+    ring = TileRing(
         name="ring",
-        pipeline_config=ring_pipeline(),
+        pipeline_config=TmaRing.pipeline(STAGES, TILE_BYTES, 32),  # 1 TMA thread -> 1 store warp
         load_atom=load_atom,
         g_src=g_in,
         store_atom=store_atom,
