@@ -41,6 +41,7 @@ from _tma_tiles import (
     TILE_BYTES,
     TILE_M,
     TILE_N,
+    TileRing,
     ring_layout,
     smem_tile_layout,
     tma_load,
@@ -51,10 +52,8 @@ from cutlass.cute.nvgpu import cpasync
 from cutlass.memory import SmemAllocator
 
 from task_scheduling import (
-    WorkAttr,
     consumer_work,
     domain_loop,
-    producer_work,
     schedule,
     when_true,
     work_tile_loop,
@@ -122,39 +121,17 @@ class Segments(MemoryResource):
 
 
 @dataclasses.dataclass(kw_only=True)
-class Ring(MemoryResource):
-    """The SMEM ring between the TMA load and the TMA store."""
+class Ring(TileRing):
+    """The SMEM ring between the TMA load and the TMA store: chunk ``loop_offset`` of the work
+    tile's segment."""
 
-    load_atom: Any = None
-    g_src: Any = None
-    store_atom: Any = None
-    g_dst: Any = None
-    s_tiles: Any = None
     offsets: Any = None
     tiles_n: Any = 1
 
-    def _chunk(self, stage_info: Any) -> tuple[Any, Any]:
+    def tile(self, stage_info: Any) -> tuple[Any, Any]:
+        """The chunk's tile: ``offsets[segment] + loop_offset`` in row-major chunk order."""
         s = stage_info.work_tile.tile_idx[0]
         return chunk_coord(self.offsets[s] + stage_info.loop_offset, self.tiles_n)
-
-    @producer_work
-    def load(self, stage_info: Any) -> None:
-        """TMA-load chunk ``loop_offset`` of the segment into the acquired stage."""
-        m, n = self._chunk(stage_info)
-        tma_load(
-            self.load_atom, self.s_tiles, self.g_src, stage_info.stage_idx, m, n, stage_info.barrier
-        )
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_READ)
-    def store(self, stage_info: Any) -> None:
-        """Start the TMA store of the waited stage."""
-        m, n = self._chunk(stage_info)
-        tma_store(self.store_atom, self.s_tiles, self.g_dst, stage_info.stage_idx, m, n)
-
-    @consumer_work(work_attrs=WorkAttr.ASYNC_WAIT_ALL)
-    def store_wait(self, stage_info: Any) -> None:
-        """``cp.async.bulk.wait_group.read 0``."""
-        tma_store_wait()
 
 
 @schedule
