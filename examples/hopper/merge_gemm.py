@@ -179,11 +179,9 @@ class TileRing(StageIndex, WgmmaWaits):
     @producer_work
     def load(self, stage_info: Any) -> None:
         m, n, _ = stage_info.work_tile.tile_idx
-        g, s = self.views
+        (g, s), atom = self.views, self.src.atom
         box = (None, *self.pick(m, n, stage_info.loop_offset))  # the whole box at its coordinate
-        src = g[box]
-        dst = s[(None, stage_info.stage_idx)]
-        cute.copy(self.src.atom, src, dst, tma_bar_ptr=stage_info.barrier)
+        cute.copy(atom, g[box], s[(None, stage_info.stage_idx)], tma_bar_ptr=stage_info.barrier)
 
     @consumer_work
     def mma(self, stage_info: Any, *, b_stage: Any) -> None:
