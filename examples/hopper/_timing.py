@@ -1,10 +1,11 @@
 """Timing GPU calls: eager launches, and the same launches replayed from a CUDA graph.
 
-Eager timing (``time_ms``) is what a Python caller sees: it includes each call's host work
-(argument conversion, the launch itself). For a short kernel that host work can be longer than
-the kernel, and the GPU then idles between launches whatever the kernel does. Graph timing
-(``time_graph_ms``) captures ``iters`` launches once and replays them, so what is left is the
-kernels' own time, back to back: the measure that compares kernels, not launch paths.
+Eager timing (``time_ms``, the harness's) is what a Python caller sees: it includes each
+call's host work (argument conversion, the launch itself). For a short kernel that host work
+can be longer than the kernel, and the GPU then idles between launches whatever the kernel
+does. Graph timing (``GraphTimer``) captures ``iters`` launches once and replays them, so what
+is left is the kernels' own time, back to back: the measure that compares kernels, not launch
+paths.
 """
 
 from __future__ import annotations
@@ -12,21 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from task_scheduling.harness import time_ms
 
-def time_ms(fn: Any, iters: int) -> float:
-    """Mean milliseconds per call over ``iters`` back-to-back launches (after warm-up)."""
-    import torch
-
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return float(start.elapsed_time(end)) / iters
+__all__ = ["GraphTimer", "cu_stream", "time_ms"]
 
 
 def cu_stream(stream: Any = None) -> Any:
