@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Every GPU check and benchmark of the repository, in four phases that each fit one
+# Every GPU check and benchmark of the repository, in phases that each fit one
 # device call of at most ten minutes. On the GPU machine, from the repository root:
 #
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh check "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fuzz  "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh bench "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8   "$OUT"
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh pending "$OUT" # what the last session changed
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
 #
@@ -19,7 +21,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -75,26 +77,23 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # What the last session could not run on the GPU: split-K, the second attention kernel,
-  # compat p38-p41.
-  run split.log 300 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py -k split
-  run split.log 150 python3 examples/hopper/gemm.py --mnk 128 8192 8192 --split-k 2
+  # What session 4 (no device time) changed and could not run: the examples rewritten on
+  # shared blocks (their PTX byte-identical), attention on torch's current stream (varlen
+  # counters per stream). The graph phase: graph timing of the GEMM sweep.
+  for args in grid_stride_copy.py persistent_copy.py varlen_copy.py \
+    "varlen_copy.py --scheduler dynamic" pdl_pair.py fork_gemm.py merge_gemm.py; do
+    # shellcheck disable=SC2086  # the example's options are words
+    run examples.log 120 python3 examples/hopper/$args
+  done
   run attention.log 150 python3 examples/hopper/attention.py --b 1 --s 1000 --h 2 --d 128 --iters 3
-  run attention.log 150 python3 examples/hopper/attention.py --b 2 --s 777 --h 4 --hkv 2 --d 64 \
-    --causal --dtype fp16 --iters 3
-  run attention.log 150 python3 examples/hopper/attention.py --b 1 --s 333 --h 2 --d 128 --causal \
-    --stagger --iters 3
-  # With CUTLASS's CuTe FMHA example as a column when tools/fetch_cute_fmha.sh has put it
-  # under .gpu/cute_example/ (else the column says it is absent).
-  run attention.log 300 python3 bench/attention.py --dtype fp16 --stagger \
+  run attention.log 400 python3 bench/attention.py --dtype fp16 \
     --cute-fmha .gpu/cute_example/fmha.py
-  run compat.log 200 python3 bench/compat_gpu.py --only p3
-  run compat.log 200 python3 bench/compat_gpu.py --only p4
-  # The pipeline-group GEMM examples (issue 14): torch checks and the TS / twin ratio.
-  run groups.log 120 python3 examples/hopper/fork_gemm.py
-  run groups.log 120 python3 examples/hopper/merge_gemm.py
-  run groups.log 120 python3 examples/hopper/fork_gemm.py --dtype fp16 --m 4096 --n 4096 --k 4096
-  run groups.log 120 python3 examples/hopper/merge_gemm.py --dtype fp16 --m 4096 --n 4096 --k 4096
+  ;;
+graph)
+  # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
+  # the per-call host work), to tell launch-path costs from kernel ones on the short shapes.
+  run graph.log 540 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 tune1 | tune2)
   part="${phase#tune}"
@@ -102,7 +101,7 @@ tune1 | tune2)
     --part "$part/2" -o "$out/gemm_table_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
