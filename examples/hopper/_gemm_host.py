@@ -230,6 +230,28 @@ def to_cute(t: Any) -> Any:
     return x.mark_layout_dynamic(leading_dim=leading)
 
 
+OPERANDS = ("a", "b", "c", "bias", "counters", "stream", "scale_a", "scale_b", "workspace")
+"""The launchers' parameters, in order (``gemm._launcher``)."""
+
+
+def used_operands(cfg: GemmConfig) -> tuple[str, ...]:
+    """The launcher parameters ``cfg`` uses, in order: the others are compile-time Nones.
+
+    A parameter the configuration leaves out is not an argument of the compiled launcher at
+    all (``gemm._launcher`` makes it a ``Constexpr``): each None passed at run time costs the
+    DSL's argument packing ~4 us, 20 of the 40 us a plain GEMM call cost the host, which at
+    2048^3 (a 24 us kernel) left the GPU idle for half of every launch.
+    """
+    used = {
+        "bias": cfg.bias,
+        "counters": cfg.dynamic or cfg.split,
+        "scale_a": cfg.scaled,
+        "scale_b": cfg.scaled,
+        "workspace": cfg.split,
+    }
+    return tuple(name for name in OPERANDS if used.get(name, True))
+
+
 def kernel_args(
     cfg: GemmConfig,
     a: Any,
@@ -242,22 +264,31 @@ def kernel_args(
     workspace: Any = None,
     stream: Any = None,
 ) -> tuple[Any, ...]:
-    """The launchers' CuTe arguments
-    ``(a, b, c, bias, counters[, stream, scale_a, scale_b[, workspace]])``.
+    """The compiled launchers' arguments: ``used_operands(cfg)`` as CuTe values.
 
-    The scales (``make_scales``'s shapes) go in as vectors, after the stream (a
-    ``cuda.CUstream``; None: the default stream), only with ``cfg.scale``; split-K's workspace
-    (``make_workspace``) last, only with it.
+    The stream is a ``cuda.CUstream`` (None: torch's current stream), always passed: a kernel
+    compiled without one launches on the default stream, which a CUDA-graph capture misses.
+    The scales (``make_scales``'s shapes) go in as vectors.
     """
-    args = (to_cute(a), to_cute(b), to_cute(c), to_cute(bias), to_counters(counters))
-    scales: tuple[Any, ...] = (None, None)
-    if cfg.scaled:
-        scales = (to_cute(scale_a.reshape(-1)), to_cute(scale_b.reshape(-1)))
-    if cfg.split:
-        return (*args, stream, *scales, to_cute(workspace))
-    if cfg.scaled:
-        return (*args, stream, *scales)
-    return args if stream is None else (*args, stream)
+    values = {
+        "a": lambda: to_cute(a),
+        "b": lambda: to_cute(b),
+        "c": lambda: to_cute(c),
+        "bias": lambda: to_cute(bias),
+        "counters": lambda: to_counters(counters),
+        "stream": lambda: cu_stream() if stream is None else stream,
+        "scale_a": lambda: to_cute(scale_a.reshape(-1)),
+        "scale_b": lambda: to_cute(scale_b.reshape(-1)),
+        "workspace": lambda: to_cute(workspace),
+    }
+    return tuple(values[name]() for name in used_operands(cfg))
+
+
+def compile_args(cfg: GemmConfig, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``kernel_args``' values with a None for each parameter ``cfg`` does not use: what
+    ``cute.compile`` takes (every parameter, the compile-time ones included)."""
+    given = dict(zip(used_operands(cfg), args, strict=True))
+    return tuple(given.get(name) for name in OPERANDS)
 
 
 def check_operands(
@@ -503,7 +534,7 @@ def run_case(
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
-        binds[name] = lambda s, kk=kernel, aa=args: on_stream(kk, aa, s)
+        binds[name] = lambda s, kk=kernel, aa=args: on_stream(cfg, kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")
     for name, factory in (extras or {}).items():
         c = make_output(plain, m, n)
@@ -565,10 +596,11 @@ def run_case(
     return result
 
 
-def on_stream(kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
-    """A call of ``kernel(*args)`` on the torch ``stream`` (its ``cuda.CUstream`` in the
-    launchers' stream slot, the sixth argument: ``kernel_args``)."""
-    bound = (*args[:5], cu_stream(stream), *args[6:])
+def on_stream(cfg: GemmConfig, kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
+    """A call of ``kernel(*args)`` (``kernel_args``) on the torch ``stream`` (its
+    ``cuda.CUstream`` in the launchers' stream slot)."""
+    slot = used_operands(cfg).index("stream")
+    bound = (*args[:slot], cu_stream(stream), *args[slot + 1 :])
     return lambda: kernel(*bound)
 
 

@@ -89,7 +89,9 @@ import cutlass.cute as cute
 # The configuration and steps, the twins and the host helpers live beside this file.
 from _gemm_epilogue import epilogue_fuse
 from _gemm_host import (
+    OPERANDS,
     add_config_args,
+    compile_args,
     config_for,
     fake_operands,
     kernel_args,
@@ -100,6 +102,7 @@ from _gemm_host import (
     make_scales,
     make_workspace,
     run_case,
+    used_operands,
 )
 from _gemm_promote import make_fresh_mma
 from _gemm_steps import (
@@ -122,6 +125,7 @@ from _gemm_twin import (
 from _gpu_check import gpu_ready
 from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
 from cutlass.base_dsl.ast_helpers import const_expr
+from cutlass.cutlass_dsl import Constexpr
 
 from task_scheduling import domain_loop, schedule, when_false, when_true, work_tile_loop
 from task_scheduling.harness import compile_only as compile_and_count
@@ -413,7 +417,6 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
     fp32 workspace only with split-K (``make_workspace``).
     """
 
-    @cute.jit
     def launch(
         a: cute.Tensor,
         b: cute.Tensor,
@@ -450,7 +453,18 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
             stream=stream,
         )
 
-    return launch
+    # The parameters cfg does not use are compile-time Nones (Constexpr): not arguments of the
+    # compiled launcher, so a call passes (and the DSL packs) only what the kernel reads.
+    used = used_operands(cfg)
+    launch.__annotations__ = {
+        name: (
+            (cuda.CUstream | None if name == "stream" else cute.Tensor)
+            if name in used
+            else Constexpr
+        )
+        for name in OPERANDS
+    } | {"return": None}
+    return cute.jit(launch)
 
 
 def _twin_launcher(cfg: GemmConfig) -> Any:
@@ -496,12 +510,13 @@ def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, An
     """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: compiled}``.
 
     ``only`` names the kernels to compile (``("ts",)``: the TS kernel alone); all by default.
+    Compiled with a stream parameter (``kernel_args``): each call launches on the stream given.
     """
     a, b = make_inputs(cfg, (256, 256, 64 * cfg.split_k))
     c, bias = make_output(cfg, 256, 256), make_bias(cfg, 256)
     counters, workspace = make_counters_tensor(cfg, 256, 256), make_workspace(cfg, 256, 256)
     scales = make_scales(cfg, 256, 256)
-    args = kernel_args(cfg, a, b, c, bias, counters, *scales, workspace=workspace)
+    args = compile_args(cfg, kernel_args(cfg, a, b, c, bias, counters, *scales, workspace))
     return {name: cute.compile(fn, *args) for name, fn in kernels(cfg) if not only or name in only}
 
 

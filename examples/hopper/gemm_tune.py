@@ -117,9 +117,17 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},
         {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 2},
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "split_k": 2},
+        # 128 x 192 (three epilogue buffers of its six sub-tiles): tile counts that fill the
+        # last wave where 128 x 256 leaves it part idle (3000 x 5000: 648 tiles, 4.9 waves,
+        # against 480, 3.6), and 3 x 43 = 129 split-K items on 128 x 8192
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "split_k": 3},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 4},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (23 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (28 of them; ``split_k``
 only where it is not 1)."""
 
 
@@ -331,7 +339,7 @@ def _time_shape(
             wrong[cand.key] = err  # reported, never timed
             continue
         calls[cand.key] = lambda kk=compiled[cfg], aa=args: kk(*aa)
-        binds[cand.key] = lambda st, kk=compiled[cfg], aa=args: on_stream(kk, aa, st)
+        binds[cand.key] = lambda st, kk=compiled[cfg], aa=args, cc=cfg: on_stream(cc, kk, aa, st)
     del ref
     if not base.fp8 and not base.scaled:
         bt = b.t()
