@@ -95,8 +95,8 @@ def test_shape_class_by_hand(table: Any, mnk: tuple[int, int, int]) -> None:
 @pytest.mark.parametrize("mnk", [*sorted(SWEEP_CLASSES), (64, 4096, 4096), (1, 1, 1)])
 def test_candidates_per_shape_are_few_and_distinct(tune: Any, gemm: Any, mnk: Any) -> None:
     cands = tune.candidates(mnk, gemm.GemmConfig())
-    assert 8 <= len(cands) <= 24 or mnk[0] <= 64
-    assert 1 <= len(cands) <= 24
+    assert 8 <= len(cands) <= 30 or mnk[0] <= 64
+    assert 1 <= len(cands) <= 30
     keys = [json.dumps(c, sort_keys=True, default=list) for c in cands]
     assert len(set(keys)) == len(keys)
     m, n, _ = mnk
@@ -301,7 +301,7 @@ def test_combine_two_halves(tune: Any, table: Any, tmp_path: Path) -> None:
     assert tune.main(["--combine", *map(str, paths), "-o", str(out)]) == 0
     merged = table.load_table(out)
     assert merged is not None and len(merged["entries"]) == len(data["entries"])
-    assert merged["command"].count("gemm_tune.py") == 2
+    assert merged["command"] == data["command"]  # halves of one run: its command, once
 
 
 def _args(gemm: Any, *argv: str) -> argparse.Namespace:
