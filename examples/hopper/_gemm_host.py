@@ -30,7 +30,7 @@ from _gemm_steps import (
     GemmConfig,
     fit_swizzle,
 )
-from _timing import GraphTimer, cu_stream, time_ms
+from _timing import GraphTimer, best_of_rounds, cu_stream, time_ms
 from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
@@ -573,16 +573,14 @@ def run_case(
         binds["torch"] = lambda _s: calls["torch"]
         result["baseline"] = "torch.matmul"
     timers = _graph_timers(binds, iters, result) if graph else {}
-    best = dict.fromkeys(calls, float("inf"))
-    best_graph = dict.fromkeys(timers, float("inf"))
-    names = list(calls)
-    for r in range(rounds):
-        # Rotate the order every round: the first contender after a pause runs on cooler,
-        # faster clocks, which would otherwise always favour the same kernel.
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            best[name] = min(best[name], time_ms(calls[name], iters))
-            if name in timers:
-                best_graph[name] = min(best_graph[name], timers[name].ms())
+    measures: dict[str, Any] = {}
+    for name, call in calls.items():  # eager and graph timing of a contender side by side
+        measures[name] = lambda c=call: time_ms(c, iters)
+        if name in timers:
+            measures[f"{name} (graph)"] = timers[name].ms
+    best_all = best_of_rounds(measures, rounds)
+    best = {name: best_all[name] for name in calls}
+    best_graph = {name: best_all[f"{name} (graph)"] for name in timers}
     for name, ms in best.items():
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
     for name, ms in best_graph.items():

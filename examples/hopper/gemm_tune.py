@@ -311,7 +311,7 @@ def _time_shape(
         on_stream,
         reference,
     )
-    from _timing import GraphTimer, time_ms
+    from _timing import GraphTimer, best_of_rounds, time_ms
 
     m, n, k = mnk
     a, b = make_inputs(base, mnk)
@@ -354,12 +354,10 @@ def _time_shape(
     if graph:  # kernel time without the host's per-call work (see _timing)
         timers = {name: GraphTimer(bind, iters) for name, bind in binds.items()}
         calls = dict(timers)
-    best = dict.fromkeys(calls, math.inf)
-    names = list(calls)
-    for r in range(rounds):  # rotated order: no contender always runs first on cool clocks
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            ms = calls[name].ms() if graph else time_ms(calls[name], iters)
-            best[name] = min(best[name], ms)
+    measures = {
+        name: call.ms if graph else lambda c=call: time_ms(c, iters) for name, call in calls.items()
+    }
+    best = best_of_rounds(measures, rounds)  # rotated, after a warm-up round
     tflops = {name: flop / (ms * 1e9) for name, ms in best.items()}
     return {"tflops": tflops, "wrong": wrong, "iters": iters}
 
