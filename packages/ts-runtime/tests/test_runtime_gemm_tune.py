@@ -436,6 +436,9 @@ NEW_FAMILIES: dict[str, dict[str, Any]] = {  # options no other GEMM test compil
     "epi-n-64": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_n": 64, "epi_stages": 2},
     "stages-3": {"tile_mn": (128, 256), "cluster_mn": (2, 1), "stages": 3},
     "64x256-1x2": {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+    "128x192-2x1": {"tile_mn": (128, 192), "cluster_mn": (2, 1)},
+    "128x192-split-3": {"tile_mn": (128, 192), "split_k": 3},
+    "128x256-split-4": {"tile_mn": (128, 256), "split_k": 4},
 }
 
 
@@ -444,7 +447,7 @@ def test_template_family_compiles_to_the_twins_code(
     tune: Any, gemm: Any, table: Any, family: str
 ) -> None:
     fields = NEW_FAMILIES[family]
-    (template,) = [t for t in tune.TEMPLATES if all(t[k] == v for k, v in fields.items())]
+    (template,) = [t for t in tune.TEMPLATES if all(t.get(k) == v for k, v in fields.items())]
     cfg = table.apply_fields(gemm.GemmConfig(), template)
     out = gemm.compile_only(cfg)
     assert out["verified"] is True and out["same_counts"] is True
