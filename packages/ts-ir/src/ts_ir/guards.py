@@ -8,6 +8,7 @@ explores both of its values.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections.abc import Hashable, Mapping
 
@@ -41,14 +42,14 @@ class BlockGuard:
         return type(self).__name__
 
 
-class IterationPredicate(BlockGuard):
+class IterationPredicate(BlockGuard, abc.ABC):
     """A guard decidable from the zero-based iteration count of the enclosing domain loop."""
 
     __slots__ = ()
 
+    @abc.abstractmethod
     def fires(self, iter_idx: int, num_iters: int) -> bool:
         """Return whether the guarded block runs on iteration ``iter_idx`` of ``num_iters``."""
-        raise NotImplementedError(f"{type(self).__name__} must implement fires()")
 
 
 @dataclasses.dataclass(frozen=True)
