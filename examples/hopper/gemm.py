@@ -414,7 +414,8 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
     only when ``cfg.beta != 0``, the counters only with the dynamic scheduler (two) or split-K
     (one per output tile, ``make_counters_tensor``), the fp32 scales only with ``cfg.scale``
     (one element each for ``"tensor"``, the ``M``- and ``N``-vector for ``"rowwise"``), the
-    fp32 workspace only with split-K (``make_workspace``).
+    fp32 workspace only with split-K (``make_workspace``). A parameter ``cfg`` does not use is
+    a compile-time None: the compiled launcher takes only ``used_operands(cfg)``, in order.
     """
 
     def launch(
