@@ -57,6 +57,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "beta": 1.0,
         "bias": True,
     },
+    # 256-byte K blocks (two TMA boxes per operand and stage); 128 x 192 cooperative
+    "bf16-k256": {"tile_mn": (128, 128), "k_block_bytes": 256},
+    "e4m3-k256-promoted": {
+        "dtype": "e4m3",
+        "scale": "tensor",
+        "tile_mn": (128, 128),
+        "k_block_bytes": 256,
+    },
+    "bf16-128x192-2x1": {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3},
 }
 # Split-K: shapes with at least split_k K blocks (fewer is refused before launch) or K = 0.
 # 320 = 5 blocks of 64 in 4 chunks of 2: the last chunk reads only blocks past K (zero-filled);
@@ -69,6 +78,15 @@ SPLIT_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
     "e4m3-split2-promoted": (
         {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "split_k": 2},
         [(1003, 1501, 0), (129, 257, 896), (128, 1024, 1664), (1, 1, 256)],
+    ),
+    # 256-byte K blocks: 3 blocks of 128 in 2 chunks (the second one's last block past K)
+    "bf16-k256-split2": (
+        {"tile_mn": (128, 128), "split_k": 2, "k_block_bytes": 256},
+        [(1003, 1501, 0), (129, 257, 300), (128, 1024, 2048), (7, 9, 256)],
+    ),
+    "bf16-128x192-split3": (
+        {"tile_mn": (128, 192), "split_k": 3, "epi_stages": 3},
+        [(1003, 1501, 0), (129, 385, 193), (128, 1024, 4096)],
     ),
 }
 

@@ -624,6 +624,7 @@ SCHEDULE_FLAGS = (
     "epi_n",
     "epi_stages",
     "split_k",
+    "k_block_bytes",
 )
 """The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
 whichever of them the command line does not give from the per-shape table."""
@@ -775,6 +776,14 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="split each output tile's K blocks into this many chunks, summed in a fixed "
         "order by the tile's last chunk (1: off; cooperative, static scheduler, 1x1)",
+    )
+    parser.add_argument(
+        "--k-block-bytes",
+        type=int,
+        default=None,
+        choices=(128, 256),
+        help="bytes of each operand row per K block: 128 (one swizzle atom) or 256 (two TMA "
+        "boxes per operand and stage, half the stages)",
     )
     parser.add_argument(
         "--promote-every",

@@ -35,6 +35,9 @@ PRODUCER_REGS = 40
 CONSUMER_REGS = 232  # two consumer warpgroups (384 threads start with 168 registers each)
 EPILOGUE_BARRIER_ID = 1  # 0 is __syncthreads
 K_BLOCK_BYTES = 128  # one K block: 128 bytes of each operand row (the 128-byte swizzle atom)
+# A K block may also span two swizzle atoms (two TMA boxes per operand and stage): longer
+# contiguous runs of each row per stage, for the memory-bound shapes (half as many stages).
+K_BLOCKS_BYTES = (128, 256)
 SMEM_BYTES = 232448  # sm_90 opt-in maximum per block
 SMEM_RESERVED = 1024  # mbarriers + alignment slack
 # Input (A, B) element types; an 8-bit input gives a bf16 C (and bias).
@@ -170,6 +173,7 @@ class GemmConfig:
     raster: str = "m"
     promote_every: int | None = None
     split_k: int = 1
+    k_block_bytes: int = K_BLOCK_BYTES
 
     def __post_init__(self) -> None:
         self._check_promotion()
@@ -188,6 +192,8 @@ class GemmConfig:
             raise ValueError(f"dtype {self.dtype!r} not in {sorted(DTYPES)}")
         if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
             raise ValueError("epi_stages must be >= 2 and divide the epilogue sub-tile count")
+        if self.k_block_bytes not in K_BLOCKS_BYTES:
+            raise ValueError(f"k_block_bytes {self.k_block_bytes} not in {K_BLOCKS_BYTES}")
         if self.ab_stages < 2:
             raise ValueError("the A/B ring needs at least 2 stages")
         if self.layout not in LAYOUTS:
@@ -265,7 +271,10 @@ class GemmConfig:
         """The promotion interval in effect (K blocks; 0: one accumulator)."""
         if self.promote_every is not None:
             return self.promote_every
-        return PROMOTE_EVERY if self.fp8 and self.acc_values <= PROMOTE_MAX_ACC else 0
+        if not (self.fp8 and self.acc_values <= PROMOTE_MAX_ACC):
+            return 0
+        # The same K elements between promotions whatever the block: 4 blocks of 128 bytes.
+        return max(1, PROMOTE_EVERY * K_BLOCK_BYTES // self.k_block_bytes)
 
     @property
     def pingpong(self) -> bool:
@@ -363,8 +372,9 @@ class GemmConfig:
 
     @property
     def tile_k(self) -> int:
-        """K extent of one A / B block: 64 16-bit or 128 8-bit elements (128 bytes)."""
-        return K_BLOCK_BYTES * 8 // int(self.element.width)
+        """K extent of one A / B block: ``k_block_bytes`` of a row (128: 64 16-bit or 128
+        8-bit elements)."""
+        return self.k_block_bytes * 8 // int(self.element.width)
 
     @property
     def cluster_size(self) -> int:
@@ -391,7 +401,7 @@ class GemmConfig:
     @property
     def stage_bytes(self) -> int:
         """Bytes one A/B stage receives (the TMA transaction count)."""
-        return (self.tile_mn[0] + self.tile_mn[1]) * K_BLOCK_BYTES
+        return (self.tile_mn[0] + self.tile_mn[1]) * self.k_block_bytes
 
     @property
     def ab_stages(self) -> int:

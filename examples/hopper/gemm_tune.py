@@ -125,10 +125,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3},
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "split_k": 3},
         {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 4},
+        # 256-byte K blocks (two TMA boxes per operand and stage, half the stages): each load
+        # reads twice as long a run of every row, for the shapes that stream B from HBM once
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2, "k_block_bytes": 256},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "k_block_bytes": 256},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (28 of them; ``split_k``
-only where it is not 1)."""
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (30 of them; ``split_k``
+and ``k_block_bytes`` only where they are not 1 and 128)."""
 
 
 def can_promote(fields: dict[str, Any]) -> bool:
@@ -154,12 +158,13 @@ class Candidate:
         name = "{}x{}-c{}x{}-{}-{}".format(
             *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
         )
-        keys = ("raster", "swizzle", "stages", "epi_n", "split_k")
-        extra = [f"{k}{f.get(k, 1)}" for k in keys if f.get(k, 1) != _DEFAULTS[k]]
+        keys = ("raster", "swizzle", "stages", "epi_n", "split_k", "k_block_bytes")
+        values = {k: f.get(k, _DEFAULTS[k]) for k in keys}
+        extra = [f"{k}{v}" for k, v in values.items() if v != _DEFAULTS[k]]
         return "-".join([name, *extra])
 
 
-_DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1}
+_DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128}
 
 
 def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, Any]]:

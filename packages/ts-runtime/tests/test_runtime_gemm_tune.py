@@ -439,6 +439,7 @@ NEW_FAMILIES: dict[str, dict[str, Any]] = {  # options no other GEMM test compil
     "128x192-2x1": {"tile_mn": (128, 192), "cluster_mn": (2, 1)},
     "128x192-split-3": {"tile_mn": (128, 192), "split_k": 3},
     "128x256-split-4": {"tile_mn": (128, 256), "split_k": 4},
+    "128x128-k256-split-2": {"tile_mn": (128, 128), "split_k": 2, "k_block_bytes": 256},
 }
 
 
