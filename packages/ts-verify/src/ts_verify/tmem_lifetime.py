@@ -18,6 +18,21 @@ blocks (:attr:`ts_ir.KernelPlan.tmem`): the UMMA that accumulates there, the epi
   valuation up to the cut-off, so a dealloc that only a ring's phase orders after the
   epilogue's last read is accepted, and one that nothing orders is not.
 
+*Several allocs and deallocs.* The kernel's TMEM is one allocation at a time: one SMEM word
+holds its address, which an alloc writes and a dealloc frees. So in every run two allocs must
+have a dealloc ordered between them (else the first allocation is never freed, and the second
+overwrites the word) and two deallocs an alloc (else the columns are freed twice); both are
+``TS-V224`` (:func:`_ends_overlap`), named at the second end. Then the allocs and the deallocs
+each form a chain in happens-before, interleaved, and a use ``m`` is in a lifetime when some
+alloc ``a`` happens before it and every dealloc either comes after ``m`` is over or happens
+before ``a`` and after another alloc (it ends an earlier lifetime): :func:`_outside`. That
+judges each use against the lifetime that contains it on *every* interleaving. (The check
+used to pair the i-th alloc with the i-th dealloc of the run's own interleaving, which is
+just one of them: two tasks that each allocate, use and free with nothing between them ran
+one after the other and passed.) A plan that makes no alloc step leaves it to the kernel's own
+code before the tasks (an alloc that happens before everything); one that does must make it
+before every use of the run.
+
 *One work tile is enough* for TS-V224 (:func:`one_tile_proves`) when the kernel's work tiles
 are independent: every ring operation lies inside the work-tile loops
 (:func:`ts_verify.whole_kernel.tile_local`), each task has at most one, at the top of its
@@ -45,7 +60,10 @@ edge of ``R`` holds in ``L``:
 So whatever made ``m`` miss the lifetime in ``L`` holds in ``R``: the alloc does not happen
 before ``m``, or ``m`` not before the dealloc, or (``m`` an asynchronous use of the freeing
 task) no ``ASYNC_WAIT_ALL`` of that task lies between them (``R``'s steps of that task between
-the two are some of ``L``'s). The runs of zero or one tile, for every value of the per-tile
+the two are some of ``L``'s; the runs keep every wait-all, whatever resource it is called on).
+With at most one alloc and one dealloc in a run, :func:`_ends_overlap` has no pair to judge,
+and :func:`_outside`'s rule is the one above (no dealloc can end an earlier lifetime: that
+needs a second alloc). The runs of zero or one tile, for every value of the per-tile
 and kernel-wide symbols up to the cut-off, include ``R`` and are some of the full set's runs:
 both sets find the same plans at fault (a run that does not finish is reported as such; the
 deadlock check has proven that none does). Where the conditions fail, every valuation up to
@@ -246,8 +264,16 @@ def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Dia
         return [], 0
     stages = {r.name: r.pipeline.stages for r in plan.resources if r.pipeline is not None}
     # Every ring orders (any ring can carry happens-before from a use to the dealloc), and the
-    # alloc and dealloc steps stay in the runs whatever resource they are called on.
-    touched = users | {s.resource for s in ends}
+    # alloc and dealloc steps stay in the runs whatever resource they are called on. So do the
+    # wait-alls, on whatever resource: one retires a task's asynchronous use before its own
+    # dealloc (_done_before), and a part that dropped it would report that use as in flight.
+    waits = {
+        s.resource
+        for t in plan.tasks
+        for s in t.schedule.steps()
+        if s.is_work and s.attrs & WorkAttr.ASYNC_WAIT_ALL
+    }
+    touched = users | waits | {s.resource for s in ends}
     rings = tuple(r.name for r in plan.resources if r.name in stages or r.name in touched)
     system = System(rings, tuple(t.name for t in plan.tasks), cycle=False)
     part = make_part(plan, system, sum(stages.values()) + len(plan.tasks))
@@ -255,6 +281,7 @@ def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Dia
     if too_long is not None:
         return [too_long], 0
     tasks = {t.name: t for t in plan.tasks}
+    own_alloc = not any(s.attrs & _ALLOC for s in ends)
     one = reduce and one_tile_proves(part, tasks)
     runs = 0
     for val, programs in distinct_runs(part, tasks, part_valuations(part, 1 if one else None)):
@@ -262,9 +289,13 @@ def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Dia
         runs += 1
         if outcome.kind != "ok":
             return [run_diagnostic(val, outcome, system)], runs
-        found = _outside(_clocks(outcome.records, stages), users)
+        marks = _clocks(outcome.records, stages)
+        trace = Trace(val.describe(), tuple(outcome.events), (), ())
+        twice = _ends_overlap(marks)
+        if twice is not None:
+            return [_overlap(*twice, trace)], runs
+        found = _outside(marks, users, own_alloc)
         if found is not None:
-            trace = Trace(val.describe(), tuple(outcome.events), (), ())
             return [_early(*found, trace)], runs
     return [], runs
 
@@ -313,41 +344,89 @@ def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:
     )
 
 
-def _outside(
-    marks: list[_Mark], users: frozenset[str]
-) -> tuple[_Mark, _Mark | None, _Mark | None] | None:
-    """The first use of a run outside every lifetime ``[alloc i, dealloc i]``.
+def _is_end(m: _Mark, attr: WorkAttr) -> bool:
+    step = m.event.op.step
+    return step.is_work and bool(step.attrs & attr)
 
-    Returned with the ends of the first lifetime it misses (None: met); an alloc or dealloc
-    that no task makes (the kernel's own code around the tasks) is always met.
+
+def _ends_overlap(marks: list[_Mark]) -> tuple[_Mark, _Mark] | None:
+    """Two allocs (deallocs) of a run with no dealloc (alloc) ordered between them.
+
+    The kernel's TMEM is one allocation at a time: its address lives in one SMEM word, which
+    a second alloc overwrites (the first allocation is never freed) and which a second
+    dealloc frees again. Run order is only one interleaving, so each pair is judged by
+    happens-before: ``x`` comes first in the run, so ``y`` cannot happen before it, and the
+    pair is safe only when some end of the other kind happens after ``x`` and before ``y``.
     """
-    allocs = [m for m in marks if m.event.op.step.is_work and m.event.op.step.attrs & _ALLOC]
-    frees = [m for m in marks if m.event.op.step.is_work and m.event.op.step.attrs & _DEALLOC]
-    lifetimes: list[tuple[_Mark | None, _Mark | None]] = [
-        (allocs[i] if i < len(allocs) else None, frees[i] if i < len(frees) else None)
-        for i in range(max(len(allocs), len(frees), 1))
-    ]
+    for attr, other in ((_ALLOC, _DEALLOC), (_DEALLOC, _ALLOC)):
+        same = [m for m in marks if _is_end(m, attr)]
+        between = [m for m in marks if _is_end(m, other)]
+        for i, x in enumerate(same):
+            for y in same[i + 1 :]:
+                if not any(_before(x, b) and _before(b, y) for b in between):
+                    return x, y
+    return None
+
+
+def _outside(
+    marks: list[_Mark], users: frozenset[str], own_alloc: bool
+) -> tuple[_Mark, _Mark | None, _Mark | None] | None:
+    """The first use of a run that no lifetime holds, with the end it misses.
+
+    A use ``m`` is held by an alloc ``a`` that happens before it when every dealloc ``f`` of
+    the run either comes after ``m`` is over (:func:`_done_before`) or ends an earlier
+    lifetime: ``f`` happens before ``a`` and after another alloc. This pairs the use with the
+    lifetime that contains it whatever the run's interleaving (the allocs and deallocs
+    themselves are ordered by :func:`_ends_overlap`). ``own_alloc``: the plan makes no alloc
+    step, so the kernel's own code allocated before every task ran (an alloc that happens
+    before everything and after no dealloc).
+
+    Returned with the alloc that nothing orders before the use (``a`` None: the run has
+    none), or the dealloc that may overtake it.
+    """
+    allocs = [m for m in marks if _is_end(m, _ALLOC)]
+    frees = [m for m in marks if _is_end(m, _DEALLOC)]
+
+    def overtakes(m: _Mark, a: _Mark | None) -> _Mark | None:
+        """The first dealloc that may end ``a``'s lifetime before ``m`` is over."""
+        for f in frees:
+            earlier = a is not None and _before(f, a) and any(_before(b, f) for b in allocs)
+            if not earlier and not _done_before(m, f, marks):
+                return f
+        return None
+
     for m in marks:
         if not _is_use(m.event.op.step, users):
             continue
-        misses: tuple[_Mark | None, _Mark | None] | None = None
-        for a, f in lifetimes:
-            after = a is None or _before(a, m)
-            before = f is None or _done_before(m, f, marks)
-            if after and before:
-                misses = None
-                break
-            if misses is None:
-                misses = (None if after else a, None if before else f)
-        if misses is not None:
-            return m, *misses
+        starts: list[_Mark | None] = [None] if own_alloc else []
+        starts += [a for a in allocs if _before(a, m)]
+        if not starts:
+            return m, allocs[0] if allocs else None, None
+        # The latest alloc before the use is the one to report against (the others fail too).
+        misses = [overtakes(m, a) for a in starts]
+        if all(f is not None for f in misses):
+            return m, None, misses[-1]
     return None
 
 
 def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) -> Diagnostic:
     u = use.event.op.step
     edge = free if free is not None else alloc
-    assert edge is not None
+    if edge is None:
+        # The plan allocates, but not in this run before the use (an alloc under a condition
+        # or in a loop that did not run): the use reads columns nobody holds.
+        return Diagnostic(
+            "TS-V224",
+            f"task `{use.event.task}` uses TMEM at `{u.describe()}` in a run that makes no "
+            "TMEM allocation: the columns belong to no lifetime",
+            task=use.event.task,
+            resource=u.resource,
+            step=f"#{u.id} {u.describe()}",
+            location=u.location,
+            fix="allocate TMEM on every path, outside any condition or loop that may not run, "
+            "before the first use",
+            trace=trace,
+        )
     e = edge.event.op.step
     if free is not None:
         same = use.event.task == free.event.task
@@ -378,5 +457,33 @@ def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) ->
         step=f"#{e.id} {e.describe()}",
         location=e.location,
         fix=fix,
+        trace=trace,
+    )
+
+
+def _overlap(first: _Mark, second: _Mark, trace: Trace) -> Diagnostic:
+    """TS-V224 for two allocs (or deallocs) that no end of the other kind separates."""
+    x, y = first.event.op.step, second.event.op.step
+    alloc = bool(y.attrs & _ALLOC)
+    verb, other = ("allocates", "free") if alloc else ("frees", "allocation")
+    harm = (
+        "the second overwrites the SMEM word that holds the address, and the first "
+        "allocation is never freed"
+        if alloc
+        else "the same columns are freed twice"
+    )
+    where = "" if first.event.task == second.event.task else f" of task `{first.event.task}`"
+    return Diagnostic(
+        "TS-V224",
+        f"task `{second.event.task}` {verb} TMEM at `{y.describe()}` after "
+        f"`{x.describe()}` (line {x.location.line}){where} with no {other} ordered between "
+        f"the two: the kernel's TMEM is one allocation at a time, and {harm}",
+        task=second.event.task,
+        resource=y.resource,
+        step=f"#{y.id} {y.describe()}",
+        location=y.location,
+        fix="make one alloc and one dealloc per lifetime, and order each lifetime's dealloc "
+        "before the next alloc: in one task, or through a ring that the freeing task signals "
+        "and the allocating task waits on",
         trace=trace,
     )
