@@ -179,7 +179,11 @@ BLACKWELL_ENTRIES: tuple[CatalogEntry, ...] = (
         allocation. The verifier runs the whole kernel and orders uses by program order and
         barrier phases only. A free that nothing orders after the epilogue's last read gives
         its columns away while they are read; a use that nothing orders after the allocation
-        reads an address not yet written.
+        reads an address not yet written. The kernel's TMEM is one allocation at a time (one
+        SMEM word holds its address), so with several allocations and frees each use must lie
+        in the lifetime that contains it, and two allocations (two frees) with no free (no
+        allocation) ordered between them are reported too: the first allocation would never
+        be freed (the same columns freed twice).
         """,
         _tmem(_FREE, ""),
         _tmem("", _FREE),
