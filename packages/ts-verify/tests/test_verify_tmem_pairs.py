@@ -184,13 +184,14 @@ def test_two_frees_of_one_allocation_is_a_fault() -> None:
     assert "no allocation ordered between" in d.message
 
 
-def test_two_lifetimes_one_after_the_other_are_right() -> None:
-    # Hand verdict: right. Lifetime 1: `left` allocates and fills, `right` drains and frees.
-    # `right` allocates again (lifetime 2) before it hands `y` back, and `left` fills again
-    # only after waiting on `y`; `right` drains and frees a second time. The allocs and
-    # frees are ordered and alternate, and each use lies in its own lifetime. (`right`
-    # allocates the second time: a task that frees and uses TMEM again without allocating
-    # in between is TS-V223, whoever allocates.)
+def test_two_lifetimes_one_after_the_other_allocate_twice() -> None:
+    # Hand verdict: at fault, for one reason only. Lifetime 1: `left` allocates and fills,
+    # `right` drains and frees. `right` allocates again (lifetime 2) before it hands `y` back,
+    # and `left` fills again only after waiting on `y`; `right` drains and frees a second
+    # time. The allocs and frees are ordered and alternate, and each use lies in its own
+    # lifetime, but the first alloc relinquished the CTA's allocation permit: the PTX ISA
+    # makes the second tcgen05.alloc illegal. (`right` allocates the second time: a task that
+    # frees and uses TMEM again without allocating in between is TS-V223, whoever allocates.)
     def left(tl: Any, tr: Any, x: Any, y: Any, fence: Any) -> None:
         tl.allocate()
         _fill(x)
@@ -205,7 +206,9 @@ def test_two_lifetimes_one_after_the_other_are_right() -> None:
         _drain(x)
         tr.free()
 
-    assert _verdict(plan_of(left, right)) == []
+    d = _one(_verdict(plan_of(left, right)))
+    assert (d.task, d.resource) == ("right", "tr") and d.step.endswith("tr.allocate")
+    assert "relinquish_alloc_permit" in d.message and "once per CTA" in d.fix
 
 
 def test_a_use_in_the_gap_between_two_lifetimes_is_a_fault() -> None:

@@ -183,7 +183,8 @@ BLACKWELL_ENTRIES: tuple[CatalogEntry, ...] = (
         SMEM word holds its address), so with several allocations and frees each use must lie
         in the lifetime that contains it, and two allocations (two frees) with no free (no
         allocation) ordered between them are reported too: the first allocation would never
-        be freed (the same columns freed twice).
+        be freed (the same columns freed twice). A CTA allocates once: the alloc relinquishes
+        its allocation permit, after which tcgen05.alloc is illegal (PTX ISA).
         """,
         _tmem(_FREE, ""),
         _tmem("", _FREE),

@@ -18,14 +18,18 @@ blocks (:attr:`ts_ir.KernelPlan.tmem`): the UMMA that accumulates there, the epi
   valuation up to the cut-off, so a dealloc that only a ring's phase orders after the
   epilogue's last read is accepted, and one that nothing orders is not.
 
-*Several allocs and deallocs.* The kernel's TMEM is one allocation at a time: one SMEM word
-holds its address, which an alloc writes and a dealloc frees. So in every run two allocs must
+*Several allocs and deallocs.* A CTA allocates TMEM once: every alloc step also relinquishes
+the CTA's allocation permit (``tcgen05.relinquish_alloc_permit``), after which the PTX ISA
+makes ``tcgen05.alloc`` illegal, so a run with a second alloc is ``TS-V224`` (``_realloc``,
+reported after the checks below, which name a more specific fault where there is one). And
+the kernel's TMEM is one allocation at a time: one SMEM word holds its address, which an
+alloc writes and a dealloc frees. So in every run two allocs must
 have a dealloc ordered between them (else the first allocation is never freed, and the second
 overwrites the word) and two deallocs an alloc (else the columns are freed twice); both are
-``TS-V224`` (:func:`_ends_overlap`), named at the second end. Then the allocs and the deallocs
+``TS-V224`` (``_ends_overlap``), named at the second end. Then the allocs and the deallocs
 each form a chain in happens-before, interleaved, and a use ``m`` is in a lifetime when some
 alloc ``a`` happens before it and every dealloc either comes after ``m`` is over or happens
-before ``a`` and after another alloc (it ends an earlier lifetime): :func:`_outside`. That
+before ``a`` and after another alloc (it ends an earlier lifetime): ``_outside``. That
 judges each use against the lifetime that contains it on *every* interleaving. (The check
 used to pair the i-th alloc with the i-th dealloc of the run's own interleaving, which is
 just one of them: two tasks that each allocate, use and free with nothing between them ran
@@ -61,8 +65,8 @@ So whatever made ``m`` miss the lifetime in ``L`` holds in ``R``: the alloc does
 before ``m``, or ``m`` not before the dealloc, or (``m`` an asynchronous use of the freeing
 task) no ``ASYNC_WAIT_ALL`` of that task lies between them (``R``'s steps of that task between
 the two are some of ``L``'s; the runs keep every wait-all, whatever resource it is called on).
-With at most one alloc and one dealloc in a run, :func:`_ends_overlap` has no pair to judge,
-and :func:`_outside`'s rule is the one above (no dealloc can end an earlier lifetime: that
+With at most one alloc and one dealloc in a run, ``_ends_overlap`` has no pair to judge,
+and ``_outside``'s rule is the one above (no dealloc can end an earlier lifetime: that
 needs a second alloc). The runs of zero or one tile, for every value of the per-tile
 and kernel-wide symbols up to the cut-off, include ``R`` and are some of the full set's runs:
 both sets find the same plans at fault (a run that does not finish is reported as such; the
@@ -297,6 +301,9 @@ def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Dia
         found = _outside(marks, users, own_alloc)
         if found is not None:
             return [_early(*found, trace)], runs
+        allocs = [m for m in marks if _is_end(m, _ALLOC)]
+        if len(allocs) > 1:  # ordered and otherwise right, but a second alloc is illegal
+            return [_realloc(allocs[0], allocs[1], trace)], runs
     return [], runs
 
 
@@ -374,10 +381,10 @@ def _outside(
     """The first use of a run that no lifetime holds, with the end it misses.
 
     A use ``m`` is held by an alloc ``a`` that happens before it when every dealloc ``f`` of
-    the run either comes after ``m`` is over (:func:`_done_before`) or ends an earlier
+    the run either comes after ``m`` is over (``_done_before``) or ends an earlier
     lifetime: ``f`` happens before ``a`` and after another alloc. This pairs the use with the
     lifetime that contains it whatever the run's interleaving (the allocs and deallocs
-    themselves are ordered by :func:`_ends_overlap`). ``own_alloc``: the plan makes no alloc
+    themselves are ordered by ``_ends_overlap``). ``own_alloc``: the plan makes no alloc
     step, so the kernel's own code allocated before every task ran (an alloc that happens
     before everything and after no dealloc).
 
@@ -457,6 +464,26 @@ def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) ->
         step=f"#{e.id} {e.describe()}",
         location=e.location,
         fix=fix,
+        trace=trace,
+    )
+
+
+def _realloc(first: _Mark, second: _Mark, trace: Trace) -> Diagnostic:
+    """TS-V224 for a CTA's second alloc: the first relinquished its allocation permit."""
+    x, y = first.event.op.step, second.event.op.step
+    return Diagnostic(
+        "TS-V224",
+        f"task `{second.event.task}` allocates TMEM at `{y.describe()}` after `{x.describe()}` "
+        f"(line {x.location.line}) of task `{first.event.task}` already did in this CTA: every "
+        "alloc gives up the CTA's allocation permit (tcgen05.relinquish_alloc_permit), after "
+        "which the PTX ISA makes tcgen05.alloc illegal",
+        task=second.event.task,
+        resource=y.resource,
+        step=f"#{y.id} {y.describe()}",
+        location=y.location,
+        fix="allocate TMEM once per CTA, before the work-tile loop, and free it once after "
+        "the last use; hand its columns between tiles with a ring (e.g. a two-stage "
+        "accumulator ring) instead of allocating per tile",
         trace=trace,
     )
 
