@@ -129,9 +129,16 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # reads twice as long a run of every row, for the shapes that stream B from HBM once
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2, "k_block_bytes": 256},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "k_block_bytes": 256},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 4, "k_block_bytes": 256},
+        # 64 x 128, one consumer warpgroup: M = 128 gives 2 x 64 tiles on N = 8192, one wave
+        # without split-K's partial tiles; a 2 x 1 cluster multicasts each B stage to both
+        # row tiles, so B still crosses from L2 once
+        {"tile_mn": (64, 128), "cluster_mn": (2, 1)},
+        {"tile_mn": (64, 128), "cluster_mn": (2, 1), "k_block_bytes": 256},
+        {"tile_mn": (64, 128), "cluster_mn": (1, 1)},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (30 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (34 of them; ``split_k``
 and ``k_block_bytes`` only where they are not 1 and 128)."""
 
 
@@ -424,9 +431,32 @@ def make_table(
     return validate_table(table)
 
 
+def in_class(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """``entry`` with only the shapes (and their timings) that ``shape_class`` still puts in its
+    class, None when none is left: what a table tuned before a class split still knows. Its
+    ``score`` went with the shapes it was measured over."""
+    shapes = entry.get("shapes", [])
+    keep = [i for i, s in enumerate(shapes) if shape_class(tuple(s)) == entry["class"]]
+    if len(keep) == len(shapes):
+        return entry
+    if not keep:
+        return None
+    out = {k: v for k, v in entry.items() if k != "score"}
+    for key in ("shapes", "tflops", "torch_tflops"):
+        if key in entry:
+            out[key] = [entry[key][i] for i in keep]
+    return out
+
+
 def combine(paths: list[Path]) -> dict[str, Any]:
-    """One table from several (e.g. the halves of a sweep): entries in order, the last wins."""
-    tables = [validate_table(json.loads(p.read_text()), p) for p in paths]
+    """One table from several (e.g. the halves of a sweep): entries in order, the last wins;
+    shapes that are no longer in their entry's class are left out (``in_class``)."""
+    tables = []
+    for p in paths:
+        table = json.loads(p.read_text())
+        if isinstance(table, dict) and isinstance(table.get("entries"), list):
+            table["entries"] = [e for e in map(in_class, table["entries"]) if e is not None]
+        tables.append(validate_table(table, p))
     entries: dict[tuple[str, str], dict[str, Any]] = {}
     for t in tables:
         for e in t["entries"]:
