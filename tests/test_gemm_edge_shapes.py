@@ -3,8 +3,8 @@
 An empty M or N once killed the process (a fast-divmod divisor of 0 built on the host);
 K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> bf16, per-tensor
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
-with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), split-K
-(bf16, and FP8 with promotion) on shapes of its own, and the operands FP8 cannot take
+with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), split-K and the tail split
+(bf16, and FP8 with promotion) on shapes of their own, and the operands FP8 cannot take
 (K-contiguous rows not a multiple of 16 bytes, an N-major operand) refused with a typed error
 before any launch. Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
 """
@@ -91,6 +91,30 @@ SPLIT_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
 }
 
 
+# Tail split: every tile of the last, ragged round of 132 in that many K chunks. Shapes with
+# r = T mod 132 tiles in the tail (swizzle 1: T = the tiles), none (r == 0: 12 x 11 tiles), all
+# (T < 132), K = 0, K shorter than the chunks (a chunk of zero-filled blocks), M = 0; with the
+# default swizzle 8 the padded tile indices count too (3000 x 5000: 576 indices, 48 in the tail).
+TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
+    "bf16-tail2": (
+        {"tail_split": 2, "swizzle": 1},
+        [(3000, 5000, 1000), (1500, 2600, 512), (1003, 1501, 0), (129, 257, 65), (0, 1501, 707)],
+    ),
+    "bf16-tail3-swizzle8": (
+        {"tail_split": 3},
+        [(3000, 5000, 704), (129, 257, 65), (7, 9, 13), (1003, 1501, 0)],
+    ),
+    "e4m3-tail2-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "tail_split": 2, "swizzle": 1},
+        [(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 896), (1, 1, 256)],
+    ),
+    "bf16-tail4-fused": (
+        {"tile_mn": (128, 128), "tail_split": 4, "beta": 1.0, "bias": True, "swizzle": 1},
+        [(1003, 1501, 300), (2000, 1800, 256), (1, 4096, 64)],
+    ),
+}
+
+
 def _module() -> Any:
     sys.path.insert(0, str(EXAMPLES))  # the example imports its sibling modules
     return importlib.import_module("gemm")
@@ -117,6 +141,20 @@ def test_split_k_shapes(name: str) -> None:
     last item of every tile zeroes its counter for the next launch)."""
     module = _module()
     options, shapes = SPLIT_CONFIGS[name]
+    cfg = module.GemmConfig(**options)
+    compiled = module.compile_for_gpu(cfg)
+    for mnk in shapes:
+        for _ in range(2):
+            result = module.run_case(cfg, compiled, mnk, iters=1, timed=False)
+            for kernel in compiled:
+                assert result[kernel]["ok"], (name, kernel, mnk, result[kernel])
+
+
+@pytest.mark.parametrize("name", list(TAIL_CONFIGS))
+def test_tail_split_shapes(name: str) -> None:
+    """Whole tiles and tail chunks in one launch, twice each (the counters reset)."""
+    module = _module()
+    options, shapes = TAIL_CONFIGS[name]
     cfg = module.GemmConfig(**options)
     compiled = module.compile_for_gpu(cfg)
     for mnk in shapes:

@@ -156,11 +156,13 @@ def workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
 
 def make_counters_tensor(cfg: GemmConfig, m: int = 0, n: int = 0) -> Any:
     """Zeroed Int32 counters: the dynamic scheduler's two, or split-K's one per output tile of
-    the ``M x N`` problem (the tile's last item zeroes its counter again); None otherwise."""
+    the ``M x N`` problem (a tail split's: per tail tile, ``_gemm_split.tail_tiles``; the
+    tile's last item zeroes its counter again); None otherwise."""
     import torch
+    from _gemm_split import tail_tiles
 
     if cfg.split:
-        size = max(1, output_tiles(cfg, m, n))
+        size = max(1, tail_tiles(cfg, m, n) if cfg.tail else output_tiles(cfg, m, n))
         return torch.zeros(size, dtype=torch.int32, device="cuda")
     return torch.zeros(2, dtype=torch.int32, device="cuda") if cfg.dynamic else None
 
@@ -168,12 +170,15 @@ def make_counters_tensor(cfg: GemmConfig, m: int = 0, n: int = 0) -> Any:
 def make_workspace(cfg: GemmConfig, m: int, n: int) -> Any:
     """Split-K's fp32 workspace for an ``M x N`` problem (``workspace_elements``; its contents
     need no initial value: every item writes its partial before the last one reads), else None.
+    A tail split's holds its tail tiles' partials only (``_gemm_split.tail_workspace_elements``).
     """
     import torch
+    from _gemm_split import tail_workspace_elements
 
     if not cfg.split:
         return None
-    return torch.empty(max(1, workspace_elements(cfg, m, n)), device="cuda")
+    size = tail_workspace_elements(cfg, m, n) if cfg.tail else workspace_elements(cfg, m, n)
+    return torch.empty(max(1, size), device="cuda")
 
 
 def to_counters(t: Any) -> Any:

@@ -4,6 +4,12 @@ A work item ``(m, n, chunk)`` holds the partial sum of tile ``(m, n)`` over its 
 blocks. ``split_reduce`` writes it to a global fp32 workspace, counts the item at its tile, and
 in the tile's last item sums every chunk's partial in chunk order. The TS kernel's side is
 ``ts_runtime.blocks.WgmmaAccumulator(split=SplitK(...))``. See ``docs/gemm.rst``.
+
+The tail split (``GemmConfig.tail_split``) cuts only the tiles of the last, ragged round: the
+scheduler's L coordinate ``l`` of an item is 0 for a whole tile and ``s * (1 + j) + c`` for
+chunk ``c`` of tail tile ``j`` (``ts_codegen.tiles_raster.tail_split_item``). ``item_blocks``
+(an item's K loop, shared with the TS kernel), ``tail_reduce`` (the twin's hand-over) and the
+host's sizes (``tail_tiles``, ``tail_workspace_elements``) are here.
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
-from _gemm_steps import value_chunks
+from _gemm_steps import GemmConfig, value_chunks
 from cutlass.base_dsl.ast_helpers import range_constexpr
 from cutlass.cutlass_dsl import Constexpr
+
+from task_scheduling.tiles import raster_shape, tail_split_shape
 
 
 @cute.jit
@@ -74,3 +82,59 @@ def split_reduce(
                 for i in range_constexpr(lo, hi):
                     acc[i] = acc[i] + workspace[first + c * per_chunk + i * threads]
     return last
+
+
+# -- tail split --------------------------------------------------------------------------------
+def tail_chunk_blocks(cfg: GemmConfig, k_blocks: Any) -> Any:
+    """K blocks of a tail chunk: ``ceil(k_blocks / tail_split)`` (as split-K's chunks)."""
+    return cute.ceil_div(k_blocks, cfg.tail_split)
+
+
+def item_blocks(l_coord: Any, chunks: int, k_blocks: Any, chunk_blocks: Any) -> Any:
+    """The K loop of the work item with L coordinate ``l_coord``: a whole tile's ``k_blocks``
+    or a tail chunk's ``chunk_blocks`` (a select: the loop bound is one value either way)."""
+    whole = l_coord < chunks
+    return cutlass.Int32(cutlass.select_(whole, k_blocks, chunk_blocks))  # type: ignore[attr-defined]
+
+
+@cute.jit
+def tail_reduce(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    bar: Any,
+    l_coord: Any,
+    chunks: Constexpr[int],
+    tidx: Any,
+    threads: Constexpr[int],
+    in_grid: Any,
+) -> Any:
+    """``split_reduce`` for a tail chunk (slot and counter: its tail tile); True for a whole
+    tile, which holds its sum already."""
+    last = cutlass.Boolean(True)
+    if l_coord >= chunks:
+        tile = l_coord // chunks - 1
+        chunk = l_coord % chunks
+        last = split_reduce(
+            acc, workspace, counters, flag, bar, tile, chunk, chunks, tidx, threads, in_grid
+        )
+    return last
+
+
+def tail_tiles(cfg: GemmConfig, m: int, n: int) -> int:
+    """The tiles of the last, ragged round of an ``M x N`` problem (0 without a tail split):
+    ``T mod P`` for the scheduler's ``T`` tile indices (swizzle padding included, none with a
+    fitted swizzle) on ``P = max_active_clusters`` CTAs, as ``make_scheduler_params`` deals
+    them."""
+    if not cfg.tail:
+        return 0
+    grid = (-(-m // cfg.tile_mn[0]), -(-n // cfg.tile_mn[1]), 1)
+    tiles = raster_shape(grid, (1, 1), cfg.swizzle, cfg.raster == "m").num_tiles()
+    first, _ = tail_split_shape(tiles, cfg.max_active_clusters, cfg.tail_split)
+    return int(tiles - first)
+
+
+def tail_workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
+    """fp32 elements of the tail's partial tiles: ``r x tail_split x BM x BN``."""
+    return tail_tiles(cfg, m, n) * cfg.tail_split * cfg.tile_mn[0] * cfg.tile_mn[1]

@@ -154,6 +154,11 @@ class GemmConfig:
             the partials in chunk order 0 .. split_k - 1 and runs the epilogue (a fixed order:
             the result does not depend on which CTA comes last). Cooperative kernel, static
             scheduler, 1 x 1 clusters; see ``docs/gemm.rst``.
+        tail_split: split only the last, ragged round of tiles (1: off): of ``T`` tiles on
+            ``P`` persistent CTAs, the first ``T - T mod P`` are work items whole, the last
+            ``T mod P`` are each cut into ``tail_split`` K chunks summed as split-K's
+            (``TileRaster(tail_split=...)``, ``_gemm_split``). The same restrictions as
+            ``split_k``, and not with it.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -174,6 +179,7 @@ class GemmConfig:
     promote_every: int | None = None
     split_k: int = 1
     k_block_bytes: int = K_BLOCK_BYTES
+    tail_split: int = 1
 
     def __post_init__(self) -> None:
         self._check_promotion()
@@ -244,27 +250,40 @@ class GemmConfig:
             )
 
     def _check_split(self) -> None:
-        split = self.split_k
-        if isinstance(split, bool) or not isinstance(split, int) or not 1 <= split <= MAX_SPLIT:
+        for name, split in (("split_k", self.split_k), ("tail_split", self.tail_split)):
+            if isinstance(split, bool) or not isinstance(split, int) or not 1 <= split <= MAX_SPLIT:
+                raise RuntimeConfigError(
+                    f"GemmConfig({name}={split!r}): the number of K chunks per output tile is "
+                    f"an int in [1, {MAX_SPLIT}] (1: no split)",
+                    resource="c",
+                    fix=f"pass {name}=1 (off) or a small chunk count such as 2 or 4",
+                )
+            if split > 1 and (self.pingpong or self.dynamic or self.cluster_size > 1):
+                raise RuntimeConfigError(
+                    f"GemmConfig({name}={split}, kernel={self.kernel!r}, scheduler="
+                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): split-K runs on the "
+                    "cooperative kernel with the static scheduler and 1 x 1 clusters",
+                    resource="c",
+                    fix="use kernel='cooperative', scheduler='static', cluster_mn=(1, 1)",
+                )
+        if self.split_k > 1 and self.tail_split > 1:
             raise RuntimeConfigError(
-                f"GemmConfig(split_k={split!r}): the number of K chunks per output tile is an "
-                f"int in [1, {MAX_SPLIT}] (1: no split)",
+                f"GemmConfig(split_k={self.split_k}, tail_split={self.tail_split}): split-K "
+                "already cuts every tile; a tail split cuts only the last round's",
                 resource="c",
-                fix="pass split_k=1 (off) or a small chunk count such as 2 or 4",
-            )
-        if split > 1 and (self.pingpong or self.dynamic or self.cluster_size > 1):
-            raise RuntimeConfigError(
-                f"GemmConfig(split_k={split}, kernel={self.kernel!r}, scheduler="
-                f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): split-K runs on the "
-                "cooperative kernel with the static scheduler and 1 x 1 clusters",
-                resource="c",
-                fix="use kernel='cooperative', scheduler='static', cluster_mn=(1, 1)",
+                fix="pass split_k=1 with tail_split, or tail_split=1 with split_k",
             )
 
     @property
     def split(self) -> bool:
-        """Whether the K blocks of a tile are split between work items."""
-        return self.split_k > 1
+        """Whether some tiles' K blocks are split between work items (split-K or a tail
+        split: the kernel then takes the workspace and the counters)."""
+        return self.split_k > 1 or self.tail_split > 1
+
+    @property
+    def tail(self) -> bool:
+        """Whether only the last, ragged round of tiles is split (``tail_split``)."""
+        return self.tail_split > 1
 
     @property
     def promotion(self) -> int:
@@ -502,17 +521,22 @@ def make_tma_atoms(
 
 
 def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
-    """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN) x split_k`` work items."""
+    """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN) x split_k`` work items
+    (with a tail split: the tiles, the last round's ``tail_split`` items each)."""
     # Split-K: the K chunk of a work item is its L coordinate (1 without a split).
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), cfg.split_k)
-    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=cfg.raster == "m")
+    along_m = cfg.raster == "m"
+    if cfg.tail:  # the round count is that of the launch's grid: max_active_clusters CTAs
+        tail = {"tail_split": cfg.tail_split, "workers": cfg.max_active_clusters}
+        return TileRaster(tiles, (1, 1, 1), cfg.swizzle, raster_along_m=along_m, **tail)
+    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=along_m)
 
 
 def chunk_blocks(cfg: GemmConfig, t_a: Any) -> Any:
     """K blocks of a work item: ``ceil(K / BK)``, or with split-K its chunk's share
     ``ceil(ceil(K / BK) / split_k)`` (blocks past ``K`` arrive zero-filled)."""
     k_blocks = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
-    return cute.ceil_div(k_blocks, cfg.split_k) if cfg.split else k_blocks
+    return cute.ceil_div(k_blocks, cfg.split_k) if cfg.split_k > 1 else k_blocks
 
 
 def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:

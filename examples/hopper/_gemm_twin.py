@@ -16,7 +16,7 @@ import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_promote import group_end, make_fresh_mma, mma_promote, mma_promote_rest
-from _gemm_split import split_reduce
+from _gemm_split import item_blocks, split_reduce, tail_chunk_blocks, tail_reduce
 from _gemm_steps import (
     LOAD_WARP,
     PRODUCER_REGS,
@@ -91,6 +91,9 @@ def twin_kernel(
         flag_ptr = alloc.allocate_array(cutlass.Int32, num_elems=1, byte_alignment=4)
         flag = cute.make_tensor(flag_ptr, cute.make_layout(1))
     k_tiles = chunk_blocks(cfg, t_a)  # split-K: the blocks of one chunk
+    tail_blocks: Any = None  # tail split: the blocks of a tail chunk (a whole tile: k_tiles)
+    if const_expr(cfg.tail):
+        tail_blocks = tail_chunk_blocks(cfg, k_tiles)
     tiles_m: Any = None  # split-K: tile (m, n) is counted at m + n * tiles_m
     tiles_n: Any = None  # (the scheduler's swizzle padding adds tiles past them)
     if const_expr(cfg.split):
@@ -166,11 +169,16 @@ def twin_kernel(
                 qpipe.producer_commit(qstate)
                 qstate.advance()
             m, n, chunk = tile.tile_idx
-            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+            blocks = k_tiles
+            if const_expr(cfg.tail):  # a whole tile or a tail chunk, by the L coordinate
+                blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
+            for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
                 pipe.producer_acquire(state)
                 kb = k
-                if const_expr(cfg.split):
+                if const_expr(cfg.split_k > 1):
                     kb = chunk * k_tiles + k  # the work item's chunk of K blocks
+                if const_expr(cfg.tail):  # the chunk is l mod tail_split (0: a whole tile)
+                    kb = (chunk % cfg.tail_split) * tail_blocks + k
                 load_k_block(
                     atom_a,
                     atom_b,
@@ -221,8 +229,11 @@ def twin_kernel(
                 qpipe.consumer_release(qstate)
                 qstate.advance()
             m, n, chunk = tile.tile_idx
+            blocks = k_tiles
+            if const_expr(cfg.tail):
+                blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
             mma_begin_tile(tiled_mma, acc, summed)
-            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+            for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
                 stage = read.index
                 read.advance()
@@ -236,7 +247,7 @@ def twin_kernel(
                 if const_expr(cfg.promotion > 0):  # noqa: SIM102 (DSL: no dynamic `and`)
                     if group_end(k, cfg.promotion):  # the group's WGMMAs retire, then add up
                         mma_promote(summed, acc)
-                if k == k_tiles - 1:
+                if k == blocks - 1:
                     mma_wait(0)
                     pipe.consumer_release(release)
                     release.advance()
@@ -244,8 +255,17 @@ def twin_kernel(
             # WGMMAs in flight and serializes them all (C7514); at run time it waits for nothing.
             mma_wait(0)
             if const_expr(cfg.promotion > 0):
-                mma_promote_rest(summed, acc, k_tiles, cfg.promotion)
-            if const_expr(cfg.split):
+                mma_promote_rest(summed, acc, blocks, cfg.promotion)
+            if const_expr(cfg.tail):
+                # A whole tile stores; a tail chunk hands over, the tile's last sums and stores.
+                tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
+                hand = (out, workspace, ctr, flag, bar, chunk, cfg.tail_split, tidx_c, threads)
+                if tail_reduce(*hand, (m < tiles_m) & (n < tiles_n)):
+                    epilogue_store(
+                        cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
+                        scale_a, scale_b,
+                    )  # fmt: skip
+            elif const_expr(cfg.split):
                 # The tile's last chunk to arrive sums the chunks (in chunk order), stores C.
                 tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
                 args = (out, workspace, ctr, flag, bar, m + n * tiles_m, chunk, cfg.split_k)

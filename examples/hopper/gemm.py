@@ -30,6 +30,8 @@ Options (``GemmConfig``, all compile-time):
 * ``split_k`` (``--split-k``): each tile's K blocks in that many chunks, each ``(tile, chunk)``
   a work item; the tile's last item sums the fp32 partials in chunk order (a global workspace,
   a per-tile counter) and writes C.
+* ``tail_split`` (``--tail-split``): the same, for the tiles of the last, ragged round of the
+  persistent schedule only (``T mod 132`` of ``T`` tiles); the others run whole.
 * ``--config auto`` (the default) takes the schedule options (tile, cluster, kernel,
   scheduler, stages, swizzle, raster, epilogue sub-tile, split-K) from the per-shape table
   ``gemm_table.json`` written by ``gemm_tune.py`` (``_gemm_table.pick``); the options given on
@@ -69,6 +71,7 @@ Usage::
     python examples/hopper/gemm.py --mnk 1003 1501 707 --layout nt --alpha 0.5 --beta 1 --bias
     python examples/hopper/gemm.py --mnk 8192 8192 8192 --dtype fp8 --scale rowwise
     python examples/hopper/gemm.py --mnk 128 8192 8192 --tile 128x128 --split-k 2
+    python examples/hopper/gemm.py --mnk 3000 5000 4000 --config default --tail-split 2
 """
 
 from __future__ import annotations
@@ -105,6 +108,7 @@ from _gemm_host import (
     used_operands,
 )
 from _gemm_promote import make_fresh_mma
+from _gemm_split import item_blocks, tail_chunk_blocks
 from _gemm_steps import (
     DEFAULT_MNK,
     GEMM_KINDS,
@@ -151,6 +155,22 @@ from task_scheduling.task import Task
 # ---------------------------------------------------------------------------------------------
 
 
+class GemmTask(Task):
+    """A GEMM task whose K loops may run a per-item count (a tail split's whole tiles and
+    chunks): ``domain_loop(GemmTask.item_blocks)``, the same symbol in both tasks, so the
+    verifier proves the ring balanced per item for every count."""
+
+    def __init__(self, *args: Any, blocks: Callable[[Any], Any] | None = None, **kw: Any):
+        self.blocks = blocks
+        super().__init__(*args, **kw)
+
+    def item_blocks(self, work_tile_coord: Any) -> Any:
+        """The K blocks of the work item at ``work_tile_coord``."""
+        if self.blocks is None:
+            raise ValueError(f"task {self.name!r} has no per-item K block count")
+        return self.blocks(work_tile_coord)
+
+
 def gemm_kernel(
     cfg: GemmConfig,
     mma: Callable[..., Schedule] | None = None,
@@ -189,6 +209,16 @@ def gemm_kernel(
         prefetch_tma(k, atom_a, atom_b, atom_c, warp=LOAD_WARP)
         # Split-K: a work item's K loop is its chunk's ceil(k_blocks / split_k) blocks.
         k_tiles = k.value("k_tiles", lambda: chunk_blocks(cfg, t_a))
+        blocks: Callable[[Any], Any] | None = None
+        bound: Any = k_tiles
+        tail_blocks: Any = None
+        if cfg.tail:  # a whole tile's k_tiles or a tail chunk's blocks, by the item's L
+            tail_blocks = k.value("tail_blocks", lambda: tail_chunk_blocks(cfg, k_tiles))
+
+            def blocks(coord: Any) -> Any:
+                return item_blocks(coord[2], cfg.tail_split, k_tiles, tail_blocks)
+
+            bound = GemmTask.item_blocks
         wq = tile_queue(
             params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
@@ -210,7 +240,7 @@ def gemm_kernel(
                 smem_b=s_b,
                 warpgroup=1 + i,
                 promote_every=cfg.promotion,
-                k_blocks=k_tiles,
+                k_blocks=blocks or k_tiles,
                 fresh_mma=k.value(f"fresh_mma{tag}", lambda: make_fresh_mma(cfg))
                 if cfg.promotion
                 else None,
@@ -225,7 +255,8 @@ def gemm_kernel(
                     b=TmaSource(atom_b, t_b, s_b),
                     acc=acc,
                     tile_k=cfg.tile_k,
-                    chunk_blocks=k_tiles if cfg.split else None,
+                    chunk_blocks=tail_blocks if cfg.tail else k_tiles if cfg.split else None,
+                    tail_chunks=cfg.tail_split if cfg.tail else 0,
                 )
             )
             accs.append(acc)
@@ -248,11 +279,12 @@ def gemm_kernel(
             bn = cfg.tile_mn[1]
             rows = k.value("tiles_m", lambda: cute.ceil_div(cute.size(t_c, mode=[0]), bm))
             cols = k.value("tiles_n", lambda: cute.ceil_div(cute.size(t_c, mode=[1]), bn))
-            split = SplitK(cfg.split_k, workspace, counters, flag, rows, cols, barrier_id=1)
+            chunks = max(cfg.split_k, cfg.tail_split)
+            split = SplitK(chunks, workspace, counters, flag, rows, cols, 1, tail=cfg.tail)
             accs[0].split = split
 
         def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile
-            with domain_loop(k_tiles, unroll=1):
+            with domain_loop(bound, unroll=1):
                 ab.acquire()
                 ab.load()
                 ab.commit()
@@ -261,7 +293,7 @@ def gemm_kernel(
 
         def math(ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy) -> None:  # one tile
             acc.zero()
-            with domain_loop(k_tiles, unroll=1) as kb:
+            with domain_loop(bound, unroll=1) as kb:
                 ab.wait()
                 ab.mma()
                 ab.mma_wait_prior()  # the previous K block's MMAs are done ...
@@ -345,7 +377,7 @@ def gemm_kernel(
         # The load warp reads the queue (static) or fills its hand-over ring (dynamic).
         queue_in, queue_out = ([], [wq]) if cfg.dynamic else ([wq], [])
         tasks = [
-            Task(
+            GemmTask(
                 [*queue_in, *turns],
                 [*rings, *queue_out],
                 LOAD_WARP,
@@ -353,6 +385,7 @@ def gemm_kernel(
                 schedule=load_turns(wq, *turns, *rings) if cfg.pingpong else load(wq, *rings),
                 num_registers=PRODUCER_REGS,
                 name="load",
+                blocks=blocks,
             )
         ]
         graph: dict[Any, list[Any]] = {ab: [wq, *turns] for ab in rings}
@@ -362,7 +395,7 @@ def gemm_kernel(
             else:
                 sched = (mma or mma_tiles)(wq, ab, acc, c)
             tasks.append(
-                Task(
+                GemmTask(
                     [wq, *turns, ab, acc],
                     [c],
                     (1 + i) * WARPGROUP // 32,
@@ -370,6 +403,7 @@ def gemm_kernel(
                     schedule=sched,
                     num_registers=cfg.consumer_regs,
                     name=f"mma{i}" if cfg.pingpong else "mma",
+                    blocks=blocks,
                 )
             )
             graph[c] = [ab, acc, wq, *turns]
@@ -529,11 +563,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
     add_config_args(parser)
+    parser.add_argument(
+        "--tail-split",
+        type=int,
+        default=None,
+        help="split only the last, ragged round's tiles into this many K chunks, summed as "
+        "split-K's (1: off; cooperative, static scheduler, 1x1, not with --split-k)",
+    )
     args = parser.parse_args(argv)
     mnk = (args.mnk[0], args.mnk[1], args.mnk[2])
     try:
         # --config auto (the default): the per-shape table's schedule for this shape
         cfg, source = config_for(args, mnk)
+        if args.tail_split not in (None, 1):  # on the pick's tiles, instead of its split-K
+            split_k = cfg.split_k if args.split_k is not None else 1
+            cfg = dataclasses.replace(cfg, tail_split=args.tail_split, split_k=split_k)
+            source += "+tail_split"
     except ValueError as e:  # GemmConfig's checks (typed TS errors among them): a usage error
         parser.error(str(e))
     if args.compile_only:

@@ -8,8 +8,25 @@ time. The work queues of ``task_scheduling.resources`` use the same raster::
     from task_scheduling.tiles import PersistentTiles, TileRaster
 
 Not imported by ``task_scheduling/__init__``: it belongs to the code generator (CuTe DSL).
+The raster's plain arithmetic (Python integers on the host, tests) is here too:
+``raster_shape`` and the tail split's ``tail_split_shape`` / ``tail_split_item`` /
+``tail_split_parts`` (:mod:`ts_codegen.tiles_raster`).
 """
 
 from ts_codegen import PersistentTiles, TileRaster, WorkTile
+from ts_codegen.tiles_raster import (
+    raster_shape,
+    tail_split_item,
+    tail_split_parts,
+    tail_split_shape,
+)
 
-__all__ = ["PersistentTiles", "TileRaster", "WorkTile"]
+__all__ = [
+    "PersistentTiles",
+    "TileRaster",
+    "WorkTile",
+    "raster_shape",
+    "tail_split_item",
+    "tail_split_parts",
+    "tail_split_shape",
+]

@@ -25,6 +25,13 @@ With ``s == 1`` and rastering along M this is the column-major order ``m + M * (
 Example: 4 x 4 cluster tiles, swizzle 2, along M visits (m, n)::
 
     (0,0) (0,1) (1,0) (1,1) (2,0) (2,1) (3,0) (3,1) (0,2) (0,3) (1,2) (1,3) ...
+
+*Tail split* (:func:`tail_split_shape`, :func:`tail_split_item`): ``T`` tile indices on ``P``
+persistent CTAs run in ``ceil(T / P)`` rounds, the last one ragged when ``r = T mod P > 0``.
+The work items are then the first ``T - r`` tiles whole (a multiple of ``P``: every CTA gets as
+many), followed by the last ``r`` tiles cut into ``s`` K chunks each, tail tile ``j``'s chunk
+``c`` at item ``T - r + j * s + c``. An item's L coordinate says which: ``0`` for a whole tile,
+``s * (1 + j) + c`` for a chunk (:func:`tail_split_parts` reads it back).
 """
 
 from __future__ import annotations
@@ -38,6 +45,9 @@ __all__ = [
     "raster_coord",
     "raster_order",
     "raster_shape",
+    "tail_split_item",
+    "tail_split_parts",
+    "tail_split_shape",
 ]
 
 DivMod = Callable[[Any, Any], tuple[Any, Any]]
@@ -145,3 +155,50 @@ def raster_order(
     shape = raster_shape(tiles_mnl, cluster_mn, swizzle, along_m)
     for index in range(shape.num_tiles()):
         yield raster_coord(index, shape)
+
+
+def _select(cond: Any, a: Any, b: Any) -> Any:
+    return a if cond else b
+
+
+def tail_split_shape(num_tiles: Any, workers: int, chunks: int) -> tuple[Any, Any]:
+    """``(tail_first, num_items)`` of a tail split of ``num_tiles`` tile indices.
+
+    Args:
+        num_tiles: The raster's tile indices ``T`` (Python or DSL integer, ``>= 0``).
+        workers: The persistent CTAs ``P`` the items are dealt to (static, ``>= 1``).
+        chunks: K chunks ``s`` per tail tile (static, ``>= 1``).
+
+    Returns:
+        The first tail tile ``T - (T mod P)`` (also the number of whole-tile items) and the
+        item count ``T - r + r * s``.
+    """
+    ragged = num_tiles % workers
+    first = num_tiles - ragged
+    return first, first + ragged * chunks
+
+
+def tail_split_item(
+    index: Any,
+    tail_first: Any,
+    chunks: int,
+    divmod_: DivMod = divmod,
+    select: Callable[[Any, Any, Any], Any] = _select,
+) -> tuple[Any, Any]:
+    """``(tile_index, l)`` of work item ``index`` of a tail split (see the module docstring).
+
+    ``select(cond, a, b)`` is ``a if cond else b`` (a branch-free select in a kernel: both
+    sides are computed, the tail side's division is meaningless for a whole tile and unused).
+    """
+    offset = index - tail_first
+    tile, _ = divmod_(offset, chunks)
+    tail = index >= tail_first
+    return select(tail, tail_first + tile, index), select(tail, offset + chunks, 0)
+
+
+def tail_split_parts(l_coord: Any, chunks: int) -> tuple[Any, Any, Any]:
+    """``(whole, tail_tile, chunk)`` of an item's L coordinate (:func:`tail_split_item`).
+
+    A whole tile (``l = 0``) reads as chunk 0 of tail tile ``-1``: its K blocks start at 0.
+    """
+    return l_coord < chunks, l_coord // chunks - 1, l_coord % chunks

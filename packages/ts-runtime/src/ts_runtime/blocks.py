@@ -227,6 +227,12 @@ class SplitK:
         tiles_n: Output tiles along N (a kernel value). A work tile past ``tiles_m x tiles_n``
             (a persistent scheduler's swizzle rounds its grid up) hands nothing over.
         barrier_id: A named barrier over the task's threads (the epilogue's may be reused).
+        tail: Tail split: only the tiles of the schedule's last, ragged round are cut into
+            ``chunks`` (``TileRaster(tail_split=...)``). The work tile's L coordinate is then
+            0 for a whole tile (``reduce`` returns True and writes nothing) and
+            ``chunks * (1 + j) + c`` for chunk ``c`` of tail tile ``j``, whose workspace slot
+            and counter are ``j`` (``r x chunks x BM x BN`` elements and ``r`` counters for
+            ``r`` tail tiles).
     """
 
     chunks: int
@@ -236,6 +242,7 @@ class SplitK:
     tiles_m: Any
     tiles_n: Any
     barrier_id: int
+    tail: bool = False
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -254,7 +261,9 @@ class WgmmaAccumulator(MemoryResource):
             *total*, what the epilogue reads) by :meth:`promote` once its WGMMAs retired;
             the next group's first WGMMA overwrites the WGMMA tile. For FP8 inputs, whose
             WGMMA accumulation is not full fp32. 0 (the default): one register tile.
-        k_blocks: The tile's K block count (a kernel value), for :meth:`promote_rest`.
+        k_blocks: The tile's K block count (a kernel value), for :meth:`promote_rest`; or a
+            function of the work tile's coordinate when it differs between work items (a
+            tail split's whole tiles and chunks).
         fresh_mma: With ``promote_every``: a second ``TiledMma`` like ``tiled_mma`` whose
             accumulate flag is off (``set(warpgroup.Field.ACCUMULATE, False)``), for the first
             WGMMA of a group.
@@ -356,6 +365,19 @@ class WgmmaAccumulator(MemoryResource):
             )
         m, n, chunk = stage_info.work_tile.tile_idx
         threads = self.tile_mn[0] // 64 * 128  # the task's warpgroups, one per 64 rows
+        if split.tail:  # the L coordinate says whole tile or which chunk of which tail tile
+            return wgmma.tail_reduce(
+                self.result,
+                split.workspace,
+                split.counters,
+                split.flag,
+                self.split_barrier,
+                chunk,
+                split.chunks,
+                self.tidx,
+                threads,
+                (m < split.tiles_m) & (n < split.tiles_n),
+            )
         return wgmma.split_reduce(
             self.result,
             split.workspace,
@@ -378,7 +400,10 @@ class WgmmaAccumulator(MemoryResource):
         """
         from ts_codegen.dsl import wgmma
 
-        wgmma.promote_rest(self.total, self.regs, self.k_blocks, self.promote_every)
+        k_blocks = self.k_blocks
+        if callable(k_blocks):  # a per-item count
+            k_blocks = k_blocks(stage_info.work_tile.tile_idx)
+        wgmma.promote_rest(self.total, self.regs, k_blocks, self.promote_every)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -431,6 +456,9 @@ class WgmmaRing(WgmmaWaits):
         chunk_blocks: Split-K: the K blocks of one chunk (a kernel value); the work tile's L
             coordinate is its chunk, so ``load`` reads block ``chunk * chunk_blocks +
             loop_offset``. None: block ``loop_offset``.
+        tail_chunks: Tail split (:class:`SplitK` ``tail``): the chunk count; the chunk is then
+            ``l mod tail_chunks`` of the L coordinate ``l`` (0 for a whole tile, whose K loop
+            starts at block 0).
 
     Work methods: ``setup`` (producer, auxiliary: the TMA views and multicast masks), ``load``
     (producer: K block ``loop_offset`` of the work tile), ``mma`` (consumer: the WGMMAs of the
@@ -443,6 +471,7 @@ class WgmmaRing(WgmmaWaits):
     acc: WgmmaAccumulator
     tile_k: int
     chunk_blocks: Any = None
+    tail_chunks: int = 0
 
     @staticmethod
     def pipeline(
@@ -483,6 +512,8 @@ class WgmmaRing(WgmmaWaits):
         m, n, chunk = stage_info.work_tile.tile_idx
         atoms = (self.a.atom, self.b.atom)
         k, stage = stage_info.loop_offset, stage_info.stage_idx
+        if self.tail_chunks:  # tail split: the L coordinate packs the chunk
+            chunk = chunk % self.tail_chunks
         if self.chunk_blocks is not None:  # split-K: the blocks of the work tile's chunk
             k = chunk * self.chunk_blocks + k
         wgmma.load_operands(atoms, self.views, m, n, k, stage, stage_info.barrier)

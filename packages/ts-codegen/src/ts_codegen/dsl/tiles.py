@@ -38,7 +38,13 @@ from ts_codegen.dsl import (
     new_from_mlir_values,
     yield_out,
 )
-from ts_codegen.tiles_raster import RasterShape, raster_coord, raster_shape
+from ts_codegen.tiles_raster import (
+    RasterShape,
+    raster_coord,
+    raster_shape,
+    tail_split_item,
+    tail_split_shape,
+)
 
 ir: Any = _ir
 scf: Any = _scf
@@ -123,6 +129,17 @@ def _divisor(count: Any, swizzle: int) -> Any:
     return cute.fast_divmod_create_divisor_v2(_D.max(Int32(count), Int32(1)))
 
 
+def _select(cond: Any, a: Any, b: Any) -> Any:
+    """``a if cond else b``.
+
+    In Python for a Python condition (a raster of static counts), else a branch-free select in
+    the kernel.
+    """
+    if isinstance(cond, bool):
+        return a if cond else b
+    return select_int(cond, a, b)
+
+
 def _divmod(a: Any, b: Any) -> tuple[Any, Any]:
     """``divmod`` of a non-negative index by a raster divisor, in the kernel.
 
@@ -152,9 +169,17 @@ class TileRaster:
         swizzle_size: Swizzle group size in cluster tiles (1: none); see
             :mod:`ts_codegen.tiles_raster`.
         raster_along_m: Walk along M first (True) or along N.
+        tail_split: K chunks per tile of the last, ragged round (1: off). The work indices
+            are then items: the first ``T - r`` tiles whole, the last ``r = T mod workers``
+            in ``tail_split`` chunks each (:func:`ts_codegen.tiles_raster.tail_split_item`;
+            the L coordinate says which, :func:`ts_codegen.tiles_raster.tail_split_parts`).
+            1 x 1 clusters, one batch.
+        workers: With ``tail_split``: the persistent CTAs ``P`` the grid holds (static).
 
     Attributes:
-        num_tiles: How many work indices there are (cluster tiles, swizzle padding included).
+        num_tiles: How many work indices there are (cluster tiles, swizzle padding included;
+            with a tail split, the items).
+        tail_first: With a tail split, the first tail tile ``T - r`` (else None).
     """
 
     def __init__(
@@ -163,6 +188,9 @@ class TileRaster:
         cluster_shape_mnk: Sequence[int] = (1, 1, 1),
         swizzle_size: int = 1,
         raster_along_m: bool = True,
+        *,
+        tail_split: int = 1,
+        workers: int = 0,
     ) -> None:
         if len(cluster_shape_mnk) > 2 and cluster_shape_mnk[2] != 1:
             raise ValueError(f"the cluster's K extent must be 1, got {cluster_shape_mnk[2]}")
@@ -176,6 +204,16 @@ class TileRaster:
         self.swizzle_size = swizzle_size
         self.raster_along_m = raster_along_m
         self.num_tiles: Any = shape.num_tiles()
+        self.tail_split = tail_split
+        self.tail_first: Any = None
+        if tail_split > 1:
+            # The L coordinate carries the chunk, so there is no room for a batch or a cluster.
+            if cluster != (1, 1) or not (_is_static(tiles[2]) and tiles[2] == 1) or workers < 1:
+                raise ValueError(
+                    f"tail_split={tail_split} needs 1 x 1 clusters, one batch and workers >= 1 "
+                    f"(got cluster {cluster}, l {tiles[2]!r}, workers {workers})"
+                )
+            self.tail_first, self.num_tiles = tail_split_shape(self.num_tiles, workers, tail_split)
         self._shape = RasterShape(
             _divisor(shape.major, swizzle_size),
             _divisor(shape.groups, swizzle_size),
@@ -210,6 +248,7 @@ class TileRaster:
         raster.swizzle_size = swizzle
         raster.raster_along_m = along_m
         raster.num_tiles = cute.size(layout)
+        raster.tail_split, raster.tail_first = 1, None
         # The cluster grid as CUTLASS laid it out: (M, N, L) clusters; with a swizzle the
         # swizzled mode is (swizzle, groups). Without one it carries the two divisors.
         shape = layout.shape
@@ -227,9 +266,17 @@ class TileRaster:
         return raster
 
     def cluster_coord(self, index: Any) -> tuple[Any, Any, Any]:
-        """The ``(m, n, l)`` cluster-tile coordinate of work index ``index`` (kernel side)."""
+        """The ``(m, n, l)`` cluster-tile coordinate of work index ``index`` (kernel side).
+
+        With a tail split: the item's tile ``(m, n)`` and its L coordinate (0: the whole
+        tile; ``tail_split * (1 + j) + c``: chunk ``c`` of tail tile ``j``).
+        """
         single = _is_static(self._shape.tiles_l) and self._shape.tiles_l == 1
-        return raster_coord(index, self._shape, _divmod, single_batch=single)
+        if self.tail_split == 1:
+            return raster_coord(index, self._shape, _divmod, single_batch=single)
+        tile, l_coord = tail_split_item(index, self.tail_first, self.tail_split, _divmod, _select)
+        m, n, _ = raster_coord(tile, self._shape, _divmod, single_batch=True)
+        return m, n, l_coord
 
     def get_grid_shape(self, max_active_clusters: Any) -> tuple[Any, Any, Any]:
         """The persistent launch grid ``(cm, cn, clusters)`` (host side).
@@ -249,7 +296,8 @@ class TileRaster:
 
     def _parts(self) -> list[Any]:
         s = self._shape
-        return [self.problem_shape_ntile_mnl, self.num_tiles, s.major, s.groups, s.tiles_l]
+        tail = [] if self.tail_first is None else [self.tail_first]
+        return [self.problem_shape_ntile_mnl, self.num_tiles, s.major, s.groups, s.tiles_l, *tail]
 
     def __extract_mlir_values__(self) -> list[Any]:
         flat: list[Any] = []
@@ -267,13 +315,15 @@ class TileRaster:
         for part, n in zip(self._parts(), self._sizes, strict=True):
             rebuilt.append(new_from_mlir_values(part, list(values[pos : pos + n])))
             pos += n
-        shape_mnl, num_tiles, major, groups, tiles_l = rebuilt
+        shape_mnl, num_tiles, major, groups, tiles_l, *tail = rebuilt
         raster = object.__new__(TileRaster)
         raster.problem_shape_ntile_mnl = tuple(shape_mnl)
         raster.cluster_shape_mn = self.cluster_shape_mn
         raster.swizzle_size = self.swizzle_size
         raster.raster_along_m = self.raster_along_m
         raster.num_tiles = num_tiles
+        raster.tail_split = self.tail_split
+        raster.tail_first = tail[0] if tail else None
         raster._shape = RasterShape(major, groups, tiles_l, self.swizzle_size, self.raster_along_m)
         return raster
 

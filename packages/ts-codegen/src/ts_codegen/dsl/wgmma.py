@@ -338,6 +338,35 @@ def split_reduce(
     return last
 
 
+@cute.jit
+def tail_reduce(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    barrier: Any,
+    l_coord: Any,
+    chunks: Constexpr[int],
+    tidx: Any,
+    threads: Constexpr[int],
+    in_grid: Any,
+) -> Any:
+    """Tail split: :func:`split_reduce` for a chunk of a tail tile, nothing for a whole tile.
+
+    ``l_coord`` is the work item's L coordinate (``ts_codegen.tiles_raster.tail_split_item``):
+    0 for a whole tile, which holds its sum already (True), ``chunks * (1 + j) + c`` for chunk
+    ``c`` of tail tile ``j``, whose partial goes to workspace slot ``j`` and counter ``j``.
+    """
+    last = cutlass.Boolean(True)
+    if l_coord >= chunks:
+        tile = l_coord // chunks - 1
+        chunk = l_coord % chunks
+        last = split_reduce(
+            acc, workspace, counters, flag, barrier, tile, chunk, chunks, tidx, threads, in_grid
+        )
+    return last
+
+
 # -- the epilogue ---------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class EpilogueViews:
