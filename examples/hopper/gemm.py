@@ -555,6 +555,16 @@ def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, An
     return {name: cute.compile(fn, *args) for name, fn in kernels(cfg) if not only or name in only}
 
 
+TAIL_SCHEDULE = (
+    ("split_k", "split_k", 1),
+    ("kernel", "kernel", "cooperative"),
+    ("scheduler", "scheduler", "static"),
+    ("cluster", "cluster_mn", (1, 1)),
+)
+"""``(option, GemmConfig field, value)``: what ``--tail-split`` sets where the option is not
+given (a tail split's restrictions)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
@@ -575,9 +585,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         # --config auto (the default): the per-shape table's schedule for this shape
         cfg, source = config_for(args, mnk)
-        if args.tail_split not in (None, 1):  # on the pick's tiles, instead of its split-K
-            split_k = cfg.split_k if args.split_k is not None else 1
-            cfg = dataclasses.replace(cfg, tail_split=args.tail_split, split_k=split_k)
+        if args.tail_split not in (None, 1):
+            # On the pick's tiles, with what a tail split runs on (1 x 1, cooperative, static,
+            # no split-K) wherever the command line leaves that to the pick (a fitted swizzle
+            # still divides the tile grid with 1 x 1 clusters).
+            fields: dict[str, Any] = {
+                f: v for flag, f, v in TAIL_SCHEDULE if getattr(args, flag) is None
+            }
+            cfg = dataclasses.replace(cfg, tail_split=args.tail_split, **fields)
             source += "+tail_split"
     except ValueError as e:  # GemmConfig's checks (typed TS errors among them): a usage error
         parser.error(str(e))

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import json
 import re
+import shutil
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,6 +91,17 @@ def test_cli_takes_tail_split(gemm: Any, capsys: pytest.CaptureFixture[str]) -> 
             ["--config", "default", "--cluster", "2x1", "--tail-split", "2", "--compile-only"]
         )
     assert "tail_split=2" in capsys.readouterr().err
+
+
+def test_cli_tail_split_on_the_table_pick(gemm: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--config auto``: the pick's tiles, with 1 x 1, cooperative, static and no split-K
+    where the command line leaves them to the pick."""
+    assert gemm.main(["--compile-only", "--mnk", "3000", "5000", "4000", "--tail-split", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    cfg = out["config"]
+    assert out["config_source"].endswith("+tail_split") and out["same_counts"]
+    assert (cfg["tail_split"], cfg["split_k"], cfg["cluster_mn"]) == (2, 1, [1, 1])
+    assert (cfg["kernel"], cfg["scheduler"]) == ("cooperative", "static")
 
 
 # -- the item mapping ---------------------------------------------------------------------------
@@ -263,6 +278,24 @@ def test_tail_in_the_ptx(gemm: Any, name: str) -> None:
     assert count(tail, r"atom\.global\.exch") == 1
     assert count(tail, r"fence\.acq_rel\.gpu") == 2
     assert count(tail, r"wgmma\.mma_async") == count(plain, r"wgmma\.mma_async")
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
+@pytest.mark.parametrize("options", TAIL[:3], ids=lambda o: "-".join(map(str, o.values())))
+def test_ptxas_no_spills_no_serialized_wgmma(
+    gemm: Any, options: dict[str, Any], tmp_path: Path
+) -> None:
+    """The per-item K loop keeps the 128-value accumulator (128 x 256) and the promoted
+    total (FP8 128 x 128) in registers, and the WGMMAs unserialized (no C7514)."""
+    cfg = gemm.GemmConfig(**options)
+    for name, fn in gemm.kernels(cfg):
+        _, ptx = compile_ptx(fn, *gemm.fake_operands(cfg))
+        src = tmp_path / f"{name}.ptx"
+        src.write_text(ptx)
+        cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / f"{name}.cubin")]
+        log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, (name, log)
+        assert "C7514" not in log, (name, log)
 
 
 def test_tail_ptx_passes_translation_validation(gemm: Any) -> None:
