@@ -106,7 +106,7 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
     ),
     "e4m3-tail2-promoted": (
         {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "tail_split": 2, "swizzle": 1},
-        [(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 896), (1, 1, 256)],
+        [(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
     ),
     "bf16-tail4-fused": (
         {"tile_mn": (128, 128), "tail_split": 4, "beta": 1.0, "bias": True, "swizzle": 1},
