@@ -55,6 +55,7 @@ from _gemm_steps import (
     fit_swizzle,
 )
 from _gemm_table import (
+    RAGGED_FILL,
     SCHEMA,
     SPLIT_MIN_CHUNK,
     TABLE_KIND,
@@ -136,10 +137,15 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 128), "cluster_mn": (2, 1)},
         {"tile_mn": (64, 128), "cluster_mn": (2, 1), "k_block_bytes": 256},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1)},
+        # tail split (a ragged last round: its tiles cut into K chunks, the rest whole)
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "tail_split": 2},
+        {"tile_mn": (128, 256), "cluster_mn": (1, 1), "tail_split": 3},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "tail_split": 2},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 1), "tail_split": 3},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (34 of them; ``split_k``
-and ``k_block_bytes`` only where they are not 1 and 128)."""
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (38 of them; ``split_k``
+``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
 def can_promote(fields: dict[str, Any]) -> bool:
@@ -165,13 +171,13 @@ class Candidate:
         name = "{}x{}-c{}x{}-{}-{}".format(
             *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
         )
-        keys = ("raster", "swizzle", "stages", "epi_n", "split_k", "k_block_bytes")
+        keys = ("raster", "swizzle", "stages", "epi_n", "split_k", "k_block_bytes", "tail_split")
         values = {k: f.get(k, _DEFAULTS[k]) for k in keys}
         extra = [f"{k}{v}" for k, v in values.items() if v != _DEFAULTS[k]]
         return "-".join([name, *extra])
 
 
-_DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128}
+_DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128, "tail_split": 1}
 
 
 def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, Any]]:
@@ -180,7 +186,9 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     A cluster wider than the problem's tiles in that direction only idles CTAs, and a
     128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
     out. Split-K templates are kept only for problems of few output tiles (at most two waves
-    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks. An FP8
+    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
+    ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
+    SMS`` of ``T >= SMS`` tiles), with chunks as long. An FP8
     GEMM with its default promotion gets only tiles that can promote (``BN <= 128``). The
     rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
     never worse than the fallback on a tuned shape.
@@ -200,6 +208,10 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
         if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):
             continue
+        tail, tiles = t.get("tail_split", 1), -(-m // bm) * -(-n // bn)
+        ragged = tiles >= SMS and 0 < tiles % SMS < RAGGED_FILL * SMS
+        if tail > 1 and not (ragged and -(-k // base.tile_k) >= tail * SPLIT_MIN_CHUNK):
+            continue  # a tail split only helps a ragged last round of long enough K loops
         if t not in out:
             out.append(t)
     return out
