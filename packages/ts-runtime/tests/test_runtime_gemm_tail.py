@@ -247,6 +247,10 @@ TAIL: list[dict[str, Any]] = [
     {"dtype": "e4m3", "tile_mn": (128, 128), "tail_split": 2},  # + promotion (per-item rest)
     {"dtype": "e4m3", "tile_mn": (128, 128), "tail_split": 3, "scale": "rowwise"},
     {"tile_mn": (128, 128), "tail_split": 4, "alpha": 0.5, "beta": 1.0, "bias": True},
+    {"tile_mn": (64, 256), "tail_split": 2},  # one consumer warpgroup
+    {"tile_mn": (64, 128), "tail_split": 3, "layout": "nt"},  # MN-major operands
+    {"tile_mn": (128, 192), "epi_stages": 3, "tail_split": 2},
+    {"tile_mn": (128, 128), "k_block_bytes": 256, "tail_split": 2, "dtype": "e4m3"},
 ]
 
 
