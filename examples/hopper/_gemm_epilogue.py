@@ -14,7 +14,8 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
-from _gemm_steps import EpilogueViews, GemmConfig, value_chunks
+from _gemm_config import GemmConfig
+from _gemm_steps import EpilogueViews, value_chunks
 from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr

@@ -17,7 +17,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
-from _gemm_steps import (
+from _gemm_config import (
     CLUSTERS,
     DTYPES,
     KERNELS,
@@ -148,9 +148,14 @@ def output_tiles(cfg: GemmConfig, m: int, n: int) -> int:
 
 
 def workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
-    """Split-K: fp32 elements of the partial tiles, ``tiles x split_k x BM x BN`` (0 without)."""
+    """Split-K: fp32 elements of the partial tiles, ``tiles x split_k x BM x BN``; a tail
+    split: its tail tiles' only (``_gemm_split.tail_workspace_elements``); 0 without."""
+    from _gemm_split import tail_workspace_elements
+
     if not cfg.split:
         return 0
+    if cfg.tail:
+        return tail_workspace_elements(cfg, m, n)
     return output_tiles(cfg, m, n) * cfg.split_k * cfg.tile_mn[0] * cfg.tile_mn[1]
 
 
@@ -170,15 +175,13 @@ def make_counters_tensor(cfg: GemmConfig, m: int = 0, n: int = 0) -> Any:
 def make_workspace(cfg: GemmConfig, m: int, n: int) -> Any:
     """Split-K's fp32 workspace for an ``M x N`` problem (``workspace_elements``; its contents
     need no initial value: every item writes its partial before the last one reads), else None.
-    A tail split's holds its tail tiles' partials only (``_gemm_split.tail_workspace_elements``).
+    A tail split's holds its tail tiles' partials only.
     """
     import torch
-    from _gemm_split import tail_workspace_elements
 
     if not cfg.split:
         return None
-    size = tail_workspace_elements(cfg, m, n) if cfg.tail else workspace_elements(cfg, m, n)
-    return torch.empty(max(1, size), device="cuda")
+    return torch.empty(max(1, workspace_elements(cfg, m, n)), device="cuda")
 
 
 def to_counters(t: Any) -> Any:
@@ -374,10 +377,11 @@ def check_operands(
         )
     if workspace_elements(cfg, m, n) >= 1 << 31:
         raise RuntimeConfigError(
-            f"GemmConfig(split_k={cfg.split_k}): the {m} x {n} problem's partial tiles need "
-            f"{workspace_elements(cfg, m, n)} fp32 elements, past the kernel's 32-bit indices",
+            f"GemmConfig(split_k={cfg.split_k}, tail_split={cfg.tail_split}): the {m} x {n} "
+            f"problem's partial tiles need {workspace_elements(cfg, m, n)} fp32 elements, past "
+            "the kernel's 32-bit indices",
             resource="c",
-            fix="use a smaller split_k (split-K is for problems with few output tiles)",
+            fix="use a smaller split (split-K is for problems with few output tiles)",
         )
     if not cfg.scaled and (scale_a is not None or scale_b is not None):
         raise RuntimeConfigError(

@@ -14,7 +14,8 @@ from typing import Any
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass.cute as cute
-from _gemm_steps import GemmConfig, make_tiled_mma, value_chunks
+from _gemm_config import GemmConfig
+from _gemm_steps import make_tiled_mma, value_chunks
 from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cute.nvgpu import warpgroup
 from cutlass.cutlass_dsl import Constexpr

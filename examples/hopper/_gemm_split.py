@@ -21,7 +21,8 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
-from _gemm_steps import GemmConfig, value_chunks
+from _gemm_config import GemmConfig
+from _gemm_steps import value_chunks
 from cutlass.base_dsl.ast_helpers import range_constexpr
 from cutlass.cutlass_dsl import Constexpr
 

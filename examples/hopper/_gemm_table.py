@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from _gemm_steps import SMS, GemmConfig
+from _gemm_config import SMS, GemmConfig
 
 from task_scheduling.kernel import RuntimeConfigError
 

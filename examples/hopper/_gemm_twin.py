@@ -14,16 +14,11 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gemm_config import LOAD_WARP, PRODUCER_REGS, QUEUE_STAGES, STORE_WARP, WARPGROUP, GemmConfig
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_promote import group_end, make_fresh_mma, mma_promote, mma_promote_rest
 from _gemm_split import item_blocks, split_reduce, tail_chunk_blocks, tail_reduce
 from _gemm_steps import (
-    LOAD_WARP,
-    PRODUCER_REGS,
-    QUEUE_STAGES,
-    STORE_WARP,
-    WARPGROUP,
-    GemmConfig,
     chunk_blocks,
     cluster_coord,
     epilogue_barrier,

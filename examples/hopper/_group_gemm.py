@@ -20,11 +20,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gemm_config import GEMM_KINDS, GemmConfig, fit_swizzle
 from _gemm_steps import (
-    GEMM_KINDS,
-    GemmConfig,
     chunk_blocks,
-    fit_swizzle,
     make_scheduler_params,
     make_smem_layouts,
     make_tiled_mma,

@@ -43,14 +43,9 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
+from _gemm_config import K_BLOCK_BYTES, LOAD_WARP, PRODUCER_REGS, STORE_WARP, WARPGROUP, GemmConfig
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_steps import (
-    K_BLOCK_BYTES,
-    LOAD_WARP,
-    PRODUCER_REGS,
-    STORE_WARP,
-    WARPGROUP,
-    GemmConfig,
     chunk_blocks,
     cluster_coord,
     epilogue_barrier,

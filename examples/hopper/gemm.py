@@ -57,10 +57,10 @@ The TS kernel (this file) is one declaration on TS building blocks (``ts_runtime
 planned and verified on the host and called again inside the generated kernel with the real
 values. The hand-written twin (``_gemm_twin.py``) is plain CuTe DSL around small step helpers
 (``load_k_block``, ``mma_k_block`` ... in ``_gemm_steps.py``, which also holds the
-configuration and the trace-time builders; ``epilogue_store`` and the fused epilogue step both
-use in ``_gemm_epilogue.py``; two-level accumulation in ``_gemm_promote.py``, split-K in
-``_gemm_split.py``); ``_gemm_host.py`` holds the inputs, the torch reference, timing and the
-CLI options.
+trace-time builders; ``GemmConfig`` in ``_gemm_config.py``; ``epilogue_store`` and the fused
+epilogue step both use in ``_gemm_epilogue.py``; two-level accumulation in
+``_gemm_promote.py``, split-K in ``_gemm_split.py``); ``_gemm_host.py`` holds the inputs, the
+torch reference, timing and the CLI options.
 
 Usage::
 
@@ -88,6 +88,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
+from _gemm_config import DEFAULT_MNK, GEMM_KINDS, LOAD_WARP, PRODUCER_REGS, WARPGROUP, GemmConfig
 
 # The configuration and steps, the twins and the host helpers live beside this file.
 from _gemm_epilogue import epilogue_fuse
@@ -110,12 +111,6 @@ from _gemm_host import (
 from _gemm_promote import make_fresh_mma
 from _gemm_split import item_blocks, tail_chunk_blocks
 from _gemm_steps import (
-    DEFAULT_MNK,
-    GEMM_KINDS,
-    LOAD_WARP,
-    PRODUCER_REGS,
-    WARPGROUP,
-    GemmConfig,
     chunk_blocks,
     make_scheduler_params,
     make_smem_layouts,
@@ -136,6 +131,7 @@ from task_scheduling.harness import compile_only as compile_and_count
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
+    RuntimeConfigError,
     SplitK,
     Tasks,
     TileTurns,
@@ -541,8 +537,33 @@ def compile_only(cfg: GemmConfig | None = None) -> dict[str, Any]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class CheckedLaunch:
+    """A compiled GEMM launcher that refuses a call with the wrong number of operands.
+
+    The compiled function takes only ``used_operands(cfg)``; the DSL would take a call with
+    more (say, the nine arguments of every operand) as extra auxiliary arguments, silently.
+    """
+
+    cfg: GemmConfig
+    compiled: Any
+    operands: tuple[str, ...]
+
+    def __call__(self, *args: Any) -> Any:
+        if len(args) != len(self.operands):
+            raise RuntimeConfigError(
+                f"the GEMM launcher of this GemmConfig takes {len(self.operands)} arguments "
+                f"({', '.join(self.operands)}), given {len(args)}",
+                resource="gemm",
+                fix="build them with _gemm_host.kernel_args(cfg, a, b, c, ...), which leaves out "
+                "the operands the configuration does not use",
+            )
+        return self.compiled(*args)
+
+
 def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: compiled}``.
+    """Compile every kernel once (dynamic shapes) on sample tensors: ``{name: launcher}``
+    (``CheckedLaunch``).
 
     ``only`` names the kernels to compile (``("ts",)``: the TS kernel alone); all by default.
     Compiled with a stream parameter (``kernel_args``): each call launches on the stream given.
@@ -552,7 +573,11 @@ def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, An
     counters, workspace = make_counters_tensor(cfg, 256, 256), make_workspace(cfg, 256, 256)
     scales = make_scales(cfg, 256, 256)
     args = compile_args(cfg, kernel_args(cfg, a, b, c, bias, counters, *scales, workspace))
-    return {name: cute.compile(fn, *args) for name, fn in kernels(cfg) if not only or name in only}
+    return {
+        name: CheckedLaunch(cfg, cute.compile(fn, *args), used_operands(cfg))
+        for name, fn in kernels(cfg)
+        if not only or name in only
+    }
 
 
 TAIL_SCHEDULE = (

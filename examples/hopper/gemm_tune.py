@@ -42,8 +42,7 @@ from typing import Any
 
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
-from _gemm_host import DTYPE_ALIASES, REL_TOL
-from _gemm_steps import (
+from _gemm_config import (
     DEFAULT_MNK,
     DTYPES,
     PROMOTE_MAX_ACC,
@@ -54,6 +53,7 @@ from _gemm_steps import (
     GemmConfig,
     fit_swizzle,
 )
+from _gemm_host import DTYPE_ALIASES, REL_TOL
 from _gemm_table import (
     RAGGED_FILL,
     SCHEMA,

@@ -38,13 +38,9 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 import cutlass.utils.hopper_helpers as sm90
+from _gemm_config import K_BLOCK_BYTES, PRODUCER_REGS, STORE_WARP, WARPGROUP, GemmConfig
 from _gemm_epilogue import epilogue_drain, epilogue_store
 from _gemm_steps import (
-    K_BLOCK_BYTES,
-    PRODUCER_REGS,
-    STORE_WARP,
-    WARPGROUP,
-    GemmConfig,
     chunk_blocks,
     epilogue_barrier,
     make_accumulator,

@@ -176,7 +176,7 @@ def test_fp8_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
 
 def test_fp8_every_configuration_verifies(gemm: Any) -> None:
     """Every valid FP8 tile x cluster x scheduler x kernel x scale plan passes ts-verify."""
-    steps = importlib.import_module("_gemm_steps")  # beside gemm.py, already on sys.path
+    steps = importlib.import_module("_gemm_config")  # beside gemm.py, already on sys.path
     options = itertools.product(
         steps.TILES, steps.CLUSTERS, steps.SCHEDULERS, steps.KERNELS, steps.SCALES
     )
@@ -252,8 +252,37 @@ def test_fp8_mn_major_is_a_typed_error(gemm: Any, layout: str) -> None:
 
 
 def test_bad_scale_mode_is_rejected(gemm: Any) -> None:
-    with pytest.raises(ValueError, match="scale 'channel'"):
+    with pytest.raises(ValueError, match="scale='channel'"):
         gemm.GemmConfig(dtype="e4m3", scale="channel")
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"tile_mn": (96, 96)}, "tile_mn=(96, 96)"),
+        ({"cluster_mn": (4, 1)}, "cluster_mn=(4, 1)"),
+        ({"dtype": "int8"}, "dtype='int8'"),
+        ({"epi_stages": 3}, "epi_stages=3"),
+        ({"k_block_bytes": 64}, "k_block_bytes=64"),
+        ({"stages": 1}, "it needs at least 2"),
+        ({"layout": "xx"}, "layout='xx'"),
+        ({"scheduler": "greedy"}, "scheduler='greedy'"),
+        ({"kernel": "split"}, "kernel='split'"),
+        ({"raster": "z"}, "raster='z'"),
+        ({"scheduler": "dynamic", "cluster_mn": (2, 1)}, "single-CTA tiles"),
+        ({"kernel": "pingpong", "scheduler": "dynamic", "tile_mn": (64, 128)}, "static scheduler"),
+    ],
+)
+def test_every_refused_configuration_is_a_typed_error_with_a_fix(
+    gemm: Any, options: dict[str, Any], words: str
+) -> None:
+    """Bad input never passes and never crashes: a ``RuntimeConfigError`` (still a
+    ``ValueError``) naming the field, with a fix."""
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=re.escape(words)) as err:
+        gemm.GemmConfig(**options)
+    assert err.value.fix and err.value.resource == "gemm"
 
 
 @dataclasses.dataclass
@@ -365,3 +394,17 @@ def test_scales_without_scale_mode_are_refused(gemm: Any, host: Any) -> None:
 
     with pytest.raises(RuntimeConfigError, match="takes none"):
         host.check_operands(gemm.GemmConfig(dtype="e4m3"), **_fp8_problem(64, 96, 64))
+
+
+def test_a_launch_with_the_wrong_operands_is_refused(gemm: Any) -> None:
+    """The compiled launcher takes only the operands its configuration uses; the old call with
+    every operand (Nones included) is a typed error, not extra auxiliary arguments."""
+    from ts_runtime.errors import RuntimeConfigError
+
+    cfg = gemm.GemmConfig()
+    operands = gemm.used_operands(cfg)
+    assert operands == ("a", "b", "c", "stream")
+    launch = gemm.CheckedLaunch(cfg, lambda *args: len(args), operands)
+    assert launch("a", "b", "c", "stream") == 4
+    with pytest.raises(RuntimeConfigError, match=r"takes 4 arguments \(a, b, c, stream\), given 6"):
+        launch("a", "b", "c", None, None, "stream")

@@ -40,6 +40,11 @@ def steps(gemm: Any) -> Any:
 
 
 @pytest.fixture(scope="module")
+def config(gemm: Any) -> Any:
+    return importlib.import_module("_gemm_config")
+
+
+@pytest.fixture(scope="module")
 def table(gemm: Any) -> Any:
     return importlib.import_module("_gemm_table")
 
@@ -61,14 +66,14 @@ def _cfg(gemm: Any, family: str, **extra: Any) -> Any:
     return gemm.GemmConfig(kernel="pingpong", **FAMILIES[family], **extra)
 
 
-def test_a_warpgroup_holds_the_whole_tile(gemm: Any, steps: Any) -> None:
+def test_a_warpgroup_holds_the_whole_tile(gemm: Any, config: Any) -> None:
     cfg = _cfg(gemm, "128x128")
     assert (cfg.math_wgs, cfg.consumer_wgs, cfg.consumer_threads) == (2, 1, 128)
     assert (cfg.block_threads, cfg.consumer_regs, cfg.acc_values) == (384, 232, 128)
     # 64-row epilogue sub-tiles (one WGMMA block), 8 per tile, 4 buffers of 4 KB per warpgroup
     assert (cfg.epi_tile, cfg.epi_subtiles, cfg.epi_stages) == ((64, 32), 8, 4)
     assert cfg.ab_stages == 3  # per ring: 2 x (3 x 32 KB + 4 x 4 KB) fits 227 KB, 4 does not
-    assert _cfg(gemm, "128x192").acc_values == steps.PINGPONG_MAX_ACC == 192
+    assert _cfg(gemm, "128x192").acc_values == config.PINGPONG_MAX_ACC == 192
     with pytest.raises(ValueError, match="256 fp32 accumulator registers"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 256))
     with pytest.raises(ValueError, match="static scheduler"):
@@ -117,12 +122,12 @@ def test_epilogue_sub_tile_is_one_run_of_the_accumulator(
     assert seen["frag"] * cfg.epi_subtiles == seen["acc"] == cfg.acc_values
 
 
-def test_fp8_pingpong_128_does_not_promote(gemm: Any, steps: Any) -> None:
+def test_fp8_pingpong_128_does_not_promote(gemm: Any, config: Any) -> None:
     """The second fp32 tile of two-level accumulation has no registers next to 128 values."""
     cfg = gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), dtype="e4m3")
     assert cfg.promotion == 0
     assert gemm.GemmConfig(kernel="pingpong", tile_mn=(64, 128), dtype="e4m3").promotion == 4
-    with pytest.raises(steps.RuntimeConfigError, match="128 registers per consumer thread"):
+    with pytest.raises(config.RuntimeConfigError, match="128 registers per consumer thread"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 128), promote_every=4)
 
 

@@ -182,6 +182,11 @@ def test_workspace_past_32_bit_indices_is_refused(gemm: Any, host: Any) -> None:
     cfg = gemm.GemmConfig(tile_mn=(128, 128), split_k=16)
     with pytest.raises(RuntimeConfigError, match="past the kernel's 32-bit indices"):
         host.check_operands(cfg, **_problem(16384, 16384, 8192))
+    # A tail split's workspace holds its last round's tiles only: 16384^2 is 8192 128 x 256
+    # tiles, 8 of them in the tail (13 x 16 MB of every tile's partials would not fit).
+    tail = gemm.GemmConfig(tail_split=16)
+    assert host.workspace_elements(tail, 16384, 16384) == 8 * 16 * 128 * 256
+    host.check_operands(tail, **_problem(16384, 16384, 8192))
 
 
 # -- the fallback rule and the tuner ------------------------------------------------------------

@@ -209,7 +209,7 @@ def test_tail_raster_refuses_clusters_and_batches() -> None:
 def test_tail_sizes(gemm: Any, split: Any) -> None:
     """3000 x 5000: 24 x 20 tiles of 128 x 256 are 3 rounds of 132 and 84; 24 x 40 of
     128 x 128 are 7 and 36 (swizzles fitted: no padding); 12 x 11 are one round, no tail."""
-    fit = importlib.import_module("_gemm_steps").fit_swizzle
+    fit = importlib.import_module("_gemm_config").fit_swizzle
     bf16 = fit(gemm.GemmConfig(tail_split=2), 5000, 3000)
     assert split.tail_tiles(bf16, 3000, 5000) == 84
     assert split.tail_workspace_elements(bf16, 3000, 5000) == 84 * 2 * 128 * 256

@@ -57,7 +57,7 @@ def tune(load_example: Callable[[str], Any]) -> Any:
 @pytest.fixture(scope="module")
 def steps(load_example: Callable[[str], Any]) -> Any:
     load_example("gemm")  # puts examples/hopper on sys.path
-    return importlib.import_module("_gemm_steps")
+    return importlib.import_module("_gemm_config")  # GemmConfig, its limits, fit_swizzle
 
 
 @pytest.fixture(scope="module")

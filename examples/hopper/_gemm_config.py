@@ -1,0 +1,474 @@
+"""The Hopper GEMM's configuration: ``GemmConfig``, its limits and its checks.
+
+One frozen dataclass holds every choice of a GEMM kernel (tile, cluster, kernel, scheduler,
+stages, epilogue, dtype, layout, scales, split-K, tail split); ``__post_init__`` refuses a
+combination the kernels cannot build with a typed ``RuntimeConfigError`` (or
+``UnsupportedOnTarget``) that names the field and a fix. ``fit_swizzle`` fits its scheduler
+swizzle to a problem. The device steps that read it are in ``_gemm_steps.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any
+
+os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
+
+import cutlass
+from cutlass.tensor_utils import LayoutEnum
+
+from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
+
+SMS = 132
+WARPGROUP = 128
+WGMMA_M = 64  # rows of one warpgroup's WGMMA: a BM-row tile has BM / 64 consumer warpgroups
+LOAD_WARP = 0
+STORE_WARP = 4  # first warp of the first consumer warpgroup issues the C stores
+PRODUCER_REGS = 40
+CONSUMER_REGS = 232  # two consumer warpgroups (384 threads start with 168 registers each)
+EPILOGUE_BARRIER_ID = 1  # 0 is __syncthreads
+K_BLOCK_BYTES = 128  # one K block: 128 bytes of each operand row (the 128-byte swizzle atom)
+# A K block may also span two swizzle atoms (two TMA boxes per operand and stage): longer
+# contiguous runs of each row per stage, for the memory-bound shapes (half as many stages).
+K_BLOCKS_BYTES = (128, 256)
+SMEM_BYTES = 232448  # sm_90 opt-in maximum per block
+SMEM_RESERVED = 1024  # mbarriers + alignment slack
+# Input (A, B) element types; an 8-bit input gives a bf16 C (and bias).
+DTYPES: dict[str, Any] = {
+    "bf16": cutlass.BFloat16,
+    "fp16": cutlass.Float16,
+    "e4m3": cutlass.Float8E4M3FN,
+}
+FP8_DTYPES = ("e4m3",)
+FP8_OUT = "bf16"
+# Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
+# "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
+SCALES = ("none", "tensor", "rowwise")
+TILES = ((128, 256), (128, 192), (128, 128), (64, 256), (64, 128))
+CLUSTERS = ((1, 1), (2, 1), (1, 2))
+# Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
+# B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
+# contiguous), "n" for A means M-major, "t" for B means N-major. Values: (A, B) as LayoutEnum
+# (ROW_MAJOR = K-major, COL_MAJOR = M- / N-major, as cutlass.utils.hopper_helpers reads them).
+LAYOUTS: dict[str, tuple[LayoutEnum, LayoutEnum]] = {
+    "tn": (LayoutEnum.ROW_MAJOR, LayoutEnum.ROW_MAJOR),  # A K-major, B K-major (default)
+    "nn": (LayoutEnum.COL_MAJOR, LayoutEnum.ROW_MAJOR),  # A M-major, B K-major
+    "tt": (LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR),  # A K-major, B N-major
+    "nt": (LayoutEnum.COL_MAJOR, LayoutEnum.COL_MAJOR),  # A M-major, B N-major
+}
+DEFAULT_MNK = (8192, 8192, 8192)
+SCHEDULERS = ("static", "dynamic")
+KERNELS = ("cooperative", "pingpong")
+# The tile scheduler's raster: "m" walks down M first inside a swizzle group of N columns
+# (CUTLASS's default), "n" along N inside a group of M rows.
+RASTERS = ("m", "n")
+QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
+# FP8 two-level accumulation (GemmConfig.promote_every): WGMMA's FP8 accumulator is not full
+# fp32, and its rounding error grows with the number of K steps it sums. Summing groups of
+# PROMOTE_EVERY K blocks (4 x 128 = 512 K values) in the WGMMA registers and the groups in an
+# fp32 total bounds that error by a group's, whatever K is (about the bf16 rounding of C, see
+# docs/gemm.rst), for one WGMMA drain and BN / 2 fp32 adds per thread every 4 blocks.
+PROMOTE_EVERY = 4
+# The total is a second register tile of as many fp32 values per consumer thread as the
+# accumulator (GemmConfig.acc_values: BN / 2 in the cooperative kernel); both fit next to the
+# ~64 registers of addresses and indices only up to 64 values each (two 128-value tiles, e.g.
+# BN = 256 or a ping-pong 128 x 128 tile, exceed the 232 / 255 registers a consumer thread has).
+PROMOTE_MAX_ACC = 64
+# A ping-pong warpgroup holds its whole BM x BN tile: 128 x 192 is 192 fp32 registers per
+# thread, which still compiles without spills under setmaxnreg 232; 128 x 256 (256) cannot.
+PINGPONG_MAX_ACC = 192
+MAX_SPLIT = 16  # split-K chunks per tile (more only adds partial tiles to write and read)
+# Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
+GEMM_KINDS = (
+    "wgmma.mma_async",
+    "wgmma.fence",
+    "wgmma.commit_group",
+    "wgmma.wait_group",
+    "stmatrix",
+    "setmaxnreg",
+    "bar.arrive",
+)
+
+
+def _refused(fields: str, why: str, fix: str) -> RuntimeConfigError:
+    """The typed error of a configuration the kernels cannot build (a ``ValueError`` too)."""
+    return RuntimeConfigError(f"GemmConfig({fields}): {why}", resource="gemm", fix=fix)
+
+
+@dataclasses.dataclass(frozen=True)
+class GemmConfig:
+    """Compile-time shape of the kernel.
+
+    Attributes:
+        tile_mn: CTA tile ``(BM, BN)``; cooperative: ``BM`` is split between the ``BM / 64``
+            consumer warpgroups (two for ``BM = 128``, one for ``BM = 64``); ping-pong: one
+            warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
+        cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
+            along ``CM``.
+        dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
+            WGMMA K-major only, in K blocks of 128; bf16 C and bias).
+        stages: A/B ring depth; 0 picks the most that fit next to the epilogue buffers.
+        epi_n: columns of one epilogue sub-tile (the sub-tile is ``BM x epi_n``).
+        epi_stages: epilogue SMEM buffers (stores in flight); must divide the sub-tile count.
+        swizzle: tile-scheduler swizzle: groups of ``swizzle`` cluster columns are walked
+            column-major, so one wave of CTAs shares A and B rows in L2 (1 = plain
+            column-major raster). It should divide the problem's cluster-column count, else the
+            scheduler pads the tile grid with empty tiles; ``fit_swizzle`` makes it so.
+        layout: operand majors, a key of ``LAYOUTS`` (``"tn"``: A and B K-major).
+        alpha: fused epilogue ``C = alpha * (A @ B^T) + beta * C + bias[n]`` (a compile-time
+            constant; 1 emits no multiply).
+        beta: scale of the old ``C`` (read before it is overwritten: ``C`` is in and out);
+            0 reads nothing.
+        bias: add an ``N``-vector (input dtype) to every row; the kernel takes it as an
+            extra argument only then.
+        scheduler: ``"static"`` (CTA ``c`` runs tiles ``c, c + G, ...``) or ``"dynamic"``
+            (after its first tile, the producer warp claims tiles from a global atomic counter
+            and hands them to the consumers through a 2-stage SMEM queue; 1 x 1 clusters).
+        kernel: ``"cooperative"`` (the consumer warpgroups share every tile) or
+            ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
+            its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
+            loop; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or 128 x 192
+            (``PINGPONG_MAX_ACC``); the static scheduler, which walks the tiles of a cluster's
+            CTAs in lockstep, so with a cluster both CTAs' warpgroups take the same turns and
+            the multicast fills the same ring in every CTA).
+        scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
+            one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
+            ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
+            ``alpha``; the kernel takes ``scale_a`` / ``scale_b`` as arguments only then.
+        raster: ``"m"`` (tiles walked along M inside swizzle groups of cluster columns) or
+            ``"n"`` (along N inside groups of cluster rows); only the tile order changes.
+        promote_every: two-level accumulation: the WGMMAs sum groups of this many K blocks,
+            each group added into a second fp32 register tile once its WGMMAs retired (the
+            next group's first WGMMA overwrites the WGMMA registers); 0 turns it off. None
+            (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
+            tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative ``BN <= 128``, 64-row
+            ping-pong), else off (16-bit WGMMAs accumulate in fp32 already;
+            ``promotion`` is the value in effect). Works for every dtype.
+        split_k: split-K (1: off): the K blocks of every output tile are cut into
+            ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
+            ``(tile, chunk)`` is a work item of the persistent schedule (the chunk is the
+            raster's L coordinate). Each item writes its fp32 partial tile to a global
+            workspace; the item that arrives last at its tile (a per-tile atomic counter) sums
+            the partials in chunk order 0 .. split_k - 1 and runs the epilogue (a fixed order:
+            the result does not depend on which CTA comes last). Cooperative kernel, static
+            scheduler, 1 x 1 clusters; see ``docs/gemm.rst``.
+        tail_split: split only the last, ragged round of tiles (1: off): of ``T`` tiles on
+            ``P`` persistent CTAs, the first ``T - T mod P`` are work items whole, the last
+            ``T mod P`` are each cut into ``tail_split`` K chunks summed as split-K's
+            (``TileRaster(tail_split=...)``, ``_gemm_split``). The same restrictions as
+            ``split_k``, and not with it.
+    """
+
+    tile_mn: tuple[int, int] = (128, 256)
+    cluster_mn: tuple[int, int] = (1, 1)
+    dtype: str = "bf16"
+    stages: int = 0
+    epi_n: int = 32
+    epi_stages: int = 4
+    swizzle: int = 8
+    layout: str = "tn"
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: bool = False
+    scheduler: str = "static"
+    kernel: str = "cooperative"
+    scale: str = "none"
+    raster: str = "m"
+    promote_every: int | None = None
+    split_k: int = 1
+    k_block_bytes: int = K_BLOCK_BYTES
+    tail_split: int = 1
+
+    def __post_init__(self) -> None:
+        self._check_promotion()
+        self._check_split()
+        if self.tile_mn not in TILES:
+            raise _refused(f"tile_mn={self.tile_mn}", f"not one of {TILES}", "pick one of them")
+        if self.pingpong and self.acc_values > PINGPONG_MAX_ACC:
+            raise _refused(
+                f"kernel='pingpong', tile_mn={self.tile_mn}",
+                f"a warpgroup alone on the tile would hold {self.acc_values} fp32 accumulator "
+                f"registers per thread (at most {PINGPONG_MAX_ACC})",
+                "use 128x192, 128x128 or a 64-row tile, or the cooperative kernel",
+            )
+        if self.cluster_mn not in CLUSTERS:
+            raise _refused(f"cluster_mn={self.cluster_mn}", f"not one of {CLUSTERS}", "pick one")
+        if self.dtype not in DTYPES:
+            raise _refused(f"dtype={self.dtype!r}", f"not one of {sorted(DTYPES)}", "pick one")
+        if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
+            raise _refused(
+                f"epi_stages={self.epi_stages}",
+                f"the epilogue's buffers must be >= 2 and divide its {self.epi_subtiles} sub-tiles",
+                "pass epi_stages=2 or 4 (3 for 128x192)",
+            )
+        if self.k_block_bytes not in K_BLOCKS_BYTES:
+            raise _refused(
+                f"k_block_bytes={self.k_block_bytes}", f"not one of {K_BLOCKS_BYTES}", "pick one"
+            )
+        if self.ab_stages < 2:
+            raise _refused(
+                f"stages={self.stages}",
+                f"the A/B ring has {self.ab_stages} stages, it needs at least 2",
+                "pass stages=0 (as many as fit) or a smaller tile or epilogue",
+            )
+        for name, value, allowed in (
+            ("layout", self.layout, sorted(LAYOUTS)),
+            ("scheduler", self.scheduler, SCHEDULERS),
+            ("kernel", self.kernel, KERNELS),
+            ("scale", self.scale, SCALES),
+            ("raster", self.raster, RASTERS),
+        ):
+            if value not in allowed:
+                raise _refused(f"{name}={value!r}", f"not one of {allowed}", "pick one of them")
+        if self.dynamic and self.cluster_size > 1:
+            raise _refused(
+                f"scheduler='dynamic', cluster_mn={self.cluster_mn}",
+                "the dynamic scheduler hands out single-CTA tiles",
+                "use cluster_mn=(1, 1) or the static scheduler",
+            )
+        if self.pingpong and self.dynamic:
+            raise _refused(
+                "kernel='pingpong', scheduler='dynamic'",
+                "the ping-pong kernel takes the static scheduler (its warpgroups take turns)",
+                "use scheduler='static'",
+            )
+        if self.fp8 and self.layout != "tn":
+            # Hopper's WGMMA reads 8-bit operands from SMEM K-major only (no transpose bit).
+            raise UnsupportedOnTarget(
+                f"GemmConfig(dtype={self.dtype!r}, layout={self.layout!r}): WGMMA on sm_90a "
+                "reads FP8 A and B K-major only",
+                target="sm_90a",
+                resource="ab",
+                fix="give A as M x K and B as N x K, both K-contiguous (e.g. "
+                "b.t().contiguous()), and use layout='tn'",
+            )
+
+    def _check_promotion(self) -> None:
+        every = self.promote_every
+        if every is None:
+            return
+        if isinstance(every, bool) or not isinstance(every, int) or every < 0:
+            raise RuntimeConfigError(
+                f"GemmConfig(promote_every={every!r}): the promotion interval is a count of "
+                "K blocks, an int >= 1 (0 turns two-level accumulation off)",
+                resource="acc",
+                fix=f"pass promote_every={PROMOTE_EVERY} (or 0, or None for the dtype's default)",
+            )
+        if every and self.acc_values > PROMOTE_MAX_ACC:
+            raise RuntimeConfigError(
+                f"GemmConfig(promote_every={every}, tile_mn={self.tile_mn}, kernel="
+                f"{self.kernel!r}): two-level accumulation keeps a second fp32 tile of "
+                f"{self.acc_values} registers per consumer thread, which does not fit next to "
+                f"the WGMMA's with more than {PROMOTE_MAX_ACC}",
+                resource="acc",
+                fix="use a cooperative tile with BN <= 128 (128x128 or 64x128) or a 64-row "
+                "ping-pong tile, or promote_every=0",
+            )
+
+    def _check_split(self) -> None:
+        for name, split in (("split_k", self.split_k), ("tail_split", self.tail_split)):
+            if isinstance(split, bool) or not isinstance(split, int) or not 1 <= split <= MAX_SPLIT:
+                raise RuntimeConfigError(
+                    f"GemmConfig({name}={split!r}): the number of K chunks per output tile is "
+                    f"an int in [1, {MAX_SPLIT}] (1: no split)",
+                    resource="c",
+                    fix=f"pass {name}=1 (off) or a small chunk count such as 2 or 4",
+                )
+            if split > 1 and (self.pingpong or self.dynamic or self.cluster_size > 1):
+                raise RuntimeConfigError(
+                    f"GemmConfig({name}={split}, kernel={self.kernel!r}, scheduler="
+                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): split-K runs on the "
+                    "cooperative kernel with the static scheduler and 1 x 1 clusters",
+                    resource="c",
+                    fix="use kernel='cooperative', scheduler='static', cluster_mn=(1, 1)",
+                )
+        if self.split_k > 1 and self.tail_split > 1:
+            raise RuntimeConfigError(
+                f"GemmConfig(split_k={self.split_k}, tail_split={self.tail_split}): split-K "
+                "already cuts every tile; a tail split cuts only the last round's",
+                resource="c",
+                fix="pass split_k=1 with tail_split, or tail_split=1 with split_k",
+            )
+
+    @property
+    def split(self) -> bool:
+        """Whether some tiles' K blocks are split between work items (split-K or a tail
+        split: the kernel then takes the workspace and the counters)."""
+        return self.split_k > 1 or self.tail_split > 1
+
+    @property
+    def tail(self) -> bool:
+        """Whether only the last, ragged round of tiles is split (``tail_split``)."""
+        return self.tail_split > 1
+
+    @property
+    def promotion(self) -> int:
+        """The promotion interval in effect (K blocks; 0: one accumulator)."""
+        if self.promote_every is not None:
+            return self.promote_every
+        if not (self.fp8 and self.acc_values <= PROMOTE_MAX_ACC):
+            return 0
+        # The same K elements between promotions whatever the block: 4 blocks of 128 bytes.
+        return max(1, PROMOTE_EVERY * K_BLOCK_BYTES // self.k_block_bytes)
+
+    @property
+    def pingpong(self) -> bool:
+        """True when two consumer warpgroups take tiles in turns."""
+        return self.kernel == "pingpong"
+
+    @property
+    def math_wgs(self) -> int:
+        """Consumer warpgroups in the CTA (each one alone on its tile in ping-pong)."""
+        return 2 if self.pingpong else self.consumer_wgs
+
+    @property
+    def dynamic(self) -> bool:
+        """True for the atomic dynamic scheduler."""
+        return self.scheduler == "dynamic"
+
+    @property
+    def consumer_wgs(self) -> int:
+        """Consumer (WGMMA) warpgroups of one tile: one per 64 tile rows (cooperative), or one
+        (ping-pong: a warpgroup alone on its tile issues ``BM / 64`` WGMMAs per K step)."""
+        return 1 if self.pingpong else self.tile_mn[0] // WGMMA_M
+
+    @property
+    def acc_values(self) -> int:
+        """fp32 accumulator values (registers) per consumer thread: ``BM x BN`` over the
+        tile's consumer threads."""
+        return self.tile_mn[0] * self.tile_mn[1] // (self.consumer_wgs * WARPGROUP)
+
+    @property
+    def consumer_threads(self) -> int:
+        """Threads of the consumer warpgroups (the ring's readers, the epilogue barrier)."""
+        return self.consumer_wgs * WARPGROUP
+
+    @property
+    def block_threads(self) -> int:
+        """Threads per CTA: the producer warpgroup and the consumer warpgroups."""
+        return (1 + self.math_wgs) * WARPGROUP
+
+    @property
+    def consumer_regs(self) -> int | None:
+        """The consumers' ``setmaxnreg.inc`` target, or None (no ``setmaxnreg``).
+
+        A 384-thread CTA starts with at most 168 registers per thread: the two consumer
+        warpgroups take 232 from what the producer gives back. In a 256-thread CTA (one
+        consumer warpgroup) ptxas may give every thread up to 255 registers from the start,
+        so the consumer keeps what ptxas allocated for it (only the producer gives registers
+        back); TS too would lower a 232 there as ``setmaxnreg.dec``.
+        """
+        return CONSUMER_REGS if self.math_wgs > 1 else None
+
+    @property
+    def a_layout(self) -> LayoutEnum:
+        """A's major as a ``LayoutEnum`` (ROW_MAJOR: K-major, COL_MAJOR: M-major)."""
+        return LAYOUTS[self.layout][0]
+
+    @property
+    def b_layout(self) -> LayoutEnum:
+        """B's major as a ``LayoutEnum`` (ROW_MAJOR: K-major, COL_MAJOR: N-major)."""
+        return LAYOUTS[self.layout][1]
+
+    @property
+    def fused_epilogue(self) -> bool:
+        """Whether the epilogue does more than convert the accumulator."""
+        return self.alpha != 1.0 or self.beta != 0.0 or self.bias or self.scaled
+
+    @property
+    def scaled(self) -> bool:
+        """Whether the kernel takes ``scale_a`` / ``scale_b``."""
+        return self.scale != "none"
+
+    @property
+    def fp8(self) -> bool:
+        """Whether A and B are 8-bit floats."""
+        return self.dtype in FP8_DTYPES
+
+    @property
+    def out_dtype(self) -> str:
+        """The dtype name of C and the bias (bf16 for 8-bit inputs)."""
+        return FP8_OUT if self.fp8 else self.dtype
+
+    @property
+    def element(self) -> Any:
+        """The CuTe DSL element type of A and B."""
+        return DTYPES[self.dtype]
+
+    @property
+    def out_element(self) -> Any:
+        """The CuTe DSL element type of C and the bias."""
+        return DTYPES[self.out_dtype]
+
+    @property
+    def smem_elements(self) -> tuple[Any, Any, Any]:
+        """Element types of the A ring, the B ring and the epilogue buffers."""
+        return self.element, self.element, self.out_element
+
+    @property
+    def tile_k(self) -> int:
+        """K extent of one A / B block: ``k_block_bytes`` of a row (128: 64 16-bit or 128
+        8-bit elements)."""
+        return self.k_block_bytes * 8 // int(self.element.width)
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster."""
+        return self.cluster_mn[0] * self.cluster_mn[1]
+
+    @property
+    def epi_tile(self) -> tuple[int, int]:
+        """One epilogue sub-tile: ``(BM, epi_n)``, or ``(64, epi_n)`` when one warpgroup holds
+        a 128-row tile (ping-pong).
+
+        A sub-tile must be a contiguous run of each thread's accumulator (the epilogue copies
+        run ``j`` into the ``stmatrix`` registers of sub-tile ``j``): a thread's values of one
+        64-row WGMMA block come before those of the next, so a sub-tile may span the rows of
+        several warpgroups (one block each) but not two blocks of one warpgroup.
+        """
+        return (WGMMA_M * self.consumer_wgs, self.epi_n)
+
+    @property
+    def epi_subtiles(self) -> int:
+        """Epilogue sub-tiles per CTA tile (row blocks of ``epi_tile`` times columns)."""
+        return self.tile_mn[0] // self.epi_tile[0] * (self.tile_mn[1] // self.epi_n)
+
+    @property
+    def stage_bytes(self) -> int:
+        """Bytes one A/B stage receives (the TMA transaction count)."""
+        return (self.tile_mn[0] + self.tile_mn[1]) * self.k_block_bytes
+
+    @property
+    def ab_stages(self) -> int:
+        """A/B ring depth (``stages`` or as many as fit)."""
+        if self.stages:
+            return self.stages
+        rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
+        epi_bytes = self.epi_tile[0] * self.epi_n * int(self.out_element.width) // 8
+        epi_bytes *= self.epi_stages * rings
+        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
+
+    @property
+    def max_active_clusters(self) -> int:
+        """Persistent clusters: one CTA per SM."""
+        return SMS // self.cluster_size
+
+
+def fit_swizzle(cfg: GemmConfig, n: int, m: int | None = None) -> GemmConfig:
+    """Fit the scheduler swizzle to a problem with ``N = n`` (and ``M = m``).
+
+    Returns:
+        ``cfg`` with the largest power-of-two swizzle ``<= cfg.swizzle`` that divides the
+        problem's cluster-column count (cluster-row count for ``raster="n"``, which groups
+        rows: then ``m`` is needed), so the scheduler adds no padded, empty tiles.
+    """
+    along_n = cfg.raster == "n"
+    extent, axis = (m, 0) if along_n else (n, 1)
+    if extent is None:
+        raise ValueError("fit_swizzle: raster 'n' groups cluster rows, pass m (the problem's M)")
+    columns = -(-extent // cfg.tile_mn[axis]) // cfg.cluster_mn[axis]
+    swizzle = 1
+    while swizzle * 2 <= cfg.swizzle and columns % (swizzle * 2) == 0:
+        swizzle *= 2
+    return dataclasses.replace(cfg, swizzle=swizzle)
