@@ -78,13 +78,11 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # What session 5 built and could not run (its device time ran out): the 256-byte K blocks
-  # and cooperative 128 x 192 on the edge shapes (split-K too), then the bf16 sweep again
-  # after the warm-up-round fix (its eager column, graph timing beside it).
-  run pending.log 300 python3 -m pytest -q -x -p no:cacheprovider \
-    tests/test_gemm_edge_shapes.py -k "k256 or 128x192"
-  run graph.log 240 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  # What session 6 left: its table was retuned on eight shapes only (the ragged-wave classes,
+  # M = 128, the many-wave ones with the tail split); tune1 / tune2 retune every class with
+  # the 38 templates. Here: every GEMM edge shape after the _gemm_config split, then FP8.
+  run pending.log 400 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
