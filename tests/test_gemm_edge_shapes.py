@@ -135,12 +135,10 @@ def test_gemm_shape(gemm: Any, mnk: tuple[int, int, int]) -> None:
         assert result[name]["ok"], (name, mnk, result[name])
 
 
-@pytest.mark.parametrize("name", list(SPLIT_CONFIGS))
-def test_split_k_shapes(name: str) -> None:
-    """Every chunk count, ragged K, a chunk of zero-filled blocks, K = 0; twice each (the
-    last item of every tile zeroes its counter for the next launch)."""
+def _twice_each(name: str, options: dict[str, Any], shapes: Any) -> None:
+    """Every kernel right on every shape, twice each (a split tile's last item zeroes its
+    counter for the next launch)."""
     module = _module()
-    options, shapes = SPLIT_CONFIGS[name]
     cfg = module.GemmConfig(**options)
     compiled = module.compile_for_gpu(cfg)
     for mnk in shapes:
@@ -148,20 +146,18 @@ def test_split_k_shapes(name: str) -> None:
             result = module.run_case(cfg, compiled, mnk, iters=1, timed=False)
             for kernel in compiled:
                 assert result[kernel]["ok"], (name, kernel, mnk, result[kernel])
+
+
+@pytest.mark.parametrize("name", list(SPLIT_CONFIGS))
+def test_split_k_shapes(name: str) -> None:
+    """Every chunk count, ragged K, a chunk of zero-filled blocks, K = 0."""
+    _twice_each(name, *SPLIT_CONFIGS[name])
 
 
 @pytest.mark.parametrize("name", list(TAIL_CONFIGS))
 def test_tail_split_shapes(name: str) -> None:
-    """Whole tiles and tail chunks in one launch, twice each (the counters reset)."""
-    module = _module()
-    options, shapes = TAIL_CONFIGS[name]
-    cfg = module.GemmConfig(**options)
-    compiled = module.compile_for_gpu(cfg)
-    for mnk in shapes:
-        for _ in range(2):
-            result = module.run_case(cfg, compiled, mnk, iters=1, timed=False)
-            for kernel in compiled:
-                assert result[kernel]["ok"], (name, kernel, mnk, result[kernel])
+    """Whole tiles and tail chunks in one launch."""
+    _twice_each(name, *TAIL_CONFIGS[name])
 
 
 def test_fp8_operands_fp8_cannot_take_are_refused_before_launch() -> None:
