@@ -115,7 +115,7 @@ def _expected(tiles: int, workers: int, chunks: int) -> list[tuple[int, int, int
 
 def _items(tiles: int, workers: int, chunks: int) -> list[tuple[int, int, int]]:
     """The same from the raster's arithmetic (``tail_split_item`` / ``tail_split_parts``)."""
-    from task_scheduling.tiles import tail_split_item, tail_split_parts, tail_split_shape
+    from ts_codegen.tiles_raster import tail_split_item, tail_split_parts, tail_split_shape
 
     first, count = tail_split_shape(tiles, workers, chunks)
     out = []
@@ -176,8 +176,8 @@ def test_every_cta_gets_the_same_work(tiles: int, workers: int, chunks: int) -> 
 def test_kernel_raster_deals_the_tail(along_m: bool, swizzle: int) -> None:
     """``TileRaster(tail_split=...)``'s kernel arithmetic on Python integers: whole tiles in
     the plain raster's order, then the last ones' chunks, the padding of a swizzle counted."""
-    from task_scheduling.tiles import TileRaster, raster_shape
-    from ts_codegen.tiles_raster import raster_order
+    from ts_codegen import TileRaster
+    from ts_codegen.tiles_raster import raster_order, raster_shape
 
     for shape in ((5, 7, 1), (24, 20, 1), (3, 3, 1), (12, 11, 1)):
         for chunks in (2, 3):
@@ -195,7 +195,7 @@ def test_kernel_raster_deals_the_tail(along_m: bool, swizzle: int) -> None:
 
 
 def test_tail_raster_refuses_clusters_and_batches() -> None:
-    from task_scheduling.tiles import TileRaster
+    from ts_codegen import TileRaster
 
     with pytest.raises(ValueError, match="1 x 1 clusters"):
         TileRaster((4, 4, 1), (2, 1, 1), tail_split=2, workers=132)
