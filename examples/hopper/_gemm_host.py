@@ -1,4 +1,4 @@
-"""The Hopper GEMM on the host: inputs, the torch reference, timing, the CLI options.
+"""The Hopper GEMM on the host: inputs, the torch reference, checks, timing.
 
 Used by ``gemm.py``, ``bench/gemm.py`` and ``bench/gemm_sweep.py``. FP8 (``dtype="e4m3"``):
 A and B are ``torch.float8_e4m3fn`` (rounded from randn), C is bf16, the scales fp32 (random in
@@ -8,7 +8,6 @@ scales, and ``torch._scaled_mm`` is the baseline.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 from typing import Any
@@ -18,17 +17,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 import cutlass.cute as cute
 from _gemm_config import (
-    CLUSTERS,
-    DTYPES,
-    KERNELS,
-    LAYOUTS,
-    RASTERS,
-    SCALES,
-    SCHEDULERS,
-    TILES,
-    WGMMA_M,
     GemmConfig,
-    fit_swizzle,
 )
 from _timing import GraphTimer, best_of_rounds, cu_stream, time_ms
 from cutlass.tensor_utils import LayoutEnum
@@ -620,184 +609,3 @@ def _graph_timers(binds: dict[str, Any], iters: int, result: dict[str, Any]) -> 
         except Exception as e:  # e.g. a launch path that synchronizes: eager timing stays
             result.setdefault(name, {})["graph_error"] = f"{type(e).__name__}: {e}"[:300]
     return timers
-
-
-SCHEDULE_FLAGS = (
-    "tile",
-    "cluster",
-    "scheduler",
-    "kernel",
-    "stages",
-    "swizzle",
-    "raster",
-    "epi_n",
-    "epi_stages",
-    "split_k",
-    "k_block_bytes",
-)
-"""The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
-whichever of them the command line does not give from the per-shape table."""
-
-
-def _explicit(args: argparse.Namespace) -> dict[str, Any]:
-    """The schedule fields the command line gives (an option left out is None)."""
-    out: dict[str, Any] = {}
-    for flag in SCHEDULE_FLAGS:
-        value = getattr(args, flag, None)
-        if value is None:
-            continue
-        if flag in ("tile", "cluster"):
-            m, n = (int(x) for x in value.split("x"))
-            out[f"{flag}_mn"] = (m, n)
-        else:
-            out[flag] = value
-    return out
-
-
-def parse_config(args: argparse.Namespace) -> GemmConfig:
-    """A ``GemmConfig`` from the CLI options (``GemmConfig``'s defaults for those left out).
-
-    This is the fixed configuration (``--config default``); ``config_for`` applies
-    ``--config auto`` for one problem shape.
-    """
-    return dataclasses.replace(_math_config(args), **_explicit(args))
-
-
-def _math_config(args: argparse.Namespace) -> GemmConfig:
-    """The options that set what is computed (dtype, layout, epilogue, scales), no schedule."""
-    return GemmConfig(
-        dtype=DTYPE_ALIASES.get(args.dtype, args.dtype),
-        layout=args.layout,
-        alpha=args.alpha,
-        beta=args.beta,
-        bias=args.bias,
-        scale=args.scale,
-        promote_every=getattr(args, "promote_every", None),
-    )
-
-
-def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
-    """The configuration for one problem: ``(cfg, source)``, the swizzle fitted to it.
-
-    ``--config auto`` (the default) takes the schedule from the per-shape table
-    (``_gemm_table.pick``: the shape's class, or the fallback rule) and then the schedule
-    options the command line gives; ``--config default`` takes ``GemmConfig``'s defaults
-    instead. ``source`` says which (``table:<class>``, ``rule:<class>``, ``default``), with
-    ``+flags`` when options overrode it. Options that do not fit the pick (another kind of
-    schedule) fill in from ``GemmConfig``'s defaults instead (``default+flags``).
-
-    Raises:
-        ValueError: The options make no valid configuration with the pick nor with the
-            defaults.
-    """
-    from _gemm_table import pick
-
-    if getattr(args, "config", "auto") != "auto":
-        return fit_swizzle(parse_config(args), mnk[1], mnk[0]), "default"
-    picked, source = pick(mnk, _math_config(args))
-    explicit = _explicit(args)
-    try:
-        cfg = dataclasses.replace(picked, **explicit)
-        if _new_pingpong128(picked, cfg, explicit):
-            raise ValueError("a ping-pong 128-row tile nobody asked for")
-    except ValueError:
-        # The options ask for another kind of schedule than the pick (e.g. ping-pong where the
-        # table has a 2 x 1 cluster): they fill in from GemmConfig's defaults instead.
-        try:
-            cfg, source = parse_config(args), f"default+flags (not {source})"
-        except ValueError as e:
-            raise ValueError(
-                f"the options {sorted(explicit)} make no valid configuration, neither on "
-                f"--config auto's pick ({source}) nor on the defaults: {e}"
-            ) from e
-        return fit_swizzle(cfg, mnk[1], mnk[0]), source
-    return fit_swizzle(cfg, mnk[1], mnk[0]), source + ("+flags" if explicit else "")
-
-
-def _new_pingpong128(picked: GemmConfig, cfg: GemmConfig, explicit: dict[str, Any]) -> bool:
-    """Whether options that did not name the kernel turned the pick's 64-row ping-pong into a
-    128-row one (``--tile 128x128`` on a 64 x 128 ping-pong pick): that kernel is taken only
-    when asked for (``--kernel pingpong``) or picked by the table, not by default
-    (``_gemm_table.RULE_PINGPONG128``), so such options fill in from the defaults instead."""
-    big = cfg.pingpong and cfg.tile_mn[0] > WGMMA_M
-    return big and "kernel" not in explicit and picked.tile_mn[0] == WGMMA_M
-
-
-def add_config_args(parser: argparse.ArgumentParser) -> None:
-    """The kernel-configuration options (shared with ``bench/gemm.py``).
-
-    The schedule options default to None (``GemmConfig``'s value, or with ``--config auto``
-    the per-shape table's) so that ``config_for`` can tell which ones were given.
-    """
-    parser.add_argument(
-        "--config",
-        choices=("auto", "default"),
-        default="auto",
-        help="auto: the schedule from the per-shape table (examples/hopper/gemm_table.json) "
-        "or its fallback rule, then the schedule options given; default: GemmConfig's "
-        "defaults and the options given",
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=sorted([*DTYPES, *DTYPE_ALIASES]),
-        default="bf16",
-        help="A and B (C too, but bf16 for e4m3; fp8 = e4m3)",
-    )
-    parser.add_argument("--tile", choices=[f"{m}x{n}" for m, n in TILES], default=None)
-    parser.add_argument("--cluster", choices=[f"{m}x{n}" for m, n in CLUSTERS], default=None)
-    parser.add_argument("--scheduler", choices=list(SCHEDULERS), default=None)
-    parser.add_argument(
-        "--kernel",
-        choices=list(KERNELS),
-        default=None,
-        help="consumer warpgroups share each tile (cooperative) or take tiles in turns "
-        "(pingpong: 64-row, 128x128 or 128x192 tiles, static scheduler)",
-    )
-    parser.add_argument("--stages", type=int, default=None, help="A/B stages (0: as many as fit)")
-    parser.add_argument(
-        "--swizzle", type=int, default=None, help="max tile-scheduler swizzle (fit per problem)"
-    )
-    parser.add_argument(
-        "--raster", choices=list(RASTERS), default=None, help="tile order: along M or along N"
-    )
-    parser.add_argument("--epi-n", type=int, default=None, help="epilogue sub-tile columns")
-    parser.add_argument("--epi-stages", type=int, default=None, help="epilogue SMEM buffers")
-    parser.add_argument(
-        "--layout",
-        choices=sorted(LAYOUTS),
-        default="tn",
-        help="operand majors, A then B (B read as K x N): tn = both K-major, nn = A M-major, "
-        "tt = B N-major, nt = A M-major and B N-major",
-    )
-    parser.add_argument("--alpha", type=float, default=1.0, help="C = alpha * A @ B^T + ...")
-    parser.add_argument("--beta", type=float, default=0.0, help="... + beta * C (C read first)")
-    parser.add_argument("--bias", action="store_true", help="... + bias[n] (an N-vector)")
-    parser.add_argument(
-        "--scale",
-        choices=list(SCALES),
-        default="none",
-        help="C = scale_a * scale_b * (A @ B^T) ...: fp32 scalars (tensor) or scale_a[m] * "
-        "scale_b[n] (rowwise), applied in the epilogue",
-    )
-    parser.add_argument(
-        "--split-k",
-        type=int,
-        default=None,
-        help="split each output tile's K blocks into this many chunks, summed in a fixed "
-        "order by the tile's last chunk (1: off; cooperative, static scheduler, 1x1)",
-    )
-    parser.add_argument(
-        "--k-block-bytes",
-        type=int,
-        default=None,
-        choices=(128, 256),
-        help="bytes of each operand row per K block: 128 (one swizzle atom) or 256 (two TMA "
-        "boxes per operand and stage, half the stages)",
-    )
-    parser.add_argument(
-        "--promote-every",
-        type=int,
-        default=None,
-        help="two-level accumulation: add the WGMMA accumulator into an fp32 total every this "
-        "many K blocks (0: off; default: 4 for FP8 on tiles with BN <= 128, else off)",
-    )

@@ -60,7 +60,7 @@ values. The hand-written twin (``_gemm_twin.py``) is plain CuTe DSL around small
 trace-time builders; ``GemmConfig`` in ``_gemm_config.py``; ``epilogue_store`` and the fused
 epilogue step both use in ``_gemm_epilogue.py``; two-level accumulation in
 ``_gemm_promote.py``, split-K in ``_gemm_split.py``); ``_gemm_host.py`` holds the inputs, the
-torch reference, timing and the CLI options.
+torch reference and timing, ``_gemm_cli.py`` the command-line options.
 
 Usage::
 
@@ -88,15 +88,14 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 
 import cutlass
 import cutlass.cute as cute
+from _gemm_cli import add_config_args, config_for
 from _gemm_config import DEFAULT_MNK, GEMM_KINDS, LOAD_WARP, PRODUCER_REGS, WARPGROUP, GemmConfig
 
 # The configuration and steps, the twins and the host helpers live beside this file.
 from _gemm_epilogue import epilogue_fuse
 from _gemm_host import (
     OPERANDS,
-    add_config_args,
     compile_args,
-    config_for,
     fake_operands,
     kernel_args,
     make_bias,
@@ -163,7 +162,13 @@ class GemmTask(Task):
     def item_blocks(self, work_tile_coord: Any) -> Any:
         """The K blocks of the work item at ``work_tile_coord``."""
         if self.blocks is None:
-            raise ValueError(f"task {self.name!r} has no per-item K block count")
+            raise RuntimeConfigError(
+                f"domain_loop(GemmTask.item_blocks) in task {self.name!r}, which has no "
+                "per-item K block count",
+                task=self.name,
+                fix="pass GemmTask(..., blocks=<work tile coord -> K blocks>), or loop over "
+                "the kernel value k_tiles",
+            )
         return self.blocks(work_tile_coord)
 
 
@@ -580,16 +585,6 @@ def compile_for_gpu(cfg: GemmConfig, only: tuple[str, ...] = ()) -> dict[str, An
     }
 
 
-TAIL_SCHEDULE = (
-    ("split_k", "split_k", 1),
-    ("kernel", "kernel", "cooperative"),
-    ("scheduler", "scheduler", "static"),
-    ("cluster", "cluster_mn", (1, 1)),
-)
-"""``(option, GemmConfig field, value)``: what ``--tail-split`` sets where the option is not
-given (a tail split's restrictions)."""
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--compile-only", action="store_true", help="CPU: compile, count PTX")
@@ -598,27 +593,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--iters", type=int, default=20, help="timed launches (GPU run)")
     add_config_args(parser)
-    parser.add_argument(
-        "--tail-split",
-        type=int,
-        default=None,
-        help="split only the last, ragged round's tiles into this many K chunks, summed as "
-        "split-K's (1: off; cooperative, static scheduler, 1x1, not with --split-k)",
-    )
     args = parser.parse_args(argv)
     mnk = (args.mnk[0], args.mnk[1], args.mnk[2])
     try:
         # --config auto (the default): the per-shape table's schedule for this shape
         cfg, source = config_for(args, mnk)
-        if args.tail_split not in (None, 1):
-            # On the pick's tiles, with what a tail split runs on (1 x 1, cooperative, static,
-            # no split-K) wherever the command line leaves that to the pick (a fitted swizzle
-            # still divides the tile grid with 1 x 1 clusters).
-            fields: dict[str, Any] = {
-                f: v for flag, f, v in TAIL_SCHEDULE if getattr(args, flag) is None
-            }
-            cfg = dataclasses.replace(cfg, tail_split=args.tail_split, **fields)
-            source += "+tail_split"
     except ValueError as e:  # GemmConfig's checks (typed TS errors among them): a usage error
         parser.error(str(e))
     if args.compile_only:

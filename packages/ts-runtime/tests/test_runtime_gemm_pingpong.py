@@ -218,20 +218,20 @@ def test_rule_takes_pingpong_128_only_when_flagged(table: Any, gemm: Any) -> Non
 def test_cli_takes_pingpong_128_only_when_asked(gemm: Any, table: Any, monkeypatch: Any) -> None:
     """``--tile 128x128`` on a 64-row ping-pong pick stays cooperative (as tools/gpu_batch.sh
     expects); ``--kernel pingpong`` asks for the 128-row ping-pong."""
-    host: Any = importlib.import_module("_gemm_host")
+    cli: Any = importlib.import_module("_gemm_cli")
 
     def rule_pick(mnk: Any, base: Any) -> Any:
         return table.rule_config(mnk, base), "rule:test"
 
     monkeypatch.setattr(table, "pick", rule_pick)
     parser = argparse.ArgumentParser()
-    host.add_config_args(parser)
+    cli.add_config_args(parser)
     odd = (1003, 1501, 707)
     assert rule_pick(odd, gemm.GemmConfig())[0].tile_mn == (64, 128)  # a 64-row ping-pong pick
-    cfg, source = host.config_for(parser.parse_args(["--tile", "128x128"]), odd)
+    cfg, source = cli.config_for(parser.parse_args(["--tile", "128x128"]), odd)
     assert (cfg.kernel, cfg.tile_mn) == ("cooperative", (128, 128))
     assert source.startswith("default+flags")
     asked = ["--tile", "128x128", "--kernel", "pingpong"]
-    cfg, source = host.config_for(parser.parse_args(asked), odd)
+    cfg, source = cli.config_for(parser.parse_args(asked), odd)
     assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
     assert source == "rule:test+flags"

@@ -360,28 +360,28 @@ def _rule_table(tune: Any, table: Any, gemm: Any, path: Path) -> dict[str, Any]:
 def test_config_auto_and_overrides(
     tune: Any, gemm: Any, table: Any, steps: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    _gemm_host: Any = importlib.import_module("_gemm_host")
+    _gemm_cli: Any = importlib.import_module("_gemm_cli")
     _rule_table(tune, table, gemm, tmp_path / "rule.json")
     monkeypatch.setenv("TS_GEMM_TABLE", str(tmp_path / "rule.json"))
     mnk = (2048, 2048, 2048)
-    cfg, source = _gemm_host.config_for(_args(gemm), mnk)
+    cfg, source = _gemm_cli.config_for(_args(gemm), mnk)
     picked, _ = table.pick(mnk, gemm.GemmConfig())
     assert source == "table:Mm-Nm-Km-W0" and cfg == steps.fit_swizzle(picked, 2048, 2048)
-    cfg, source = _gemm_host.config_for(_args(gemm, "--cluster", "1x2", "--stages", "3"), mnk)
+    cfg, source = _gemm_cli.config_for(_args(gemm, "--cluster", "1x2", "--stages", "3"), mnk)
     assert (cfg.cluster_mn, cfg.stages, cfg.tile_mn) == ((1, 2), 3, picked.tile_mn)
     assert source.endswith("+flags")
-    cfg, source = _gemm_host.config_for(_args(gemm, "--config", "default"), mnk)
+    cfg, source = _gemm_cli.config_for(_args(gemm, "--config", "default"), mnk)
     assert source == "default" and dataclasses.replace(cfg, swizzle=8) == gemm.GemmConfig()
     with pytest.raises(ValueError, match="no valid configuration"):
-        _gemm_host.config_for(_args(gemm, "--kernel", "pingpong"), (8192, 8192, 8192))
+        _gemm_cli.config_for(_args(gemm, "--kernel", "pingpong"), (8192, 8192, 8192))
     # the rule picks 64 x 128 ping-pong here; a cooperative cluster request fills in from
     # the defaults instead (as tools/gpu_batch.sh asks)
     odd = (1003, 1501, 707)
     assert table.pick(odd, gemm.GemmConfig())[0].kernel == "pingpong"
-    cfg, source = _gemm_host.config_for(_args(gemm, "--tile", "128x128", "--cluster", "2x1"), odd)
+    cfg, source = _gemm_cli.config_for(_args(gemm, "--tile", "128x128", "--cluster", "2x1"), odd)
     assert source.startswith("default+flags") and cfg.kernel == "cooperative"
     assert (cfg.tile_mn, cfg.cluster_mn) == ((128, 128), (2, 1))
-    cfg, source = _gemm_host.config_for(_args(gemm, "--scheduler", "dynamic"), odd)
+    cfg, source = _gemm_cli.config_for(_args(gemm, "--scheduler", "dynamic"), odd)
     assert cfg.dynamic and cfg.tile_mn == (128, 256) and source.startswith("default+flags")
 
 
