@@ -4,9 +4,10 @@ An empty M or N once killed the process (a fast-divmod divisor of 0 built on the
 K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> bf16, per-tensor
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), split-K and the tail split
-(bf16, and FP8 with promotion) on shapes of their own, and the operands FP8 cannot take
-(K-contiguous rows not a multiple of 16 bytes, an N-major operand) refused with a typed error
-before any launch. Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
+(bf16, and FP8 with promotion; with and without clusters) on shapes of their own, and the
+operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an N-major operand)
+refused with a typed error before any launch. Runs where torch, the CuTe DSL and a CUDA GPU
+are; skipped elsewhere.
 """
 
 from __future__ import annotations
@@ -111,6 +112,18 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
     "bf16-tail4-fused": (
         {"tile_mn": (128, 128), "tail_split": 4, "beta": 1.0, "bias": True, "swizzle": 1},
         [(1003, 1501, 300), (2000, 1800, 256), (1, 4096, 64)],
+    ),
+    # Clusters: the tail's items are cluster tiles (66 clusters of two), one slot per CTA
+    # tile; a cluster tile half past the problem (one tile row or column) hands over only
+    # its tile inside; 1536 x 1408 is 66 cluster tiles, no tail.
+    "e4m3-tail3-c2x1": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "cluster_mn": (2, 1)}
+        | {"tail_split": 3},
+        [(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    "bf16-tail2-c1x2": (
+        {"cluster_mn": (1, 2), "tail_split": 2},
+        [(3000, 5000, 1000), (129, 257, 65), (7, 9, 13), (1003, 1501, 0), (0, 1501, 707)],
     ),
 }
 

@@ -86,7 +86,6 @@ TAIL_SCHEDULE = (
     ("split_k", "split_k", 1),
     ("kernel", "kernel", "cooperative"),
     ("scheduler", "scheduler", "static"),
-    ("cluster", "cluster_mn", (1, 1)),
 )
 """``(option, GemmConfig field, value)``: what ``--tail-split`` sets where the option is not
 given (a tail split's restrictions)."""
@@ -94,9 +93,9 @@ given (a tail split's restrictions)."""
 
 def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
     """``_schedule_for``'s configuration, with ``--tail-split S`` (``S > 1``) on it: the
-    pick's tiles, with what a tail split runs on (1 x 1, cooperative, static, no split-K)
-    wherever the command line leaves that to the pick (``TAIL_SCHEDULE``; a fitted swizzle
-    still divides the tile grid with 1 x 1 clusters). ``source`` then ends ``+tail_split``.
+    pick's tiles and cluster, with what a tail split runs on (cooperative, static, no
+    split-K) wherever the command line leaves that to the pick (``TAIL_SCHEDULE``).
+    ``source`` then ends ``+tail_split``.
 
     Raises:
         ValueError: The options make no valid configuration (``GemmConfig``'s typed errors).

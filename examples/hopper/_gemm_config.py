@@ -275,13 +275,18 @@ class GemmConfig:
                     resource="c",
                     fix=f"pass {name}=1 (off) or a small chunk count such as 2 or 4",
                 )
-            if split > 1 and (self.pingpong or self.dynamic or self.cluster_size > 1):
+            # A tail split deals cluster tiles (each CTA of a cluster takes the same K chunk of
+            # its own tile); split-K's chunk is the L coordinate of each CTA tile: 1 x 1 only.
+            clustered = self.cluster_size > 1 and name == "split_k"
+            if split > 1 and (self.pingpong or self.dynamic or clustered):
+                needs = "and 1 x 1 clusters" if name == "split_k" else "(any cluster)"
                 raise RuntimeConfigError(
                     f"GemmConfig({name}={split}, kernel={self.kernel!r}, scheduler="
-                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): split-K runs on the "
-                    "cooperative kernel with the static scheduler and 1 x 1 clusters",
+                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): {name} runs on the "
+                    f"cooperative kernel with the static scheduler {needs}",
                     resource="c",
-                    fix="use kernel='cooperative', scheduler='static', cluster_mn=(1, 1)",
+                    fix="use kernel='cooperative', scheduler='static'"
+                    + (", cluster_mn=(1, 1)" if name == "split_k" else ""),
                 )
         if self.split_k > 1 and self.tail_split > 1:
             raise RuntimeConfigError(

@@ -23,7 +23,7 @@ import cutlass
 import cutlass.cute as cute
 from _gemm_config import GemmConfig
 from _gemm_steps import value_chunks
-from cutlass.base_dsl.ast_helpers import range_constexpr
+from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cutlass_dsl import Constexpr
 
 from task_scheduling.tiles import raster_shape, tail_split_shape
@@ -110,12 +110,16 @@ def tail_reduce(
     tidx: Any,
     threads: Constexpr[int],
     in_grid: Any,
+    ranks: Constexpr[int],
+    rank: Any,
 ) -> Any:
-    """``split_reduce`` for a tail chunk (slot and counter: its tail tile); True for a whole
-    tile, which holds its sum already."""
+    """``split_reduce`` for a tail chunk (slot and counter: CTA ``rank`` of the ``ranks`` in
+    its tail cluster tile); True for a whole tile, which holds its sum already."""
     last = cutlass.Boolean(True)
     if l_coord >= chunks:
         tile = l_coord // chunks - 1
+        if const_expr(ranks > 1):  # one slot per CTA of the cluster
+            tile = tile * ranks + rank
         chunk = l_coord % chunks
         last = split_reduce(
             acc, workspace, counters, flag, bar, tile, chunk, chunks, tidx, threads, in_grid
@@ -124,16 +128,16 @@ def tail_reduce(
 
 
 def tail_tiles(cfg: GemmConfig, m: int, n: int) -> int:
-    """The tiles of the last, ragged round of an ``M x N`` problem (0 without a tail split):
-    ``T mod P`` for the scheduler's ``T`` tile indices (swizzle padding included, none with a
-    fitted swizzle) on ``P = max_active_clusters`` CTAs, as ``make_scheduler_params`` deals
-    them."""
+    """The CTA tiles of the last, ragged round of an ``M x N`` problem (0 without a tail
+    split): ``T mod P`` for the scheduler's ``T`` cluster tile indices (swizzle padding
+    included, none with a fitted swizzle) on ``P = max_active_clusters`` clusters, as
+    ``make_scheduler_params`` deals them, times the CTAs of a cluster (one slot each)."""
     if not cfg.tail:
         return 0
     grid = (-(-m // cfg.tile_mn[0]), -(-n // cfg.tile_mn[1]), 1)
-    tiles = raster_shape(grid, (1, 1), cfg.swizzle, cfg.raster == "m").num_tiles()
+    tiles = raster_shape(grid, cfg.cluster_mn, cfg.swizzle, cfg.raster == "m").num_tiles()
     first, _ = tail_split_shape(tiles, cfg.max_active_clusters, cfg.tail_split)
-    return int(tiles - first)
+    return int(tiles - first) * cfg.cluster_size
 
 
 def tail_workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:

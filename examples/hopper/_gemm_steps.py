@@ -96,10 +96,9 @@ def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
     # Split-K: the K chunk of a work item is its L coordinate (1 without a split).
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), cfg.split_k)
     along_m = cfg.raster == "m"
-    if cfg.tail:  # the round count is that of the launch's grid: max_active_clusters CTAs
-        tail = {"tail_split": cfg.tail_split, "workers": cfg.max_active_clusters}
-        return TileRaster(tiles, (1, 1, 1), cfg.swizzle, raster_along_m=along_m, **tail)
-    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=along_m)
+    # A tail split's rounds are those of the launch's grid: max_active_clusters clusters.
+    tail = {"tail_split": cfg.tail_split, "workers": cfg.max_active_clusters} if cfg.tail else {}
+    return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=along_m, **tail)
 
 
 def chunk_blocks(cfg: GemmConfig, t_a: Any) -> Any:

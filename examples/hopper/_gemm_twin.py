@@ -255,7 +255,10 @@ def twin_kernel(
                 # A whole tile stores; a tail chunk hands over, the tile's last sums and stores.
                 tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
                 hand = (out, workspace, ctr, flag, bar, chunk, cfg.tail_split, tidx_c, threads)
-                if tail_reduce(*hand, (m < tiles_m) & (n < tiles_n)):
+                grid = (m < tiles_m) & (n < tiles_n)
+                cm, cn = cfg.cluster_mn  # the tile's slot among its cluster tile's
+                rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
+                if tail_reduce(*hand, grid, cfg.cluster_size, rank):
                     epilogue_store(
                         cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
                         scale_a, scale_b,

@@ -281,7 +281,9 @@ def gemm_kernel(
             rows = k.value("tiles_m", lambda: cute.ceil_div(cute.size(t_c, mode=[0]), bm))
             cols = k.value("tiles_n", lambda: cute.ceil_div(cute.size(t_c, mode=[1]), bn))
             chunks = max(cfg.split_k, cfg.tail_split)
-            split = SplitK(chunks, workspace, counters, flag, rows, cols, 1, tail=cfg.tail)
+            # A tail split's slots are per CTA tile of a tail cluster tile.
+            cluster = cfg.cluster_mn if cfg.tail else (1, 1)
+            split = SplitK(chunks, workspace, counters, flag, rows, cols, 1, cfg.tail, cluster)
             accs[0].split = split
 
         def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile

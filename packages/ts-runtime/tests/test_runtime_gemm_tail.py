@@ -62,8 +62,6 @@ def test_bad_tail_split_is_a_typed_error(gemm: Any, bad: Any) -> None:
     [
         {"tile_mn": (64, 128), "kernel": "pingpong"},
         {"scheduler": "dynamic"},
-        {"cluster_mn": (2, 1)},
-        {"cluster_mn": (1, 2)},
     ],
 )
 def test_tail_split_needs_the_static_cooperative_kernel(gemm: Any, options: dict[str, Any]) -> None:
@@ -71,6 +69,16 @@ def test_tail_split_needs_the_static_cooperative_kernel(gemm: Any, options: dict
 
     with pytest.raises(RuntimeConfigError, match=r"tail_split=2, .*cooperative kernel") as err:
         gemm.GemmConfig(tail_split=2, **options)
+    assert "scheduler='static'" in err.value.fix and "cluster_mn" not in err.value.fix
+
+
+@pytest.mark.parametrize("cluster", [(2, 1), (1, 2)])
+def test_tail_split_takes_clusters_split_k_does_not(gemm: Any, cluster: tuple[int, int]) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    assert gemm.GemmConfig(tail_split=2, cluster_mn=cluster).tail
+    with pytest.raises(RuntimeConfigError, match=r"split_k=2, .*1 x 1 clusters") as err:
+        gemm.GemmConfig(tile_mn=(128, 128), split_k=2, cluster_mn=cluster)
     assert "cluster_mn=(1, 1)" in err.value.fix
 
 
@@ -88,19 +96,22 @@ def test_tail_split_and_split_k_exclude_each_other(gemm: Any) -> None:
 def test_cli_takes_tail_split(gemm: Any, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         gemm.main(
-            ["--config", "default", "--cluster", "2x1", "--tail-split", "2", "--compile-only"]
+            ["--config", "default", "--scheduler", "dynamic", "--tail-split", "2", "--compile-only"]
         )
     assert "tail_split=2" in capsys.readouterr().err
 
 
 def test_cli_tail_split_on_the_table_pick(gemm: Any, capsys: pytest.CaptureFixture[str]) -> None:
-    """``--config auto``: the pick's tiles, with 1 x 1, cooperative, static and no split-K
-    where the command line leaves them to the pick."""
-    assert gemm.main(["--compile-only", "--mnk", "3000", "5000", "4000", "--tail-split", "2"]) == 0
+    """``--config auto``: the pick's tiles and cluster, with cooperative, static and no
+    split-K where the command line leaves them to the pick."""
+    mnk = ["--mnk", "3000", "5000", "4000"]
+    assert gemm.main(["--compile-only", *mnk, "--tail-split", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     cfg = out["config"]
+    pick, _ = importlib.import_module("_gemm_table").pick((3000, 5000, 4000))
     assert out["config_source"].endswith("+tail_split") and out["same_counts"]
-    assert (cfg["tail_split"], cfg["split_k"], cfg["cluster_mn"]) == (2, 1, [1, 1])
+    assert (cfg["tail_split"], cfg["split_k"]) == (2, 1)
+    assert (cfg["tile_mn"], cfg["cluster_mn"]) == (list(pick.tile_mn), list(pick.cluster_mn))
     assert (cfg["kernel"], cfg["scheduler"]) == ("cooperative", "static")
 
 
@@ -194,11 +205,30 @@ def test_kernel_raster_deals_the_tail(along_m: bool, swizzle: int) -> None:
             assert grid == (1, 1, min(13, max(1, len(want))))
 
 
-def test_tail_raster_refuses_clusters_and_batches() -> None:
+@pytest.mark.parametrize("cluster", [(2, 1), (1, 2), (2, 2)])
+def test_kernel_raster_deals_cluster_tiles(cluster: tuple[int, int]) -> None:
+    """With clusters the items are cluster tiles: the plain raster's cluster tiles whole, then
+    the last round's (of ``workers`` clusters) in chunks; every CTA of a cluster gets the same
+    item, on its own tile of the cluster tile (``PersistentTiles.tile``: ``c * cm + rank``)."""
+    from ts_codegen import TileRaster
+    from ts_codegen.tiles_raster import raster_order
+
+    shape = (24, 40, 1)  # 3000 x 5000 in 128 x 128 tiles
+    workers = 132 // (cluster[0] * cluster[1])
+    raster = TileRaster(shape, (*cluster, 1), 4, True, tail_split=3, workers=workers)
+    order = list(raster_order(shape, cluster, 4, True))  # cluster tiles
+    assert len(order) == (24 // cluster[0]) * (40 // cluster[1])
+    want = [
+        (*order[t][:2], 0 if n == 1 else 3 * (1 + t - raster.tail_first) + c)
+        for t, c, n in _expected(len(order), workers, 3)
+    ]
+    assert [raster.cluster_coord(i) for i in range(raster.num_tiles)] == want
+    assert raster.get_grid_shape(workers) == (*cluster, workers)
+
+
+def test_tail_raster_refuses_batches() -> None:
     from ts_codegen import TileRaster
 
-    with pytest.raises(ValueError, match="1 x 1 clusters"):
-        TileRaster((4, 4, 1), (2, 1, 1), tail_split=2, workers=132)
     with pytest.raises(ValueError, match="one batch"):
         TileRaster((4, 4, 2), tail_split=2, workers=132)
     with pytest.raises(ValueError, match="workers >= 1"):
@@ -226,6 +256,11 @@ def test_tail_sizes(gemm: Any, split: Any) -> None:
     # an unfitted swizzle pads 20 tile columns to 24: 576 indices, 48 in the tail
     assert split.tail_tiles(gemm.GemmConfig(tail_split=2, swizzle=8), 3000, 5000) == 48
     assert split.tail_tiles(gemm.GemmConfig(), 3000, 5000) == 0
+    # clusters of two: 480 cluster tiles on 66 clusters leave 18, two CTA tiles each
+    for cluster in ((2, 1), (1, 2)):
+        pair = fit(dataclasses.replace(fp8, cluster_mn=cluster), 5000, 3000)
+        assert split.tail_tiles(pair, 3000, 5000) == 36
+        assert split.tail_workspace_elements(pair, 3000, 5000) == 36 * 3 * 128 * 128
 
 
 # -- the plan and the PTX ------------------------------------------------------------------------
@@ -251,6 +286,8 @@ TAIL: list[dict[str, Any]] = [
     {"tile_mn": (64, 128), "tail_split": 3, "layout": "nt"},  # MN-major operands
     {"tile_mn": (128, 192), "epi_stages": 3, "tail_split": 2},
     {"tile_mn": (128, 128), "k_block_bytes": 256, "tail_split": 2, "dtype": "e4m3"},
+    {"tile_mn": (128, 128), "cluster_mn": (2, 1), "tail_split": 3, "dtype": "e4m3"},  # clusters
+    {"cluster_mn": (1, 2), "tail_split": 2},
 ]
 
 

@@ -233,6 +233,9 @@ class SplitK:
             ``chunks * (1 + j) + c`` for chunk ``c`` of tail tile ``j``, whose workspace slot
             and counter are ``j`` (``r x chunks x BM x BN`` elements and ``r`` counters for
             ``r`` tail tiles).
+        cluster_mn: With ``tail``: the cluster shape in tiles. Tail tile ``j`` is then a
+            cluster tile; its CTA tile ``(m, n)`` hands over through slot and counter
+            ``j * cm * cn + m % cm + (n % cn) * cm`` (``cm * cn`` times the slots).
     """
 
     chunks: int
@@ -243,6 +246,7 @@ class SplitK:
     tiles_n: Any
     barrier_id: int
     tail: bool = False
+    cluster_mn: tuple[int, int] = (1, 1)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -366,6 +370,8 @@ class WgmmaAccumulator(MemoryResource):
         m, n, chunk = stage_info.work_tile.tile_idx
         threads = self.tile_mn[0] // 64 * 128  # the task's warpgroups, one per 64 rows
         if split.tail:  # the L coordinate says whole tile or which chunk of which tail tile
+            cm, cn = split.cluster_mn  # the CTA tile's number in its cluster tile
+            rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
             return wgmma.tail_reduce(
                 self.result,
                 split.workspace,
@@ -377,6 +383,8 @@ class WgmmaAccumulator(MemoryResource):
                 self.tidx,
                 threads,
                 (m < split.tiles_m) & (n < split.tiles_n),
+                cm * cn,
+                rank,
             )
         return wgmma.split_reduce(
             self.result,

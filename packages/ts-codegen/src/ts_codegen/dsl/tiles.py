@@ -173,8 +173,9 @@ class TileRaster:
             are then items: the first ``T - r`` tiles whole, the last ``r = T mod workers``
             in ``tail_split`` chunks each (:func:`ts_codegen.tiles_raster.tail_split_item`;
             the L coordinate says which, :func:`ts_codegen.tiles_raster.tail_split_parts`).
-            1 x 1 clusters, one batch.
-        workers: With ``tail_split``: the persistent CTAs ``P`` the grid holds (static).
+            One batch. With clusters the tiles are cluster tiles: every CTA of a cluster runs
+            the same item on its own tile (the same K chunk, so multicast loads still match).
+        workers: With ``tail_split``: the persistent clusters ``P`` the grid holds (static).
 
     Attributes:
         num_tiles: How many work indices there are (cluster tiles, swizzle padding included;
@@ -207,11 +208,11 @@ class TileRaster:
         self.tail_split = tail_split
         self.tail_first: Any = None
         if tail_split > 1:
-            # The L coordinate carries the chunk, so there is no room for a batch or a cluster.
-            if cluster != (1, 1) or not (_is_static(tiles[2]) and tiles[2] == 1) or workers < 1:
+            # The L coordinate carries the chunk, so there is no room for a batch.
+            if not (_is_static(tiles[2]) and tiles[2] == 1) or workers < 1:
                 raise ValueError(
-                    f"tail_split={tail_split} needs 1 x 1 clusters, one batch and workers >= 1 "
-                    f"(got cluster {cluster}, l {tiles[2]!r}, workers {workers})"
+                    f"tail_split={tail_split} needs one batch and workers >= 1 "
+                    f"(got l {tiles[2]!r}, workers {workers})"
                 )
             self.tail_first, self.num_tiles = tail_split_shape(self.num_tiles, workers, tail_split)
         self._shape = RasterShape(

@@ -350,16 +350,22 @@ def tail_reduce(
     tidx: Any,
     threads: Constexpr[int],
     in_grid: Any,
+    ranks: Constexpr[int] = 1,
+    rank: Any = 0,
 ) -> Any:
     """Tail split: :func:`split_reduce` for a chunk of a tail tile, nothing for a whole tile.
 
     ``l_coord`` is the work item's L coordinate (``ts_codegen.tiles_raster.tail_split_item``):
     0 for a whole tile, which holds its sum already (True), ``chunks * (1 + j) + c`` for chunk
-    ``c`` of tail tile ``j``, whose partial goes to workspace slot ``j`` and counter ``j``.
+    ``c`` of tail (cluster) tile ``j``. With ``ranks`` CTAs per cluster, the CTA whose tile
+    is number ``rank`` of the cluster tile's hands over through workspace slot and counter
+    ``j * ranks + rank``.
     """
     last = cutlass.Boolean(True)
     if l_coord >= chunks:
         tile = l_coord // chunks - 1
+        if const_expr(ranks > 1):
+            tile = tile * ranks + rank
         chunk = l_coord % chunks
         last = split_reduce(
             acc, workspace, counters, flag, barrier, tile, chunk, chunks, tidx, threads, in_grid
