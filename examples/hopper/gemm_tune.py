@@ -13,7 +13,10 @@ and not timed), then timed with ``torch.matmul`` in interleaved rounds (the orde
 round), best round each. The best configuration per shape class (``_gemm_table.shape_class``:
 over the class's tuned shapes, the best geometric mean of each shape's TFLOP/s over that
 shape's best) goes into a versioned JSON table (``-o``) with the date, the GPU, the CuTe DSL
-version and the command that regenerates it; ``gemm.py --config auto`` reads it.
+version and the command that regenerates it; ``gemm.py --config auto`` reads it. A class keeps
+the current table's entry unless the best beats it by more than ``--margin`` (2 %: one timing
+of near-equal schedules swings that much between runs). ``--from-log`` makes the table again
+from a run's printed per-shape lines (another margin, no GPU).
 
 Usage::
 
@@ -22,6 +25,7 @@ Usage::
     python examples/hopper/gemm_tune.py --mnk 4096 4096 4096 --mnk 3000 5000 4000 -o t.json
     python examples/hopper/gemm_tune.py --shapes sweep --part 1/2 -o part1.json   # GPU
     python examples/hopper/gemm_tune.py --combine part1.json part2.json -o gemm_table.json
+    python examples/hopper/gemm_tune.py --from-log tune.log --margin 0 -o t.json  # CPU
 """
 
 from __future__ import annotations
@@ -62,11 +66,15 @@ from _gemm_table import (
     TABLE_PATH,
     apply_fields,
     dump_table,
+    load_table,
     rule_config,
     shape_class,
+    table_path,
     tuned_fields,
     validate_table,
 )
+
+from task_scheduling.kernel import RuntimeConfigError
 
 # The twelve shapes of bench/gemm_sweep.py (issue 16): its table and four LLM layers.
 SWEEP: tuple[tuple[int, int, int], ...] = (
@@ -142,9 +150,16 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 256), "cluster_mn": (1, 1), "tail_split": 3},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "tail_split": 2},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "tail_split": 3},
+        # ... with a cluster (the tail's items are cluster tiles: multicast kept)
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1), "tail_split": 2},
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1), "tail_split": 3},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 2), "tail_split": 2},
+        {"tile_mn": (128, 128), "cluster_mn": (1, 2), "tail_split": 3},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "tail_split": 2},
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "tail_split": 3},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (38 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (44 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
@@ -180,6 +195,10 @@ class Candidate:
 _DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128, "tail_split": 1}
 
 
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
 def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, Any]]:
     """The templates that make sense for ``M x N x K``.
 
@@ -188,7 +207,7 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     out. Split-K templates are kept only for problems of few output tiles (at most two waves
     of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
     ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
-    SMS`` of ``T >= SMS`` tiles), with chunks as long. An FP8
+    SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. An FP8
     GEMM with its default promotion gets only tiles that can promote (``BN <= 128``). The
     rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
     never worse than the fallback on a tuned shape.
@@ -208,8 +227,10 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
         if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):
             continue
-        tail, tiles = t.get("tail_split", 1), -(-m // bm) * -(-n // bn)
-        ragged = tiles >= SMS and 0 < tiles % SMS < RAGGED_FILL * SMS
+        # A tail split deals cluster tiles to SMS / (cm x cn) clusters.
+        tail, workers = t.get("tail_split", 1), SMS // (cm * cn)
+        tiles = _cdiv(_cdiv(m, bm), cm) * _cdiv(_cdiv(n, bn), cn)
+        ragged = tiles >= workers and 0 < tiles % workers < RAGGED_FILL * workers
         if tail > 1 and not (ragged and -(-k // base.tile_k) >= tail * SPLIT_MIN_CHUNK):
             continue  # a tail split only helps a ragged last round of long enough K loops
         if t not in out:
@@ -387,11 +408,19 @@ def _time_shape(
 
 
 def best_per_class(
-    rows: list[dict[str, Any]], by_key: dict[str, dict[str, Any]]
+    rows: list[dict[str, Any]],
+    by_key: dict[str, dict[str, Any]],
+    incumbents: dict[str, str] | None = None,
+    margin: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Table entries: per class, the configuration with the best geometric mean over its shapes
     of (its TFLOP/s / that shape's best TFLOP/s); only configurations timed on every shape of
-    the class compete. Untimed rows (``--dry-run``) give the rule's choice."""
+    the class compete. Untimed rows (``--dry-run``) give the rule's choice.
+
+    ``incumbents`` (class -> candidate key: the current table's winners) and ``margin``: a
+    class keeps its incumbent unless the best beats it by more than ``margin`` (0.02: 2 %).
+    One timing of near-equal candidates differs by a few percent from run to run; a retune
+    should not swap a table entry, checked by the sweeps, for a tie it won by noise."""
     classes: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         classes.setdefault(row["class"], []).append(row)
@@ -417,6 +446,9 @@ def best_per_class(
             return math.exp(sum(map(math.log, ratios)) / len(ratios))
 
         winner = max(sorted(common), key=score)
+        held = (incumbents or {}).get(klass, "")
+        if held in common and score(winner) <= score(held) * (1.0 + margin):
+            winner = held  # a tie within timing noise: the table keeps its entry
         entry.update(config=by_key[winner], source="tuned", winner=winner, score=score(winner))
         entry["tflops"] = [round(r["tflops"][winner], 1) for r in timed]
         if all("torch" in r["tflops"] for r in timed):
@@ -536,6 +568,20 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="time launches replayed from a CUDA graph (kernel time, no per-call host work)",
     )
+    parser.add_argument(
+        "--margin",
+        type=float,
+        default=0.02,
+        help="keep the current table's entry for a class unless the best beats it by more "
+        "than this fraction (0: the best always wins)",
+    )
+    parser.add_argument(
+        "--from-log",
+        type=Path,
+        nargs="+",
+        metavar="LOG",
+        help="no timing: the table from the per-shape JSON lines of earlier runs' output",
+    )
     parser.add_argument("-o", "--out", type=Path, help="write the table here")
     parser.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
@@ -556,7 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv[1:] if argv is None else argv
     )
     cpu = args.dry_run or args.compile_only
-    if not cpu and not args.combine:
+    if not cpu and not args.combine and not args.from_log:
         from _gpu_check import gpu_ready
 
         if not gpu_ready(__file__):
@@ -570,11 +616,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
+    dtype = DTYPE_ALIASES.get(args.dtype, args.dtype)
+    base = GemmConfig(dtype=dtype, scale=args.scale, promote_every=args.promote_every)
+    incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
+    if args.from_log:
+        return _from_log(args.from_log, base, incumbents, args.margin, command, args.out)
     shapes = [tuple(s) for s in args.mnk or ()] + list(SWEEP if args.shapes else ())
     part, parts = args.part
     shapes = shapes[part - 1 :: parts] or [DEFAULT_MNK]  # none given: the example's default
-    dtype = DTYPE_ALIASES.get(args.dtype, args.dtype)
-    base = GemmConfig(dtype=dtype, scale=args.scale, promote_every=args.promote_every)
     start = time.perf_counter()
     verified: dict[tuple[Any, ...], Candidate] = {}  # one verification per template
     per_shape: list[tuple[tuple[int, int, int], list[Candidate]]] = []
@@ -625,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
             ok &= not row["wrong"]
         rows.append(row)
         print(json.dumps(row, sort_keys=True), flush=True)
-    entries = best_per_class(rows, by_key)
+    entries = best_per_class(rows, by_key, incumbents, args.margin)
     gpu = None if cpu else _gpu_name()
     total = time.perf_counter() - start
     rejected = sum(len(r["rejected"]) for r in rows)
@@ -639,6 +688,60 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(dump_table(make_table(entries, not cpu, command, gpu, total)))
     return 0 if ok and same_counts else 1
+
+
+def _incumbents(dtype: str) -> dict[str, str]:
+    """The current table's (``table_path()``) winner per class for ``dtype``."""
+    table = load_table(table_path()) or {"entries": []}
+    return {
+        e["class"]: e["winner"]
+        for e in table["entries"]
+        if e["dtype"] == dtype and isinstance(e.get("winner"), str)
+    }
+
+
+def read_rows(paths: list[Path], dtype: str) -> list[dict[str, Any]]:
+    """The timed per-shape rows (JSON lines with ``tflops``) of tuner outputs, for ``dtype``.
+
+    Raises:
+        RuntimeConfigError: A log with no timed row of that dtype.
+    """
+    rows = []
+    for path in paths:
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # the log's other output
+            if isinstance(row, dict) and row.get("tflops") and row.get("dtype") == dtype:
+                rows.append(row)
+    if not rows:
+        raise RuntimeConfigError(
+            f"gemm_tune --from-log {' '.join(map(str, paths))}: no timed {dtype} rows",
+            resource="gemm_table",
+            fix="pass the output of a GPU run of gemm_tune.py with the same --dtype",
+        )
+    return rows
+
+
+def _from_log(
+    logs: list[Path],
+    base: GemmConfig,
+    incumbents: dict[str, str],
+    margin: float,
+    command: str,
+    out: Path | None,
+) -> int:
+    """``--from-log``: the table of the logged rows' timings, written to ``out``."""
+    rows = read_rows(logs, base.dtype)
+    # The rows' candidates were verified when they were timed: only their fields here.
+    fields = [f for r in rows for f in candidates((r["mnk"][0], r["mnk"][1], r["mnk"][2]), base)]
+    screened = screen(fields, base, build=lambda cfg: None)
+    by_key = {c.key: tuned_fields(c.cfg) for c in screened if c.cfg is not None}
+    entries = best_per_class(rows, by_key, incumbents, margin)
+    (out or TABLE_PATH).write_text(dump_table(make_table(entries, True, command, None, 0.0)))
+    print(json.dumps({"from_log": [str(p) for p in logs], "entries": len(entries)}))
+    return 0
 
 
 def _gpu_name() -> str:
