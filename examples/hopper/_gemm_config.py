@@ -279,11 +279,12 @@ class GemmConfig:
             # its own tile); split-K's chunk is the L coordinate of each CTA tile: 1 x 1 only.
             clustered = self.cluster_size > 1 and name == "split_k"
             if split > 1 and (self.pingpong or self.dynamic or clustered):
-                needs = "and 1 x 1 clusters" if name == "split_k" else "(any cluster)"
+                what = "split-K" if name == "split_k" else "a tail split"
+                needs = " and 1 x 1 clusters" if name == "split_k" else ""
                 raise RuntimeConfigError(
                     f"GemmConfig({name}={split}, kernel={self.kernel!r}, scheduler="
-                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): {name} runs on the "
-                    f"cooperative kernel with the static scheduler {needs}",
+                    f"{self.scheduler!r}, cluster_mn={self.cluster_mn}): {what} runs on the "
+                    f"cooperative kernel with the static scheduler{needs}",
                     resource="c",
                     fix="use kernel='cooperative', scheduler='static'"
                     + (", cluster_mn=(1, 1)" if name == "split_k" else ""),

@@ -191,21 +191,38 @@ def test_workspace_past_32_bit_indices_is_refused(gemm: Any, host: Any) -> None:
 
 # -- the fallback rule and the tuner ------------------------------------------------------------
 def test_rule_splits_few_tiles(gemm: Any, table: Any) -> None:
-    for dtype in ("bf16", "e4m3"):
-        cfg = table.rule_config((128, 8192, 8192), gemm.GemmConfig(dtype=dtype), split=True)
-        assert (cfg.tile_mn, cfg.split_k, cfg.kernel) == ((128, 128), 2, "cooperative")
+    for dtype in ("bf16", "e4m3"):  # 32 tiles of 128 x 128, 64 of 64 x 128: four chunks
+        cfg = table.rule_config((128, 4096, 8192), gemm.GemmConfig(dtype=dtype), split=True)
+        assert (cfg.tile_mn, cfg.split_k, cfg.kernel) == ((128, 128), 4, "cooperative")
         assert cfg.promotion == (4 if dtype == "e4m3" else 0)
     tiny = table.rule_config((64, 256, 8192), gemm.GemmConfig(), split=True)  # 2 tiles: 4
     assert tiny.split_k == 4
-    short_k = table.rule_config((128, 8192, 512), gemm.GemmConfig(), split=True)  # no split
+    short_k = table.rule_config((128, 4096, 512), gemm.GemmConfig(), split=True)  # no split
     assert (short_k.tile_mn, short_k.split_k, short_k.kernel) == ((64, 128), 1, "pingpong")
     many = table.rule_config((8192, 8192, 8192), gemm.GemmConfig(), split=True)
     assert many.split_k == 1
     # On by default since split-K ran on the GPU; off, the rule falls back to ping-pong.
-    default = table.rule_config((128, 8192, 8192), gemm.GemmConfig())
-    assert (default.tile_mn, default.split_k) == ((128, 128), 2)
-    unsplit = table.rule_config((128, 8192, 8192), gemm.GemmConfig(), split=False)
+    default = table.rule_config((128, 4096, 8192), gemm.GemmConfig())
+    assert (default.tile_mn, default.split_k) == ((128, 128), 4)
+    unsplit = table.rule_config((128, 4096, 8192), gemm.GemmConfig(), split=False)
     assert (unsplit.tile_mn, unsplit.split_k, unsplit.kernel) == ((64, 128), 1, "pingpong")
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
+def test_rule_takes_half_tiles_when_they_fill_a_wave(gemm: Any, table: Any, dtype: str) -> None:
+    """128 x 8192: 128 tiles of 64 x 128 (a wave, within 10 %) in 2 x 1 clusters, no split-K
+    (the tuned winner on the H200); 64 rows: one tile row, no cluster."""
+    base = gemm.GemmConfig(dtype=dtype)
+    cfg = table.rule_config((128, 8192, 8192), base)
+    assert (cfg.tile_mn, cfg.cluster_mn, cfg.kernel, cfg.split_k) == (
+        (64, 128),
+        (2, 1),
+        "cooperative",
+        1,
+    )
+    assert cfg.promotion == (4 if dtype == "e4m3" else 0)
+    one_row = table.rule_config((64, 16384, 8192), base)
+    assert (one_row.tile_mn, one_row.cluster_mn, one_row.split_k) == ((64, 128), (1, 1), 1)
 
 
 def test_tuner_offers_split_for_few_tiles_only(gemm: Any, load_example: Any) -> None:
