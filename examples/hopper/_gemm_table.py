@@ -70,6 +70,10 @@ RULE_MAX_SPLIT = 4
 # unsplit, so the fallback rule may pick it. The tuner times it too (every candidate is checked
 # against fp32 before it is timed, a wrong one is never chosen).
 RULE_SPLITS = True
+# The rule's 64 x 128 tiles without split-K when they fill this share of a wave: on
+# 128 x 8192 x 8192 (128 tiles) a 2 x 1 cluster of them ran 16 % (bf16) and 22 % (e4m3) faster
+# than split-K 2 on 128 x 128 (bench/RESULTS.md, 2026-12-03): no partial tiles to write back.
+HALF_TILE_FILL = 0.9
 # Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
 # the other warpgroup's main loop) has not run on the H200 yet either: the tuner generates and
 # times it, but the rule keeps cooperative 128 x 256 on many-wave shapes until it has.
@@ -127,12 +131,14 @@ def rule_config(
 
     The largest tile that still gives every SM a tile: 128 x 256 (a 2 x 1 cluster when there
     are at least two tile rows, so B is multicast) if it fills one wave, else 128 x 128, else
-    64 x 128 ping-pong (the most tiles, one warpgroup's epilogue under the other's main loop).
+    64 x 128 with one consumer warpgroup (2 x 1 clusters again) if its tiles fill
+    ``HALF_TILE_FILL`` of one wave and no more, else 64 x 128 ping-pong (two warpgroups a
+    CTA: up to two waves of tiles at once, one's epilogue under the other's main loop).
     An FP8 GEMM whose promotion is left to its default takes 128 x 128 where 16 bits take
     128 x 256: two-level accumulation (``GemmConfig.promote_every``) needs ``BN <= 128``.
-    With fewer 128 x 128 tiles than SMs and a long enough K, split-K on 128 x 128 tiles
-    (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 8192 x 8192 problem has 64
-    tiles, two chunks each fill 128 of the 132 SMs with full-size tiles. ``split``: whether the
+    With fewer 64 x 128 tiles than that and a long enough K, split-K on 128 x 128 tiles
+    (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 4096 x 8192 problem has 32
+    tiles, four chunks each fill 128 of the 132 SMs with full-size tiles. ``split``: whether the
     rule may split (``RULE_SPLITS``, on since split-K ran on the GPU). ``pingpong128``:
     whether a GEMM of at least one wave (not a promoted FP8 one) takes ping-pong 128 x 128
     (``PINGPONG128_FIELDS``) instead of the cooperative tile (``RULE_PINGPONG128``, off until
@@ -151,6 +157,10 @@ def rule_config(
         fields.update(kernel="cooperative", scheduler="static")
     elif waves(mnk, (128, 128)) >= 1.0:
         fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
+        fields.update(kernel="cooperative", scheduler="static")
+    elif HALF_TILE_FILL <= waves(mnk, (64, 128)) <= 1.0:
+        cluster = (2, 1) if -(-m // 64) >= 2 else (1, 1)
+        fields = {"tile_mn": (64, 128), "cluster_mn": cluster}
         fields.update(kernel="cooperative", scheduler="static")
     elif split and rule_split(mnk, base) > 1:
         fields = {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": rule_split(mnk, base)}

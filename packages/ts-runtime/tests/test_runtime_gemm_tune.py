@@ -183,7 +183,7 @@ def test_rule_for_sweep_shapes(table: Any, gemm: Any) -> None:
     base = gemm.GemmConfig()
     expect = {
         (2048, 2048, 2048): ((128, 128), (1, 1), "cooperative"),  # 128 tiles of 128 x 256
-        (128, 8192, 8192): ((128, 128), (1, 1), "cooperative"),  # 64 tiles: split-K in two
+        (128, 8192, 8192): ((64, 128), (2, 1), "cooperative"),  # 128 tiles of 64 x 128
         (256, 28672, 8192): ((128, 256), (2, 1), "cooperative"),  # 224 tiles, two rows
         (8192, 8192, 8192): ((128, 256), (2, 1), "cooperative"),
     }
