@@ -25,6 +25,7 @@ from ts_ir import (
 from ts_runtime import Task
 from ts_runtime.blocks import (
     GmemVector,
+    SplitK,
     TileTurns,
     TmaEpilogue,
     TmaSource,
@@ -350,3 +351,13 @@ def test_grid_stride_copy_on_the_blocks_verifies() -> None:
     verified = kernel.verify()
     assert verified.ok, verified.as_text()
     assert "src.load" in kernel.trace().as_text() and "dst.store" in kernel.trace().as_text()
+
+
+@pytest.mark.parametrize("shape", [(0, 1), (2,), (2, 1, 1), (2.0, 1), (True, 1), [2, 1]])
+def test_split_k_cluster_shape_is_checked(shape: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=r"SplitK\(cluster_mn=.*two ints >= 1") as err:
+        SplitK(2, None, None, None, 1, 1, 1, True, shape)
+    assert "cluster_mn=(2, 1)" in err.value.fix
+    assert SplitK(2, None, None, None, 1, 1, 1, True, (1, 2)).cluster_mn == (1, 2)

@@ -248,6 +248,19 @@ class SplitK:
     tail: bool = False
     cluster_mn: tuple[int, int] = (1, 1)
 
+    def __post_init__(self) -> None:
+        shape = self.cluster_mn
+        if not (
+            isinstance(shape, tuple)
+            and len(shape) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in shape)
+        ):
+            raise RuntimeConfigError(
+                f"SplitK(cluster_mn={shape!r}): the cluster shape in tiles is two ints >= 1",
+                resource="split",
+                fix="pass the kernel's cluster shape, e.g. cluster_mn=(2, 1), or leave (1, 1)",
+            )
+
 
 @dataclasses.dataclass(kw_only=True)
 class WgmmaAccumulator(MemoryResource):
