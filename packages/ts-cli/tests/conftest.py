@@ -83,7 +83,10 @@ def kernel_file(tmp_path: Path) -> Path:
 
 # The DSL reads its dump folder once, when first imported in this process: keep its PTX out of
 # the checkout (``ts compile`` without ``--ptx-dir`` would otherwise write into the cwd).
-os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="ts_cli_ptx_"))
+# A folder per process: pytest-xdist's workers inherit the environment, and two processes that
+# keep PTX files of the same kernel name in one folder read each other's PTX.
+if "PYTEST_XDIST_WORKER" in os.environ or "CUTE_DSL_DUMP_DIR" not in os.environ:
+    os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="ts_cli_ptx_")
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,10 @@ import pytest
 # Before cutlass is imported anywhere: target and PTX dump are read from the environment.
 os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 os.environ.setdefault("CUTE_DSL_KEEP", "ptx")
-os.environ.setdefault("CUTE_DSL_DUMP_DIR", tempfile.mkdtemp(prefix="ts_codegen_ptx_"))
+# A folder per process: pytest-xdist's workers inherit the environment, and two processes that
+# keep PTX files of the same kernel name in one folder read each other's PTX.
+if "PYTEST_XDIST_WORKER" in os.environ or "CUTE_DSL_DUMP_DIR" not in os.environ:
+    os.environ["CUTE_DSL_DUMP_DIR"] = tempfile.mkdtemp(prefix="ts_codegen_ptx_")
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "hopper"
