@@ -3,8 +3,9 @@
 An empty M or N once killed the process (a fast-divmod divisor of 0 built on the host);
 K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> bf16, per-tensor
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
-with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), split-K and the tail split
-(bf16, and FP8 with promotion; with and without clusters) on shapes of their own, and the
+with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
+the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
+own, and the
 operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an N-major operand)
 refused with a typed error before any launch. Runs where torch, the CuTe DSL and a CUDA GPU
 are; skipped elsewhere.
@@ -67,6 +68,25 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "k_block_bytes": 256,
     },
     "bf16-128x192-2x1": {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3},
+    # FP8 128 x 192 promoted: 96 + 96 fp32 registers a consumer thread, 2 x 1 cluster
+    "e4m3-128x192-promoted-2x1": {
+        "dtype": "e4m3",
+        "scale": "rowwise",
+        "tile_mn": (128, 192),
+        "cluster_mn": (2, 1),
+        "epi_stages": 3,
+    },
+    # 256 x 128: each consumer warpgroup on two 64-row blocks; FP8 unpromoted (no registers),
+    # the fused epilogue reading C, the bias and both scale vectors by those rows
+    "bf16-256x128-2x1": {"tile_mn": (256, 128), "cluster_mn": (2, 1)},
+    "e4m3-256x128-rowwise-fused": {
+        "dtype": "e4m3",
+        "scale": "rowwise",
+        "tile_mn": (256, 128),
+        "cluster_mn": (1, 2),
+        "beta": 1.0,
+        "bias": True,
+    },
 }
 # Split-K: shapes with at least split_k K blocks (fewer is refused before launch) or K = 0.
 # 320 = 5 blocks of 64 in 4 chunks of 2: the last chunk reads only blocks past K (zero-filled);
@@ -84,6 +104,10 @@ SPLIT_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
     "bf16-k256-split2": (
         {"tile_mn": (128, 128), "split_k": 2, "k_block_bytes": 256},
         [(1003, 1501, 0), (129, 257, 300), (128, 1024, 2048), (7, 9, 256)],
+    ),
+    "bf16-256x128-split2": (
+        {"tile_mn": (256, 128), "split_k": 2},
+        [(1003, 1501, 0), (257, 129, 193), (300, 200, 4096), (7, 9, 256)],
     ),
     "bf16-128x192-split3": (
         {"tile_mn": (128, 192), "split_k": 3, "epi_stages": 3},
@@ -120,6 +144,15 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
         {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "cluster_mn": (2, 1)}
         | {"tail_split": 3},
         [(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    "e4m3-128x192-tail2-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 192), "epi_stages": 3}
+        | {"tail_split": 2},
+        [(3000, 5000, 896), (256, 28672, 512), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    "bf16-256x128-tail2-c2x1": (
+        {"tile_mn": (256, 128), "cluster_mn": (2, 1), "tail_split": 2},
+        [(3000, 5000, 1000), (129, 257, 65), (1003, 1501, 0), (0, 1501, 707)],
     ),
     "bf16-tail2-c1x2": (
         {"cluster_mn": (1, 2), "tail_split": 2},

@@ -38,3 +38,8 @@ def test_the_first_round_does_not_count_and_the_order_rotates() -> None:
     assert calls[:3] == ["a", "b", "c"]  # the warm-up round
     rounds = [calls[3 + 3 * r : 6 + 3 * r] for r in range(3)]
     assert rounds == [["a", "b", "c"], ["b", "c", "a"], ["c", "a", "b"]]
+
+
+def test_nothing_to_time_gives_nothing() -> None:
+    """A shape whose every candidate was wrong leaves the tuner nothing to time: no crash."""
+    assert _timing().best_of_rounds({}, rounds=3) == {}

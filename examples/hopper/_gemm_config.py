@@ -22,7 +22,11 @@ from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
 
 SMS = 132
 WARPGROUP = 128
-WGMMA_M = 64  # rows of one warpgroup's WGMMA: a BM-row tile has BM / 64 consumer warpgroups
+WGMMA_M = 64  # rows of one warpgroup's WGMMA
+# Cooperative consumer warpgroups: one per 64 tile rows, at most two (a 256-row tile gives each
+# of the two a pair of 64-row WGMMA blocks, as a 128 x 256 tile gives each a 256-wide one: the
+# same 128 fp32 registers a thread, and a third warpgroup would leave no registers to share).
+MAX_CONSUMER_WGS = 2
 LOAD_WARP = 0
 STORE_WARP = 4  # first warp of the first consumer warpgroup issues the C stores
 PRODUCER_REGS = 40
@@ -45,7 +49,7 @@ FP8_OUT = "bf16"
 # Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
 # "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
 SCALES = ("none", "tensor", "rowwise")
-TILES = ((128, 256), (128, 192), (128, 128), (64, 256), (64, 128))
+TILES = ((128, 256), (256, 128), (128, 192), (128, 128), (64, 256), (64, 128))
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
 # B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
@@ -71,10 +75,11 @@ QUEUE_STAGES = 2  # the dynamic scheduler's tile hand-off ring
 # docs/gemm.rst), for one WGMMA drain and BN / 2 fp32 adds per thread every 4 blocks.
 PROMOTE_EVERY = 4
 # The total is a second register tile of as many fp32 values per consumer thread as the
-# accumulator (GemmConfig.acc_values: BN / 2 in the cooperative kernel); both fit next to the
-# ~64 registers of addresses and indices only up to 64 values each (two 128-value tiles, e.g.
-# BN = 256 or a ping-pong 128 x 128 tile, exceed the 232 / 255 registers a consumer thread has).
-PROMOTE_MAX_ACC = 64
+# accumulator (GemmConfig.acc_values: BN / 2 in the cooperative kernel up to 128 rows). Two
+# 96-value tiles (128 x 192) still compile without a spill under setmaxnreg 232, fused
+# epilogue, split and clusters included (ptxas -v, tests/test_runtime_gemm_promote.py); two
+# 128-value tiles (BN = 256, 256 x 128, a ping-pong 128 x 128) spill 780 bytes.
+PROMOTE_MAX_ACC = 96
 # A ping-pong warpgroup holds its whole BM x BN tile: 128 x 192 is 192 fp32 registers per
 # thread, which still compiles without spills under setmaxnreg 232; 128 x 256 (256) cannot.
 PINGPONG_MAX_ACC = 192
@@ -101,9 +106,10 @@ class GemmConfig:
     """Compile-time shape of the kernel.
 
     Attributes:
-        tile_mn: CTA tile ``(BM, BN)``; cooperative: ``BM`` is split between the ``BM / 64``
-            consumer warpgroups (two for ``BM = 128``, one for ``BM = 64``); ping-pong: one
-            warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
+        tile_mn: CTA tile ``(BM, BN)``; cooperative: ``BM`` is split between the consumer
+            warpgroups (one for ``BM = 64``, two for ``BM = 128`` and ``256``: with 256 rows
+            each issues two 64-row WGMMAs per K step, on rows ``64 w`` and ``128 + 64 w``);
+            ping-pong: one warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
         cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
             along ``CM``.
         dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
@@ -142,8 +148,8 @@ class GemmConfig:
             each group added into a second fp32 register tile once its WGMMAs retired (the
             next group's first WGMMA overwrites the WGMMA registers); 0 turns it off. None
             (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
-            tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative ``BN <= 128``, 64-row
-            ping-pong), else off (16-bit WGMMAs accumulate in fp32 already;
+            tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative 128 x 192, 128 x 128 and
+            64 x 128, 64-row ping-pong), else off (16-bit WGMMAs accumulate in fp32 already;
             ``promotion`` is the value in effect). Works for every dtype.
         split_k: split-K (1: off): the K blocks of every output tile are cut into
             ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
@@ -262,7 +268,7 @@ class GemmConfig:
                 f"{self.acc_values} registers per consumer thread, which does not fit next to "
                 f"the WGMMA's with more than {PROMOTE_MAX_ACC}",
                 resource="acc",
-                fix="use a cooperative tile with BN <= 128 (128x128 or 64x128) or a 64-row "
+                fix="use a cooperative 128x192, 128x128 or 64x128 tile or a 64-row "
                 "ping-pong tile, or promote_every=0",
             )
 
@@ -335,9 +341,10 @@ class GemmConfig:
 
     @property
     def consumer_wgs(self) -> int:
-        """Consumer (WGMMA) warpgroups of one tile: one per 64 tile rows (cooperative), or one
-        (ping-pong: a warpgroup alone on its tile issues ``BM / 64`` WGMMAs per K step)."""
-        return 1 if self.pingpong else self.tile_mn[0] // WGMMA_M
+        """Consumer (WGMMA) warpgroups of one tile: one per 64 tile rows up to
+        ``MAX_CONSUMER_WGS`` (cooperative), or one (ping-pong: a warpgroup alone on its tile
+        issues ``BM / 64`` WGMMAs per K step)."""
+        return 1 if self.pingpong else min(self.tile_mn[0] // WGMMA_M, MAX_CONSUMER_WGS)
 
     @property
     def acc_values(self) -> int:

@@ -330,20 +330,19 @@ def mma_k_block(
     """Consumer: issue the WGMMAs of one K block from ``stage`` (4 x k16 or 4 x k32); commit.
 
     With ``every`` (two-level accumulation; ``k`` the block's index in the tile) the first
-    WGMMA of a group's first block (``k % every == 0``) overwrites ``acc``: it is issued with
-    ``fresh_mma``, a copy of the tiled MMA whose accumulate flag is off.
+    WGMMA of every block is issued with ``fresh_mma``, a copy of the tiled MMA whose
+    accumulate flag is set to ``k % every != 0`` first: a group's first block overwrites
+    ``acc``. A runtime predicate, not a branch between two WGMMAs (which breaks ptxas's WGMMA
+    chain in every block).
     """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
         a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
         if const_expr(every == 0 or kk > 0):
             cute.gemm(tiled_mma, acc, a, b, acc)
-        elif const_expr(every == 1):
-            cute.gemm(fresh_mma, acc, a, b, acc)
         else:
-            if k % every == 0:  # a runtime branch, one WGMMA each
-                cute.gemm(fresh_mma, acc, a, b, acc)
-            else:
-                cute.gemm(tiled_mma, acc, a, b, acc)
+            if const_expr(every > 1):
+                fresh_mma.set(warpgroup.Field.ACCUMULATE, k % every != 0)
+            cute.gemm(fresh_mma, acc, a, b, acc)
     warpgroup.commit_group()
 
 

@@ -134,8 +134,10 @@ def rule_config(
     64 x 128 with one consumer warpgroup (2 x 1 clusters again) if its tiles fill
     ``HALF_TILE_FILL`` of one wave and no more, else 64 x 128 ping-pong (two warpgroups a
     CTA: up to two waves of tiles at once, one's epilogue under the other's main loop).
-    An FP8 GEMM whose promotion is left to its default takes 128 x 128 where 16 bits take
-    128 x 256: two-level accumulation (``GemmConfig.promote_every``) needs ``BN <= 128``.
+    A promoted GEMM (FP8 with its default promotion, or any given ``promote_every``) takes
+    128 x 128 where 16 bits take 128 x 256: two-level accumulation
+    (``GemmConfig.promote_every``) needs at most ``PROMOTE_MAX_ACC`` accumulator values a
+    thread.
     With fewer 64 x 128 tiles than that and a long enough K, split-K on 128 x 128 tiles
     (``rule_split``) comes before 64 x 128 ping-pong: a 128 x 4096 x 8192 problem has 32
     tiles, four chunks each fill 128 of the 132 SMs with full-size tiles. ``split``: whether the
@@ -146,13 +148,13 @@ def rule_config(
     """
     m = mnk[0]
     plain = {"stages": 0, "swizzle": 8, "raster": "m", "epi_n": 32, "epi_stages": 4}
-    promoted_fp8 = base.fp8 and base.promote_every is None
+    promoted = promotes(base)
     fields: dict[str, Any]
-    if waves(mnk) >= 1.0 and pingpong128 and not promoted_fp8:  # no room to promote
+    if waves(mnk) >= 1.0 and pingpong128 and not promoted:  # no room to promote
         fields = {**PINGPONG128_FIELDS, "kernel": "pingpong", "scheduler": "static"}
     elif waves(mnk) >= 1.0:
         cluster = (2, 1) if -(-m // 128) >= 2 else (1, 1)
-        tile = (128, 128) if promoted_fp8 else (128, 256)
+        tile = (128, 128) if promoted else (128, 256)
         fields = {"tile_mn": tile, "cluster_mn": cluster}
         fields.update(kernel="cooperative", scheduler="static")
     elif waves(mnk, (128, 128)) >= 1.0:
@@ -169,6 +171,12 @@ def rule_config(
         fields = {"tile_mn": (64, 128), "cluster_mn": (1, 1)}
         fields.update(kernel="pingpong", scheduler="static")
     return apply_fields(base, {**plain, **fields})
+
+
+def promotes(base: GemmConfig) -> bool:
+    """Whether every configuration built on ``base`` promotes, so needs a tile with registers
+    for it: an explicit ``promote_every >= 1``, or FP8 with the default (``None``)."""
+    return bool(base.promote_every) or (base.fp8 and base.promote_every is None)
 
 
 def rule_split(mnk: tuple[int, int, int], base: GemmConfig) -> int:

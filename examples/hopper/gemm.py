@@ -19,14 +19,15 @@ Options (``GemmConfig``, all compile-time):
   one-element fp32 tensors), ``rowwise`` by ``scale_a[m] * scale_b[n]`` (fp32 ``M``- and
   ``N``-vectors), in the epilogue before ``alpha``; extra kernel arguments only then. FP8
   GEMMs take them as ``torch._scaled_mm`` does.
-* tiles ``128x256``, ``128x192``, ``128x128`` (two consumer warpgroups, 384 threads) and
+* tiles ``128x256``, ``256x128``, ``128x192``, ``128x128`` (two consumer warpgroups, 384
+  threads; on ``256x128`` each issues two m64 WGMMAs per K step) and
   ``64x256``, ``64x128`` (one consumer warpgroup, 256 threads). ``--kernel pingpong``: two
   math warpgroups take the CTA's tiles in turns, each alone on its tile (64-row tiles,
   ``128x128`` or ``128x192``: two m64 WGMMAs per K step), with its own A/B ring and epilogue
   buffers, so one's epilogue runs under the other's main loop.
 * ``promote_every`` (``--promote-every``): FP8 two-level accumulation, the WGMMA accumulator
   added into a second fp32 register tile every that many K blocks (default 4 for FP8 on tiles
-  with ``BN <= 128``, else off).
+  of at most 64 accumulator values a thread: 128x128, 64x128, 64-row ping-pong; else off).
 * ``split_k`` (``--split-k``): each tile's K blocks in that many chunks, each ``(tile, chunk)``
   a work item; the tile's last item sums the fp32 partials in chunk order (a global workspace,
   a per-tile counter) and writes C.

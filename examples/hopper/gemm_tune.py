@@ -49,6 +49,7 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from _gemm_config import (
     DEFAULT_MNK,
     DTYPES,
+    MAX_CONSUMER_WGS,
     PROMOTE_MAX_ACC,
     SCALES,
     SMS,
@@ -67,6 +68,7 @@ from _gemm_table import (
     apply_fields,
     dump_table,
     load_table,
+    promotes,
     rule_config,
     shape_class,
     table_path,
@@ -106,6 +108,12 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "stages": 3},
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_n": 64, "epi_stages": 2},
         {"tile_mn": (128, 256), "cluster_mn": (1, 1), "scheduler": "dynamic"},
+        # 256 x 128: the same tile area and registers, each consumer warpgroup on two 64-row
+        # blocks (two m64 x 128 WGMMAs per K step); B's row of tiles is half as long
+        {"tile_mn": (256, 128), "cluster_mn": (1, 1)},
+        {"tile_mn": (256, 128), "cluster_mn": (2, 1)},
+        {"tile_mn": (256, 128), "cluster_mn": (1, 2)},
+        {"tile_mn": (256, 128), "cluster_mn": (1, 1), "scheduler": "dynamic"},
         # 128 x 128: twice the tiles
         {"tile_mn": (128, 128), "cluster_mn": (1, 1)},
         {"tile_mn": (128, 128), "cluster_mn": (2, 1)},
@@ -132,6 +140,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3},
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "scheduler": "dynamic"},
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "split_k": 3},
         {"tile_mn": (128, 256), "cluster_mn": (1, 1), "split_k": 4},
         # 256-byte K blocks (two TMA boxes per operand and stage, half the stages): each load
@@ -157,9 +166,11 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 128), "cluster_mn": (1, 2), "tail_split": 3},
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "tail_split": 2},
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "tail_split": 3},
+        # ... and 128 x 192 (the promoted FP8 tile with the fewest tiles)
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "tail_split": 2},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (44 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (50 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
@@ -167,7 +178,7 @@ def can_promote(fields: dict[str, Any]) -> bool:
     """Whether a template's tile has registers for FP8 two-level accumulation: at most
     ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
     bm, bn = fields["tile_mn"]
-    warpgroups = 1 if fields["kernel"] == "pingpong" else bm // WGMMA_M
+    warpgroups = 1 if fields["kernel"] == "pingpong" else min(bm // WGMMA_M, MAX_CONSUMER_WGS)
     return bool(bm * bn // (warpgroups * WARPGROUP) <= PROMOTE_MAX_ACC)
 
 
@@ -204,11 +215,12 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
 
     A cluster wider than the problem's tiles in that direction only idles CTAs, and a
     128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
-    out. Split-K templates are kept only for problems of few output tiles (at most two waves
-    of their tile over the SMs) whose K gives every chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
+    out (so is a 256-row tile on ``M <= 128``). Split-K templates are kept only for problems
+    of few output tiles (at most two waves of their tile over the SMs) whose K gives every
+    chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
     ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
     SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. An FP8
-    GEMM with its default promotion gets only tiles that can promote (``BN <= 128``). The
+    GEMM with its default promotion gets only tiles that can promote (``can_promote``). The
     rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
     never worse than the fallback on a tuned shape.
     """
@@ -219,9 +231,9 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     for t in (*TEMPLATES, rule):
         bm, bn = t["tile_mn"]
         cm, cn = t["cluster_mn"]
-        if -(-m // bm) < cm or -(-n // bn) < cn or (m <= 64 and bm > 64):
+        if -(-m // bm) < cm or -(-n // bn) < cn or (bm > 64 and m <= bm // 2):
             continue
-        if base.fp8 and base.promote_every is None and not can_promote(t):
+        if promotes(base) and not can_promote(t):
             continue  # FP8 promotes by default, which a BN = 256 tile has no registers for
         split = t.get("split_k", 1)
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
@@ -510,6 +522,8 @@ def combine(paths: list[Path]) -> dict[str, Any]:
     parts = [c for t in tables for c in t["command"].split(" && ")]
     head["command"] = " && ".join(dict.fromkeys(parts))
     head["timed"] = all(t["timed"] for t in tables)
+    # A table made from a log (--from-log) names no GPU; the one the timings came from does.
+    head["gpu"] = head.get("gpu") or next((t["gpu"] for t in tables if t.get("gpu")), None)
     head["tuning_seconds"] = sum(t.get("tuning_seconds", 0.0) for t in tables)
     head["entries"] = list(entries.values())
     return validate_table(head)
@@ -588,12 +602,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     args = parser.parse_args(argv)
     try:  # GemmConfig's checks (typed TS errors) on the options: a usage error
-        GemmConfig(
-            dtype=DTYPE_ALIASES.get(args.dtype, args.dtype), promote_every=args.promote_every
-        )
+        base_config(args)
     except ValueError as e:
         parser.error(str(e))
     return args
+
+
+def base_config(args: argparse.Namespace) -> GemmConfig:
+    """The fields every candidate shares (dtype, scales, promotion); the templates set the rest.
+
+    Its own tile is a placeholder: 128 x 128, which every promotion interval fits (the default
+    128 x 256 has no registers for a second accumulator tile, so ``--promote-every 8`` would be
+    refused before any template is tried; the templates that cannot promote are rejected one
+    by one, with the reason).
+    """
+    dtype = DTYPE_ALIASES.get(args.dtype, args.dtype)
+    every = args.promote_every
+    return GemmConfig(tile_mn=(128, 128), dtype=dtype, scale=args.scale, promote_every=every)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -616,8 +641,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         return 0
-    dtype = DTYPE_ALIASES.get(args.dtype, args.dtype)
-    base = GemmConfig(dtype=dtype, scale=args.scale, promote_every=args.promote_every)
+    base = base_config(args)
     incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
     if args.from_log:
         return _from_log(args.from_log, base, incumbents, args.margin, command, args.out)

@@ -1,7 +1,8 @@
 """The Hopper GEMM example: the TS kernel compiles to the same code as its hand-written twin.
 
 Covers the default configuration, the fused epilogue (``alpha``, ``beta``, ``bias``), the
-MN-major operand layouts, the 64-row tiles with one consumer warpgroup, the verification of
+MN-major operand layouts, the 64-row tiles with one consumer warpgroup and the 256-row ones
+with two warpgroups of two row blocks each, the verification of
 the host plan, the verifier's refusal of an MMA schedule that gives an A/B stage back
 while its WGMMAs may still read it, and FP8 (e4m3 WGMMA, scales, the operand checks made
 before any launch).
@@ -86,6 +87,26 @@ def test_64_row_tile_one_consumer_warpgroup(gemm: Any) -> None:
     ts = out["ts"]
     assert ts["wgmma.mma_async"] > 0 and ts["cp.async.bulk.tensor"] > 0
     assert ts["setmaxnreg.dec"] == 1 and ts["setmaxnreg.inc"] == 0  # only the producer
+
+
+def test_256_row_tile_two_warpgroups_of_two_row_blocks(gemm: Any) -> None:
+    """256 x 128: two consumer warpgroups, each on two 64-row blocks (two m64 WGMMAs per K
+    step, 128-row epilogue sub-tiles), the same registers as 128 x 256."""
+    from ts_runtime.errors import RuntimeConfigError
+
+    cfg = gemm.GemmConfig(tile_mn=(256, 128))
+    assert (cfg.consumer_wgs, cfg.block_threads, cfg.acc_values) == (2, 384, 128)
+    assert cfg.epi_tile == (128, 32) and cfg.epi_subtiles == 8
+    out = gemm.compile_only(cfg)
+    _same(out)
+    half = gemm.compile_only(gemm.GemmConfig(tile_mn=(128, 128)))
+    assert out["ts"]["wgmma.mma_async"] == 2 * half["ts"]["wgmma.mma_async"]
+    # FP8 two-level accumulation has no registers next to a 128-value accumulator
+    assert gemm.GemmConfig(tile_mn=(256, 128), dtype="e4m3").promotion == 0
+    with pytest.raises(RuntimeConfigError, match="promote_every=4"):
+        gemm.GemmConfig(tile_mn=(256, 128), dtype="e4m3", promote_every=4)
+    with pytest.raises(RuntimeConfigError, match="pingpong"):
+        gemm.GemmConfig(tile_mn=(256, 128), kernel="pingpong")
 
 
 def test_plan_verifies(gemm: Any) -> None:
@@ -196,9 +217,10 @@ def test_fp8_every_configuration_verifies(gemm: Any) -> None:
             # 128 x 192 (6 epilogue sub-tiles, the default 4 buffers)
         assert gemm.make_plan(cfg).name in ("gemm", "gemm_pingpong")
         verified += 1
-    # 4 tiles x 3 clusters x 3 scales (static cooperative) + 4 x 3 (dynamic, 1x1)
-    # + 4 x 3 x 3 (ping-pong: 128 x 192, 128 x 128 and the 64-row tiles, every cluster, static)
-    assert verified == 36 + 12 + 36
+    # 5 tiles x 3 clusters x 3 scales (static cooperative: 128 x 256, 256 x 128, 128 x 128 and
+    # the 64-row tiles) + 5 x 3 (dynamic, 1x1) + 4 x 3 x 3 (ping-pong: 128 x 192, 128 x 128 and
+    # the 64-row tiles, every cluster, static)
+    assert verified == 45 + 15 + 36
 
 
 def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:

@@ -73,6 +73,7 @@ SPLIT: list[dict[str, Any]] = [
     {"tile_mn": (64, 256), "split_k": 3},
     {"tile_mn": (128, 256), "split_k": 2, "layout": "nt"},
     {"tile_mn": (128, 128), "split_k": 2, "dtype": "e4m3", "scale": "rowwise"},  # + promotion
+    {"tile_mn": (256, 128), "split_k": 2},  # two warpgroups of two row blocks: 256 threads
 ]
 
 

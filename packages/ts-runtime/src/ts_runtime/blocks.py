@@ -268,8 +268,9 @@ class WgmmaAccumulator(MemoryResource):
 
     Args:
         tiled_mma: The task's ``TiledMma`` (one per task: the accumulate flag is per task).
-        tile_mn: The tile ``(BM, BN)`` it accumulates; warpgroup ``w`` of the task holds rows
-            ``64 w ... 64 w + 63`` (a ``BM = 64 x warpgroups`` tile).
+        tile_mn: The tile ``(BM, BN)`` it accumulates; with ``W`` warpgroups in the task,
+            warpgroup ``w`` holds the 64-row blocks ``w, w + W, ...`` (as ``tiled_mma``'s
+            ``W x 1`` atom layout repeats over the tile).
         smem_a: The ``A`` stages the WGMMAs read (the operand ring's SMEM).
         smem_b: The ``B`` stages.
         warpgroup: The task's first warpgroup in the CTA.
@@ -381,7 +382,7 @@ class WgmmaAccumulator(MemoryResource):
                 fix="pass WgmmaAccumulator(split=SplitK(...)), or do not call reduce()",
             )
         m, n, chunk = stage_info.work_tile.tile_idx
-        threads = self.tile_mn[0] // 64 * 128  # the task's warpgroups, one per 64 rows
+        threads = wgmma.task_threads(self.tiled_mma)
         if split.tail:  # the L coordinate says whole tile or which chunk of which tail tile
             cm, cn = split.cluster_mn  # the CTA tile's number in its cluster tile
             rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)

@@ -207,21 +207,21 @@ def mma_k_block(
 
     With ``every`` (two-level accumulation, K block ``k`` of the tile), the first WGMMA of a
     block that starts a group of ``every`` blocks overwrites the accumulator instead of adding
-    to it: it is issued with ``fresh_mma``, the tiled MMA with its accumulate flag off (a
-    runtime branch between two WGMMAs; the flag itself stays a constant). ``promote`` has
-    moved the previous group into the fp32 total, so no register needs zeroing.
+    to it: it is issued with ``fresh_mma``, whose accumulate flag is set right before to
+    ``k % every != 0`` (WGMMA's scale-d predicate, a runtime operand). No branch: with one
+    WGMMA on each side of a branch, ptxas ended the WGMMA chain after the first and injected
+    a ``warpgroup.arrive`` before the second (C7519) in every K block, which cost 128 x 192
+    FP8 tiles 15 % on the H200. ``promote`` has moved the previous group into the fp32 total,
+    so no register needs zeroing.
     """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
         a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
         if const_expr(every == 0 or kk > 0):
             cute.gemm(tiled_mma, acc, a, b, acc)
-        elif const_expr(every == 1):
-            cute.gemm(fresh_mma, acc, a, b, acc)
         else:
-            if k % every == 0:  # a runtime branch, one WGMMA each
-                cute.gemm(fresh_mma, acc, a, b, acc)
-            else:
-                cute.gemm(tiled_mma, acc, a, b, acc)
+            if const_expr(every > 1):  # every == 1: the flag stays off
+                fresh_mma.set(warpgroup.Field.ACCUMULATE, k % every != 0)
+            cute.gemm(fresh_mma, acc, a, b, acc)
     warpgroup.commit_group()
 
 
@@ -268,9 +268,17 @@ def mma_wait(outstanding: Constexpr[int]) -> None:
     warpgroup.wait_group(outstanding)
 
 
+def task_threads(tiled_mma: Any) -> int:
+    """The threads of the task that issues ``tiled_mma``.
+
+    128 per warpgroup of its atom layout, whatever tile it repeats over.
+    """
+    return int(cute.size(tiled_mma))
+
+
 def task_barrier(tiled_mma: Any, barrier_id: int) -> Any:
     """A named barrier over the threads of the task that issues ``tiled_mma``."""
-    return cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=cute.size(tiled_mma))
+    return cpipe.NamedBarrier(barrier_id=barrier_id, num_threads=task_threads(tiled_mma))
 
 
 # -- split-K: partial tiles through a global workspace -------------------------------------------
