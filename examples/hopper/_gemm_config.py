@@ -96,6 +96,12 @@ GEMM_KINDS = (
 )
 
 
+def consumer_warpgroups(tile_mn: tuple[int, int], pingpong: bool) -> int:
+    """Consumer warpgroups on one tile: one per 64 rows up to ``MAX_CONSUMER_WGS``
+    (cooperative), or one (ping-pong: a warpgroup alone on its tile)."""
+    return 1 if pingpong else min(tile_mn[0] // WGMMA_M, MAX_CONSUMER_WGS)
+
+
 def _refused(fields: str, why: str, fix: str) -> RuntimeConfigError:
     """The typed error of a configuration the kernels cannot build (a ``ValueError`` too)."""
     return RuntimeConfigError(f"GemmConfig({fields}): {why}", resource="gemm", fix=fix)
@@ -344,7 +350,7 @@ class GemmConfig:
         """Consumer (WGMMA) warpgroups of one tile: one per 64 tile rows up to
         ``MAX_CONSUMER_WGS`` (cooperative), or one (ping-pong: a warpgroup alone on its tile
         issues ``BM / 64`` WGMMAs per K step)."""
-        return 1 if self.pingpong else min(self.tile_mn[0] // WGMMA_M, MAX_CONSUMER_WGS)
+        return consumer_warpgroups(self.tile_mn, self.pingpong)
 
     @property
     def acc_values(self) -> int:

@@ -49,13 +49,12 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 from _gemm_config import (
     DEFAULT_MNK,
     DTYPES,
-    MAX_CONSUMER_WGS,
     PROMOTE_MAX_ACC,
     SCALES,
     SMS,
     WARPGROUP,
-    WGMMA_M,
     GemmConfig,
+    consumer_warpgroups,
     fit_swizzle,
 )
 from _gemm_host import DTYPE_ALIASES, REL_TOL
@@ -178,7 +177,7 @@ def can_promote(fields: dict[str, Any]) -> bool:
     """Whether a template's tile has registers for FP8 two-level accumulation: at most
     ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
     bm, bn = fields["tile_mn"]
-    warpgroups = 1 if fields["kernel"] == "pingpong" else min(bm // WGMMA_M, MAX_CONSUMER_WGS)
+    warpgroups = consumer_warpgroups(fields["tile_mn"], fields["kernel"] == "pingpong")
     return bool(bm * bn // (warpgroups * WARPGROUP) <= PROMOTE_MAX_ACC)
 
 
@@ -219,8 +218,8 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     of few output tiles (at most two waves of their tile over the SMs) whose K gives every
     chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
     ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
-    SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. An FP8
-    GEMM with its default promotion gets only tiles that can promote (``can_promote``). The
+    SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. A promoted
+    GEMM (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``). The
     rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
     never worse than the fallback on a tuned shape.
     """
@@ -234,7 +233,7 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         if -(-m // bm) < cm or -(-n // bn) < cn or (bm > 64 and m <= bm // 2):
             continue
         if promotes(base) and not can_promote(t):
-            continue  # FP8 promotes by default, which a BN = 256 tile has no registers for
+            continue  # no registers for the second (fp32 total) tile next to the WGMMA's
         split = t.get("split_k", 1)
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
         if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -54,3 +55,18 @@ def load_example() -> Callable[[str], object]:
         reason="the examples import the task_scheduling facade (tests all)",
     )
     return _load
+
+
+@pytest.fixture
+def ptxas_log(tmp_path: Path) -> Callable[..., str]:
+    """``ptxas -arch=sm_90a -v`` on a PTX text, in the test's tmp folder: its log (registers,
+    spill bytes, performance notes such as C7514 "WGMMA serialized"). Tests that need it skip
+    (or return) where ``shutil.which("ptxas")`` finds none."""
+
+    def run(ptx: str, name: str = "kernel") -> str:
+        src = tmp_path / f"{name}.ptx"
+        src.write_text(ptx)
+        cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / f"{name}.cubin")]
+        return subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+
+    return run

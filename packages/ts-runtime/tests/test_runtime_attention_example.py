@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -266,15 +264,12 @@ def test_missing_math_order_handoff_is_rejected(attention: Any) -> None:
     assert {d.resource for d in err.value.report.diagnostics} == {"t1"}
 
 
-def ptxas_clean(ptx: str, tmp_path: Path) -> None:
+def ptxas_clean(ptx: str, ptxas_log: Callable[..., str]) -> None:
     """ptxas keeps every register (D = 256: ``O`` alone is 128 a thread) and the WGMMA
     pipeline: no spill, no serialized WGMMA (warnings C7514 / C7515). Skipped without ptxas."""
     if shutil.which("ptxas") is None:
         return
-    src = tmp_path / "attention.ptx"
-    src.write_text(ptx)
-    cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "attention.cubin")]
-    log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    log = ptxas_log(ptx, "attention")
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
     assert "C7514" not in log and "C7515" not in log, log
 
@@ -305,7 +300,7 @@ def _compiled(attention: Any, host: Any, **options: Any) -> tuple[Any, str, Any]
     ],
 )
 def test_compiles_for_sm90a_and_validates(
-    attention: Any, host: Any, options: Any, tmp_path: Path
+    attention: Any, host: Any, options: Any, ptxas_log: Callable[..., str]
 ) -> None:
     cfg, ptx, compiled = _compiled(attention, host, **options)
     regs = re.findall(r"setmaxnreg\.(dec|inc)\.sync\.aligned\.u32\s+(\d+);", ptx)
@@ -329,7 +324,7 @@ def test_compiles_for_sm90a_and_validates(
     # warpgroup: for D = 256 two chunks of 64 x 128 through one SMEM buffer
     stores = re.findall(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)
     assert len(stores) == 2 * d // 64
-    ptxas_clean(ptx, tmp_path)
+    ptxas_clean(ptx, ptxas_log)
     if not cfg.causal:
         # The PTX's barrier protocol is the verified plan's. (It holds for the causal PTX too,
         # but translation validation takes minutes there: its per-tile trip count and masked

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -169,15 +167,12 @@ def test_warpgroup_that_skips_the_handed_over_tile_is_refused(
         attention.make_plan(attention.AttentionConfig(varlen=True))
 
 
-def ptxas_clean(ptx: str, tmp_path: Path) -> None:
+def ptxas_clean(ptx: str, ptxas_log: Callable[..., str]) -> None:
     """ptxas keeps every register (D = 256: ``O`` alone is 128 a thread) and the WGMMA
     pipeline: no spill, no serialized WGMMA (warnings C7514 / C7515). Skipped without ptxas."""
     if shutil.which("ptxas") is None:
         return
-    src = tmp_path / "attention.ptx"
-    src.write_text(ptx)
-    cmd = ["ptxas", "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "attention.cubin")]
-    log = subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
+    log = ptxas_log(ptx, "attention")
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in log, log
     assert "C7514" not in log and "C7515" not in log, log
 
@@ -191,7 +186,7 @@ def ptxas_clean(ptx: str, tmp_path: Path) -> None:
     ids=["d128-bf16-causal-gqa", "d256-fp16"],
 )
 def test_varlen_compiles_for_sm90a(
-    attention: Any, host: Any, options: dict[str, Any], tmp_path: Path
+    attention: Any, host: Any, options: dict[str, Any], ptxas_log: Callable[..., str]
 ) -> None:
     cfg = attention.AttentionConfig(**options, varlen=True)
     compiled = attention.attention_kernel(cfg).compile(*host.fake_operands(cfg))
@@ -205,6 +200,6 @@ def test_varlen_compiles_for_sm90a(
     assert not re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx)
     assert "st.global" in ptx
     assert re.search(r"atom\.global\.\w*\.?add", ptx)  # the dynamic queue claims tiles
-    ptxas_clean(ptx, tmp_path)
+    ptxas_clean(ptx, ptxas_log)
     if not cfg.causal:
         compiled.check().raise_for_errors()
