@@ -150,6 +150,12 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
         | {"tail_split": 2},
         [(3000, 5000, 896), (256, 28672, 512), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
     ),
+    # 4096 x 4096: 16 x 22 cluster tiles of 256 x 192, 5 rounds of 66 and 22 left, 66 chunks
+    "e4m3-128x192-tail3-c2x1-promoted": (
+        {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 192), "cluster_mn": (2, 1)}
+        | {"epi_stages": 3, "tail_split": 3},
+        [(4096, 4096, 1536), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
     "bf16-256x128-tail2-c2x1": (
         {"tile_mn": (256, 128), "cluster_mn": (2, 1), "tail_split": 2},
         [(3000, 5000, 1000), (129, 257, 65), (1003, 1501, 0), (0, 1501, 707)],

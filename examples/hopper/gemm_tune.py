@@ -167,9 +167,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "tail_split": 3},
         # ... and 128 x 192 (the promoted FP8 tile with the fewest tiles)
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "tail_split": 2},
+        # (4096 x 4096: 704 tiles, 5 rounds and 44 left, which a split in 3 deals to all 132)
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "tail_split": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "tail_split": 2},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "tail_split": 3},
+        {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3, "tail_split": 3},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (50 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (54 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
