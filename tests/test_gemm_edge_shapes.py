@@ -76,6 +76,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "cluster_mn": (2, 1),
         "epi_stages": 3,
     },
+    # 64 x 192 ping-pong, FP8 promoted (96 + 96 registers a thread), 2 x 1 cluster, fused
+    "e4m3-pingpong64x192-promoted-2x1": {
+        "dtype": "e4m3",
+        "scale": "rowwise",
+        "tile_mn": (64, 192),
+        "kernel": "pingpong",
+        "cluster_mn": (2, 1),
+        "epi_stages": 3,
+        "beta": 1.0,
+    },
     # 256 x 128: each consumer warpgroup on two 64-row blocks; FP8 unpromoted (no registers),
     # the fused epilogue reading C, the bias and both scale vectors by those rows
     "bf16-256x128-2x1": {"tile_mn": (256, 128), "cluster_mn": (2, 1)},

@@ -78,20 +78,18 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # What session 9 changed: 128 x 192 tail-split templates (3 chunks; 2 x 1 / 1 x 2 clusters).
-  # The new edge-shape case, the FP8 tuner over the templates, a table of the current bf16
-  # entries and the new FP8 ones, the FP8 tensor-scale sweep on that table.
+  # What session 9 changed: 128 x 192 tail-split templates (3 chunks; 2 x 1 / 1 x 2 clusters)
+  # and the 64 x 192 ping-pong tile (FP8 promoted: 96 + 96 registers). Its edge shapes, then
+  # both tuners over the 57 templates; the tables come from the logs on the CPU
+  # (gemm_tune.py --from-log, with the earlier run's FP8 log too).
   run pending.log 150 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "128x192-tail3"
-  run tune.log 240 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype e4m3 \
-    --scale tensor --graph --jobs 15 -o "$out/tune_fp8.json"
+    -k "pingpong64x192"
+  run tune.log 200 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype e4m3 \
+    --scale tensor --graph --jobs 15
   cp /tmp/gpu_batch_cmd.log "$out/tune_fp8.log"
-  run tune.log 60 python3 examples/hopper/gemm_tune.py --from-log "$out/tune_fp8.log" \
-    --dtype e4m3 --scale tensor -o /tmp/t_fp8.json
-  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
-    /tmp/t_fp8.json -o "$out/gemm_table.json"
-  export TS_GEMM_TABLE="$out/gemm_table.json"
-  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run tune.log 240 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 \
+    --graph --jobs 15
+  cp /tmp/gpu_batch_cmd.log "$out/tune_bf16.log"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

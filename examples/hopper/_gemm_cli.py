@@ -240,6 +240,6 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         help="two-level accumulation: add the WGMMA accumulator into an fp32 total every this "
-        "many K blocks (0: off; default: 4 for FP8 on 128x192, 128x128, 64x128 and 64-row "
-        "ping-pong tiles, else off)",
+        "many K blocks (0: off; default: 4 for FP8 on 128x192, 128x128, 64x128 and ping-pong "
+        "64x192 and 64x128 tiles, else off)",
     )

@@ -49,7 +49,7 @@ FP8_OUT = "bf16"
 # Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
 # "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
 SCALES = ("none", "tensor", "rowwise")
-TILES = ((128, 256), (256, 128), (128, 192), (128, 128), (64, 256), (64, 128))
+TILES = ((128, 256), (256, 128), (128, 192), (128, 128), (64, 256), (64, 192), (64, 128))
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
 # B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
@@ -155,8 +155,8 @@ class GemmConfig:
             next group's first WGMMA overwrites the WGMMA registers); 0 turns it off. None
             (the default): ``PROMOTE_EVERY`` for FP8 when the tile has room for the second
             tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative 128 x 192, 128 x 128 and
-            64 x 128, 64-row ping-pong), else off (16-bit WGMMAs accumulate in fp32 already;
-            ``promotion`` is the value in effect). Works for every dtype.
+            64 x 128, ping-pong 64 x 192 and 64 x 128), else off (16-bit WGMMAs accumulate
+            in fp32 already; ``promotion`` is the value in effect). Works for every dtype.
         split_k: split-K (1: off): the K blocks of every output tile are cut into
             ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
             ``(tile, chunk)`` is a work item of the persistent schedule (the chunk is the

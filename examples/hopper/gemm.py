@@ -27,8 +27,8 @@ Options (``GemmConfig``, all compile-time):
   buffers, so one's epilogue runs under the other's main loop.
 * ``promote_every`` (``--promote-every``): FP8 two-level accumulation, the WGMMA accumulator
   added into a second fp32 register tile every that many K blocks (default 4 for FP8 on tiles
-  of at most 96 accumulator values a thread: 128x192, 128x128, 64x128, 64-row ping-pong;
-  else off).
+  of at most 96 accumulator values a thread: 128x192, 128x128, 64x128, ping-pong 64x192 and
+  64x128; else off).
 * ``split_k`` (``--split-k``): each tile's K blocks in that many chunks, each ``(tile, chunk)``
   a work item; the tile's last item sums the fp32 partials in chunk order (a global workspace,
   a per-tile counter) and writes C.

@@ -123,6 +123,11 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
+        # 64 x 192 ping-pong: one warpgroup's epilogue under the other's main loop, and the
+        # widest 64-row tile FP8 promotion fits (96 + 96 registers); B multicast in 2 x 1
+        {"tile_mn": (64, 192), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 3},
+        {"tile_mn": (64, 192), "cluster_mn": (2, 1), "kernel": "pingpong", "epi_stages": 3},
+        {"tile_mn": (64, 192), "cluster_mn": (1, 2), "kernel": "pingpong", "epi_stages": 3},
         # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step); each of
         # the two A/B rings keeps 3 stages (128 x 128) / 2 (128 x 192) next to the epilogue's
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
@@ -174,7 +179,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3, "tail_split": 3},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (54 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (57 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
