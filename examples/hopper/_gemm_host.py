@@ -501,7 +501,7 @@ def run_case(
     inputs and scales, bf16 out; see ``_scaled_mm_calls``). Every kernel and torch's result is
     checked against the fp32 reference (``check``). Operands are checked before any launch
     (``check_operands``). Timing interleaves the contenders (``rounds`` rounds of every kernel
-    and torch, in an order rotated every round) and keeps each one's best round, so clock /
+    and torch, in an order shuffled every round) and keeps each one's best round, so clock /
     power drift during the run biases none of them. ``graph`` also times every contender's
     launches replayed from a CUDA graph (``_timing.GraphTimer``: the kernels without the host's
     per-call work), in the same rounds: ``graph_ms`` / ``graph_tflops`` and the ``*_graph``

@@ -11,6 +11,7 @@ paths.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -19,14 +20,22 @@ from task_scheduling.harness import time_ms
 __all__ = ["GraphTimer", "best_of_rounds", "cu_stream", "time_ms"]
 
 
-def best_of_rounds(measures: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
+def best_of_rounds(
+    measures: dict[str, Callable[[], float]], rounds: int, seed: int = 0
+) -> dict[str, float]:
     """Each measure's best (smallest) result over ``rounds`` interleaved rounds.
 
-    The order rotates every round, and one first round is run and thrown away: the first
-    contender after a pause (a compile, a correctness check) runs on cooler, faster clocks.
-    On the power-bound shapes that was worth ~10 %: TS, which always opened a shape's first
-    round, measured 764 TFLOP/s eager at 8192^3 against 690 replayed from a graph, while its
-    twin measured 689 and 684.
+    One first round is run and thrown away: the first contender after a pause (a compile, a
+    correctness check) runs on cooler, faster clocks. On the power-bound shapes that was worth
+    ~10 %: TS, which always opened a shape's first round, measured 764 TFLOP/s eager at 8192^3
+    against 690 replayed from a graph, while its twin measured 689 and 684.
+
+    Every round then runs the measures in a new order (a shuffle seeded by ``seed``), so no
+    contender keeps the same predecessor: one right after a light contender (a slow ping-pong,
+    a split-K) starts on cooler clocks too. Rotating one order kept nearly every predecessor
+    when there are many contenders: the tuner's ~45 candidates in 4 rounds ranked the tiles
+    listed after slow templates first, on shapes where the sweep's same-run A/B put them
+    6-14 % behind (``bench/RESULTS.md``, session 9).
     """
     names = list(measures)
     if not names:  # nothing to time (say, every candidate of a shape was wrong)
@@ -34,8 +43,10 @@ def best_of_rounds(measures: dict[str, Callable[[], float]], rounds: int) -> dic
     for name in names:
         measures[name]()
     best = dict.fromkeys(names, math.inf)
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
+    order, rng = list(names), random.Random(seed)
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
             best[name] = min(best[name], measures[name]())
     return best
 

@@ -9,14 +9,16 @@ verifier; a rejected candidate is reported with its reason and never compiled or
 the GPU each accepted configuration is compiled once (dynamic shapes: one compile serves
 every shape; ``--jobs`` compiles in parallel processes first, filling the CuTe DSL's on-disk
 cache), run once per shape and checked against an fp32 reference (a wrong result is reported
-and not timed), then timed with ``torch.matmul`` in interleaved rounds (the order rotated every
-round), best round each. The best configuration per shape class (``_gemm_table.shape_class``:
-over the class's tuned shapes, the best geometric mean of each shape's TFLOP/s over that
-shape's best) goes into a versioned JSON table (``-o``) with the date, the GPU, the CuTe DSL
-version and the command that regenerates it; ``gemm.py --config auto`` reads it. A class keeps
-the current table's entry unless the best beats it by more than ``--margin`` (2 %: one timing
-of near-equal schedules swings that much between runs). ``--from-log`` makes the table again
-from a run's printed per-shape lines (another margin, no GPU).
+and not timed), then timed with ``torch.matmul`` in interleaved rounds (the order shuffled
+every round, at least ``MEASURE_S`` = 50 ms a measurement, so the clocks settle under each
+candidate's own power draw), best round each. The best configuration per shape class
+(``_gemm_table.shape_class``: over the class's tuned shapes, the best geometric mean of each
+shape's TFLOP/s over that shape's best) goes into a versioned JSON table (``-o``) with the
+date, the GPU, the CuTe DSL version and the command that regenerates it; ``gemm.py --config
+auto`` reads it. A class keeps the current table's entry unless the best beats it by more
+than ``--margin`` (2 %: one timing of near-equal schedules swings that much between runs).
+``--from-log`` makes the table again from a run's printed per-shape lines (another margin, no
+GPU).
 
 Usage::
 
@@ -123,11 +125,6 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
-        # 64 x 192 ping-pong: one warpgroup's epilogue under the other's main loop, and the
-        # widest 64-row tile FP8 promotion fits (96 + 96 registers); B multicast in 2 x 1
-        {"tile_mn": (64, 192), "cluster_mn": (1, 1), "kernel": "pingpong", "epi_stages": 3},
-        {"tile_mn": (64, 192), "cluster_mn": (2, 1), "kernel": "pingpong", "epi_stages": 3},
-        {"tile_mn": (64, 192), "cluster_mn": (1, 2), "kernel": "pingpong", "epi_stages": 3},
         # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step); each of
         # the two A/B rings keeps 3 stages (128 x 128) / 2 (128 x 192) next to the epilogue's
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
@@ -179,7 +176,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3, "tail_split": 3},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (57 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (54 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
@@ -354,6 +351,12 @@ def compile_all(cfgs: list[GemmConfig], jobs: int, compile_only: bool) -> dict[G
     return results
 
 
+# Per measurement: 5 ms let the clocks of the candidate before decide (rankings that the
+# sweep's same-run A/B reversed by up to 14 %; bench/RESULTS.md, session 9).
+MEASURE_S = 0.05
+MAX_ITERS = 2000  # 50 ms of 2048^3 bf16 launches (~25 us each)
+
+
 def _time_shape(
     mnk: tuple[int, int, int],
     accepted: list[Candidate],
@@ -414,16 +417,17 @@ def _time_shape(
     flop = 2.0 * m * n * k
     if flop == 0:
         return {"tflops": {}, "wrong": wrong, "iters": 0}  # an empty problem: nothing to time
-    # At least ~5 ms per measurement (at 700 TFLOP/s), so a small problem's launch overhead
-    # and the timer's resolution do not decide.
-    iters = max(iters, min(200, math.ceil(5e-3 * 700e12 / flop)))
+    # At least MEASURE_S per measurement (at 700 TFLOP/s): the GPU's clocks settle under the
+    # candidate's own power draw, whatever ran before it, and neither a small problem's launch
+    # overhead nor the timer's resolution decides.
+    iters = max(iters, min(MAX_ITERS, math.ceil(MEASURE_S * 700e12 / flop)))
     if graph:  # kernel time without the host's per-call work (see _timing)
         timers = {name: GraphTimer(bind, iters) for name, bind in binds.items()}
         calls = dict(timers)
     measures = {
         name: call.ms if graph else lambda c=call: time_ms(c, iters) for name, call in calls.items()
     }
-    best = best_of_rounds(measures, rounds)  # rotated, after a warm-up round
+    best = best_of_rounds(measures, rounds)  # shuffled, after a warm-up round
     tflops = {name: flop / (ms * 1e9) for name, ms in best.items()}
     return {"tflops": tflops, "wrong": wrong, "iters": iters}
 
@@ -584,7 +588,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--sample", type=int, default=3, help="configurations compiled by --compile-only"
     )
     parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
-    parser.add_argument("--iters", type=int, default=10, help="timed launches per round")
+    parser.add_argument(
+        "--iters", type=int, default=10, help="timed launches per round, at least (and ~50 ms)"
+    )
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds per shape")
     parser.add_argument(
         "--graph",

@@ -112,8 +112,8 @@ def test_ptxas_keeps_the_wide_promoted_tiles_in_registers(
     gemm: Any, family: str, ptxas_log: Callable[..., str]
 ) -> None:
     """No spill, and one WGMMA chain per K block: ptxas injects at most one
-    ``warpgroup.arrive`` per K loop (C7519; a branch between a group's first WGMMA and its twin with the
-    accumulate flag on made it two, and split the chain)."""
+    ``warpgroup.arrive`` per K loop (C7519; a branch between a group's first WGMMA and its
+    twin with the accumulate flag on made it two, and split the chain)."""
     cfg = gemm.GemmConfig(dtype="e4m3", **WIDE[family])
     assert cfg.promotion == 4
     _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
