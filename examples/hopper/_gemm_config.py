@@ -209,10 +209,11 @@ class GemmConfig:
         if self.dtype not in DTYPES:
             raise _refused(f"dtype={self.dtype!r}", f"not one of {sorted(DTYPES)}", "pick one")
         if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
+            fits = [d for d in range(2, self.epi_subtiles + 1) if self.epi_subtiles % d == 0]
             raise _refused(
                 f"epi_stages={self.epi_stages}",
                 f"the epilogue's buffers must be >= 2 and divide its {self.epi_subtiles} sub-tiles",
-                "pass epi_stages=2 or 4 (3 for 128x192)",
+                f"pass epi_stages= one of {fits} for tile_mn={self.tile_mn}, epi_n={self.epi_n}",
             )
         if self.k_block_bytes not in K_BLOCKS_BYTES:
             raise _refused(

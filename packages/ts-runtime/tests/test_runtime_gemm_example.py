@@ -307,6 +307,17 @@ def test_every_refused_configuration_is_a_typed_error_with_a_fix(
     assert err.value.fix and err.value.resource == "gemm"
 
 
+def test_epilogue_buffer_fix_names_counts_that_divide_the_sub_tiles(gemm: Any) -> None:
+    """A 192-wide tile has 6 sub-tiles of 32 columns: 4 buffers do not divide them."""
+    from ts_runtime.errors import RuntimeConfigError
+
+    for tile in ((128, 192), (64, 192)):
+        with pytest.raises(RuntimeConfigError, match="epi_stages=4") as err:
+            gemm.GemmConfig(tile_mn=tile, epi_stages=4)
+        assert "[2, 3, 6]" in str(err.value.fix)
+        gemm.GemmConfig(tile_mn=tile, epi_stages=3)  # what the fix says works
+
+
 @dataclasses.dataclass
 class _Tensor:
     """What ``check_operands`` reads of a torch tensor (no torch on the CPU runners)."""

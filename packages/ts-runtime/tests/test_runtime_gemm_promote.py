@@ -80,6 +80,7 @@ PROMOTED: list[dict[str, Any]] = [
     {"tile_mn": (128, 128), "alpha": 0.5, "beta": 1.0, "bias": True, "promote_every": 2},
     {"tile_mn": (128, 192), "epi_stages": 3, "cluster_mn": (2, 1), "scale": "tensor"},
     {"tile_mn": (64, 192), "kernel": "pingpong", "epi_stages": 3, "cluster_mn": (2, 1)},
+    {"tile_mn": (64, 192), "epi_stages": 3},  # cooperative: one consumer warpgroup
 ]
 
 # The widest promoted tiles, the fused epilogue and the tail split included: 96 + 96 fp32
