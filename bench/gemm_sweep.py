@@ -13,12 +13,12 @@ bf16 out, both with fast accumulation, the TS kernel's own, and without), with
 16-bit plain GEMMs only; ``tools/fetch_cute_example.sh`` puts the file at
 ``.gpu/cute_example/dense_gemm_persistent.py``, and a missing file skips the column with a
 note), with ``--versus "FLAGS"`` (repeatable) other TS configurations given as schedule
-options on ``GemmConfig``'s defaults (``vs:tile=128x128,kernel=pingpong``: the TS kernel alone,
-compiled once per configuration, the same tensors and rounds, checked the same way; plain
-16-bit tn GEMMs only), and the ratios; interleaved rounds, best round each. A last line sums
-up: the geometric mean and the minimum of TS / torch (and TS / CuTe example, each ``--versus``
-configuration / torch, TS / it) over the shapes. Every kernel is
-compiled once per configuration (dynamic shapes). Usage (GPU)::
+options on ``GemmConfig``'s defaults (``vs:tile=128x128,kernel=pingpong``: the TS kernel alone
+on the same problem, FP8 scales and epilogue options included, compiled once per configuration,
+the same tensors and rounds, checked the same way), and the ratios; interleaved rounds, best
+round each. A last line sums up: the geometric mean and the minimum of TS / torch (and TS /
+CuTe example, each ``--versus`` configuration / torch, TS / it) over the shapes. Every kernel
+is compiled once per configuration (dynamic shapes). Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm_sweep.py
     source .gpu/setup.sh && python3 bench/gemm_sweep.py \\
@@ -27,6 +27,8 @@ compiled once per configuration (dynamic shapes). Usage (GPU)::
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale rowwise
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --shape 8192 8192 8192 \\
         --versus "--tile 128x128 --kernel pingpong" --versus "--tile 128x256 --cluster 2x1"
+    source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale tensor \\
+        --shape 8192 8192 8192 --versus "--tile 128x192 --epi-stages 3" --versus "--tile 128x128"
 """
 
 from __future__ import annotations
@@ -103,12 +105,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="FLAGS",
         help="another TS configuration in the same rounds, as schedule options on the defaults, "
-        'e.g. "--tile 128x128 --kernel pingpong" (repeatable; plain 16-bit tn GEMMs)',
+        'e.g. "--tile 128x128 --kernel pingpong" (repeatable; the same problem options)',
     )
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
     shapes = [tuple(s) for s in args.shape] if args.shape else list(SHAPES)
-    host: Any = importlib.import_module("_gemm_host")  # beside gemm.py
     cli: Any = importlib.import_module("_gemm_cli")
     extras, note = cute_example_column(args, cli.parse_config(args))
     cache: dict[Any, dict[str, Any]] = {}
@@ -120,15 +121,16 @@ def main(argv: list[str] | None = None) -> int:
         if shape_cfg not in cache:
             cache[shape_cfg] = gemm.compile_for_gpu(shape_cfg)  # {"ts": ..., "twin": ...}
         compiled = cache[shape_cfg]
-        more = versus_columns(gemm, host, args, shape_cfg, mnk, versus_cache)
+        more = versus_variants(gemm, args, mnk, versus_cache)
         r = gemm.run_case(
             shape_cfg,
             compiled,
             mnk,
             args.iters,
             rounds=args.rounds,
-            extras={**extras, **more},
+            extras=extras,
             graph=args.graph,
+            variants=more,
         )
         r["bench"], r["config_source"] = "gemm_sweep", source
         for name in more:
@@ -169,37 +171,27 @@ def versus_name(spec: str) -> str:
     return "vs:" + ",".join(pairs)
 
 
-def versus_columns(
-    gemm: Any, host: Any, args: Any, cfg: Any, mnk: tuple[int, int, int], cache: dict[Any, Any]
+def versus_variants(
+    gemm: Any, args: Any, mnk: tuple[int, int, int], cache: dict[Any, Any]
 ) -> dict[str, Any]:
-    """``--versus``: each configuration's TS kernel as a ``run_case`` extra for ``mnk``.
+    """``--versus``: each configuration and its TS kernel, as ``run_case`` variants for ``mnk``.
 
-    Its schedule options apply to ``GemmConfig``'s defaults with the sweep's ``--dtype``
-    (``--config default``, the swizzle fitted to the shape); each configuration is compiled
-    once. Only next to a plain 16-bit tn GEMM (an extra is checked as one); else none.
+    Its schedule options apply to ``GemmConfig``'s defaults (``--config default``, the swizzle
+    fitted to the shape) with the sweep's problem options (dtype, layout, alpha, beta, bias,
+    scales: the same problem, FP8 included); each configuration is compiled once.
     """
-    if not args.versus or cfg.fp8 or cfg.fused_epilogue or cfg.layout != "tn":
-        return {}
     out: dict[str, Any] = {}
     for spec in args.versus:
         sub = argparse.ArgumentParser()
         gemm.add_config_args(sub)
-        flags = ["--config", "default", "--dtype", args.dtype, *shlex.split(spec)]
+        problem = ["--dtype", args.dtype, "--layout", args.layout, "--scale", args.scale]
+        problem += ["--alpha", repr(args.alpha), "--beta", repr(args.beta)]
+        problem += ["--bias"] if args.bias else []
+        flags = ["--config", "default", *problem, *shlex.split(spec)]
         other, _ = gemm.config_for(sub.parse_args(flags), mnk)
         if other not in cache:
             cache[other] = gemm.compile_for_gpu(other, only=("ts",))["ts"]
-
-        def factory(a: Any, b: Any, c: Any, other: Any = other, ts: Any = cache[other]) -> Any:
-            m, n = c.shape
-            counters = host.make_counters_tensor(other, m, n)
-            workspace = host.make_workspace(other, m, n)
-            stream = host.cu_stream()  # the current one: a graph capture's, when timing one
-            launch = host.kernel_args(
-                other, a, b, c, None, counters, workspace=workspace, stream=stream
-            )
-            return lambda: ts(*launch)
-
-        out[versus_name(spec)] = factory
+        out[versus_name(spec)] = (other, cache[other])
     return out
 
 

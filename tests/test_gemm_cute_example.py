@@ -11,6 +11,7 @@ and the sweep leaves the column out with a note.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -116,7 +117,7 @@ def test_sweep_main_without_a_gpu(
 def test_sweep_versus_times_other_configurations_in_the_same_run(
     monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    """``--versus FLAGS``: another TS configuration as an extra of the same rounds."""
+    """``--versus FLAGS``: another TS configuration as a variant in the same rounds."""
     if str(BENCH) not in sys.path:
         sys.path.append(str(BENCH))
     sweep = importlib.import_module("gemm_sweep")
@@ -131,7 +132,8 @@ def test_sweep_versus_times_other_configurations_in_the_same_run(
         out: dict[str, Any] = {"mnk": list(mnk), "ts": {"ok": True, "tflops": 700.0}}
         out["twin"] = {"ok": True, "tflops": 700.0}
         out["ts_over_torch"] = 1.0
-        for name in kw["extras"]:
+        for name, (other, _) in kw["variants"].items():
+            assert other.dtype == cfg.dtype and other.scale == cfg.scale  # the same problem
             out[name] = {"ok": True, "tflops": 350.0}
             out[f"{name}_over_torch"] = 0.5
         return out
@@ -148,7 +150,27 @@ def test_sweep_versus_times_other_configurations_in_the_same_run(
     (other, only) = compiled[-1]  # the sweep's own configuration first, then the versus one
     assert only == ("ts",)
     assert (other.kernel, other.tile_mn, other.cluster_mn) == ("pingpong", (128, 128), (2, 1))
-    # next to an FP8 sweep there is nothing to compare with (an extra is checked as plain bf16)
-    fp8 = gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128))
-    args = argparse.Namespace(versus=[versus], dtype="e4m3")
-    assert sweep.versus_columns(gemm, None, args, fp8, (8192, 8192, 8192), {}) == {}
+    # FP8 with rowwise scales: the variant computes the sweep's problem on its own schedule
+    versus = "--tile 128x192 --epi-stages 3 --tail-split 3"
+    fp8 = ["--dtype", "e4m3", "--scale", "rowwise", "--versus", versus]
+    assert sweep.main(["--shape", "4096", "4096", "4096", *fp8]) == 0
+    row, total = (json.loads(x) for x in capsys.readouterr().out.splitlines())
+    (other, only) = compiled[-1]
+    assert (other.dtype, other.scale, other.tile_mn, other.tail_split) == (
+        "e4m3",
+        "rowwise",
+        (128, 192),
+        3,
+    )
+    name = "vs:tile=128x192,epi-stages=3,tail-split=3"
+    assert total[f"{name}_over_torch_geomean"] == pytest.approx(0.5)
+
+
+def test_run_case_variants_must_compute_the_same_problem() -> None:
+    """A variant on another schedule is taken; one with other scales (or dtype, epilogue) is
+    refused before any launch, naming the variant and the fields."""
+    host = importlib.import_module("_gemm_host")
+    cfg = host.GemmConfig(dtype="e4m3", scale="rowwise", tile_mn=(128, 128))
+    host.same_problem(cfg, dataclasses.replace(cfg, tile_mn=(128, 256), promote_every=0), "vs")
+    with pytest.raises(ValueError, match=r"'vs:x'.*'scale': 'tensor'.*only the schedule"):
+        host.same_problem(cfg, dataclasses.replace(cfg, scale="tensor"), "vs:x")

@@ -78,18 +78,25 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 9: the tuner with shuffled rounds and 50 ms measurements. First (call 6) the three
-  # bf16 shapes whose picks the sweep's same-run A/B reversed: it now ranks them as the sweep
-  # does. Then the FP8 retune of every sweep shape on that timing (call 7; the committed FP8
-  # entries come from its log: gemm_tune.py --from-log, then --combine) and the FP8 sweeps on
-  # the table (calls 8 and 9).
-  #   python3 examples/hopper/gemm_tune.py --mnk 1024 8192 8192 --mnk 4096 4096 14336 \
-  #     --mnk 8192 8192 8192 --dtype bf16 --graph --jobs 15
-  run tune.log 270 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype e4m3 \
-    --scale tensor --graph --jobs 15
-  cp /tmp/gpu_batch_cmd.log "$out/tune_fp8.log"
-  run fp8.log 90 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
-  run fp8.log 90 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
+  # Session 10: same-run FP8 A/B of the table's entries against the alternatives (the sweep's
+  # --versus, now on FP8 problems too), 128 x 192 with raster n (swizzle 8 where N's 43 tile
+  # columns allow none) among them; then the bf16 3000 x 5000 entry against the same.
+  run ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 8192 8192 28672 \
+    --versus "--tile 128x192 --epi-stages 3" --versus "--tile 128x192 --epi-stages 3 --raster n" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --cluster 2x1" \
+    --versus "--tile 128x192 --epi-stages 3 --scheduler dynamic" \
+    --versus "--tile 128x128 --cluster 1x2"
+  run ab.log 220 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
+    --shape 4096 4096 14336 --shape 1024 8192 8192 --shape 16384 16384 1024 \
+    --shape 4096 4096 4096 --shape 3000 5000 4000 \
+    --versus "--tile 128x128 --cluster 1x2" --versus "--tile 128x128 --cluster 2x1" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n" \
+    --versus "--tile 128x192 --epi-stages 3 --cluster 2x1" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --tail-split 3"
+  run ab.log 120 python3 bench/gemm_sweep.py --graph --rounds 8 --shape 3000 5000 4000 \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --cluster 2x1" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

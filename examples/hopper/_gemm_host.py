@@ -489,8 +489,14 @@ def run_case(
     rounds: int = 6,
     extras: dict[str, Any] | None = None,
     graph: bool = False,
+    variants: dict[str, tuple[GemmConfig, Any]] | None = None,
 ) -> dict[str, Any]:
     """Run the compiled kernels and torch's GEMM on the same inputs; check, time, TFLOP/s.
+
+    ``variants`` adds other TS configurations of the same problem: ``{name: (cfg, kernel)}``,
+    each ``cfg`` computing what ``cfg`` does (``same_problem``) on another schedule, its
+    compiled TS kernel launched on the same inputs (scales, bias, ``beta``'s C included),
+    checked and timed like ``compiled``'s.
 
     ``extras`` adds other plain GEMMs (``C = A @ B^T``, no epilogue options) to the same run:
     ``{name: factory}``, ``factory(a, b, c)`` giving a no-argument launch (e.g. CUTLASS's
@@ -518,21 +524,25 @@ def run_case(
     result["promotion"] = cfg.promotion  # the interval in effect (promote_every None: default)
     calls: dict[str, Any] = {}
     binds: dict[str, Any] = {}  # name -> (torch stream -> call on it), for graph timing
-    for name, kernel in compiled.items():
-        c = make_output(cfg, m, n)
-        c_old = c.clone() if cfg.beta != 0.0 else None
-        counters_t = make_counters_tensor(cfg, m, n)
-        check_operands(cfg, a, b, c, bias, scale_a, scale_b)
-        workspace = make_workspace(cfg, m, n)
-        args = kernel_args(cfg, a, b, c, bias, counters_t, scale_a, scale_b, workspace)
+    ts_kernels = [(name, cfg, kernel) for name, kernel in compiled.items()]
+    for name, (other, kernel) in (variants or {}).items():
+        same_problem(cfg, other, name)
+        ts_kernels.append((name, other, kernel))
+    for name, kcfg, kernel in ts_kernels:
+        c = make_output(kcfg, m, n)
+        c_old = c.clone() if kcfg.beta != 0.0 else None
+        counters_t = make_counters_tensor(kcfg, m, n)
+        check_operands(kcfg, a, b, c, bias, scale_a, scale_b)
+        workspace = make_workspace(kcfg, m, n)
+        args = kernel_args(kcfg, a, b, c, bias, counters_t, scale_a, scale_b, workspace)
         kernel(*args)
         torch.cuda.synchronize()
-        ok, err = check(c, a, b, cfg, c_old, bias, scale_a, scale_b)
+        ok, err = check(c, a, b, kcfg, c_old, bias, scale_a, scale_b)
         if counters_t is not None:  # the last CTA (or item) zeroed the counters for the next run
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
-        binds[name] = lambda s, kk=kernel, aa=args: on_stream(cfg, kk, aa, s)
+        binds[name] = lambda s, kk=kernel, aa=args, kc=kcfg: on_stream(kc, kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")
     for name, factory in (extras or {}).items():
         c = make_output(plain, m, n)
@@ -583,13 +593,36 @@ def run_case(
         result.setdefault(name, {}).update(ms=ms, tflops=flop / (ms * 1e9))
     for name, ms in best_graph.items():
         result[name].update(graph_ms=ms, graph_tflops=flop / (ms * 1e9))
-    for name in [*compiled, *(n for n in extras or {} if n in calls)]:
+    for name in [*(n for n, _, _ in ts_kernels), *(n for n in extras or {} if n in calls)]:
         for base in ("torch", "torch_accurate"):
             if base in calls:
                 result[f"{name}_over_{base}"] = result[name]["tflops"] / result[base]["tflops"]
             if name in best_graph and base in best_graph:
                 result[f"{name}_over_{base}_graph"] = best_graph[base] / best_graph[name]
     return result
+
+
+PROBLEM_FIELDS = ("dtype", "layout", "alpha", "beta", "bias", "scale")
+"""``GemmConfig``'s fields that say what is computed; the others say how (the schedule, the
+promotion interval)."""
+
+
+def same_problem(cfg: GemmConfig, other: GemmConfig, name: str) -> None:
+    """Refuse a ``run_case`` variant that computes something else than ``cfg``.
+
+    Raises:
+        ValueError: A field of ``PROBLEM_FIELDS`` differs (the variant's check and its
+            comparison with torch would be against another problem).
+    """
+    differ = [f for f in PROBLEM_FIELDS if getattr(cfg, f) != getattr(other, f)]
+    if differ:
+        mine = {f: getattr(cfg, f) for f in differ}
+        theirs = {f: getattr(other, f) for f in differ}
+        raise ValueError(
+            f"run_case variant {name!r} computes another problem: {theirs} against {mine}; "
+            "give it the same dtype, layout, alpha, beta, bias and scale (only the schedule "
+            "may differ)"
+        )
 
 
 def on_stream(cfg: GemmConfig, kernel: Any, args: tuple[Any, ...], stream: Any) -> Any:
