@@ -541,6 +541,8 @@ def run_case(
         if counters_t is not None:  # the last CTA (or item) zeroed the counters for the next run
             ok = ok and int(counters_t.abs().sum()) == 0
         result[name] = {"ok": ok, "rel_err": err}
+        if name in (variants or {}):  # compiled's kernels run result["config"]
+            result[name]["config"] = dataclasses.asdict(kcfg)
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
         binds[name] = lambda s, kk=kernel, aa=args, kc=kcfg: on_stream(kc, kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")

@@ -18,7 +18,8 @@ date, the GPU, the CuTe DSL version and the command that regenerates it; ``gemm.
 auto`` reads it. A class keeps the current table's entry unless the best beats it by more
 than ``--margin`` (2 %: one timing of near-equal schedules swings that much between runs).
 ``--from-log`` makes the table again from a run's printed per-shape lines (another margin, no
-GPU).
+GPU); ``--from-sweep`` makes it from a ``bench/gemm_sweep.py --versus`` run, where the entry
+and its alternatives ran side by side (the check a tuner pick should pass before it lands).
 
 Usage::
 
@@ -28,14 +29,13 @@ Usage::
     python examples/hopper/gemm_tune.py --shapes sweep --part 1/2 -o part1.json   # GPU
     python examples/hopper/gemm_tune.py --combine part1.json part2.json -o gemm_table.json
     python examples/hopper/gemm_tune.py --from-log tune.log --margin 0 -o t.json  # CPU
+    python examples/hopper/gemm_tune.py --from-sweep ab.log --dtype e4m3 --scale tensor -o t.json
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
-import importlib.metadata
 import json
 import math
 import os
@@ -62,9 +62,7 @@ from _gemm_config import (
 from _gemm_host import DTYPE_ALIASES, REL_TOL
 from _gemm_table import (
     RAGGED_FILL,
-    SCHEMA,
     SPLIT_MIN_CHUNK,
-    TABLE_KIND,
     TABLE_PATH,
     apply_fields,
     dump_table,
@@ -74,10 +72,8 @@ from _gemm_table import (
     shape_class,
     table_path,
     tuned_fields,
-    validate_table,
 )
-
-from task_scheduling.kernel import RuntimeConfigError
+from _gemm_tune_table import best_per_class, combine, make_table, read_rows, sweep_rows
 
 # The twelve shapes of bench/gemm_sweep.py (issue 16): its table and four LLM layers.
 SWEEP: tuple[tuple[int, int, int], ...] = (
@@ -174,9 +170,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "tail_split": 2},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "tail_split": 3},
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3, "tail_split": 3},
+        # ... along N: 8192 / 192 gives 43 tile columns, which no swizzle > 1 divides, so
+        # raster m walks whole columns of M (each wave re-reads A from HBM); raster n groups
+        # 8 tile rows (FP8 8192^3: 0.93 -> 1.00 of cuBLAS in the sweep's same-run A/B)
+        {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "raster": "n"},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "raster": "n"},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (54 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (56 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
@@ -432,116 +433,6 @@ def _time_shape(
     return {"tflops": tflops, "wrong": wrong, "iters": iters}
 
 
-def best_per_class(
-    rows: list[dict[str, Any]],
-    by_key: dict[str, dict[str, Any]],
-    incumbents: dict[str, str] | None = None,
-    margin: float = 0.0,
-) -> list[dict[str, Any]]:
-    """Table entries: per class, the configuration with the best geometric mean over its shapes
-    of (its TFLOP/s / that shape's best TFLOP/s); only configurations timed on every shape of
-    the class compete. Untimed rows (``--dry-run``) give the rule's choice.
-
-    ``incumbents`` (class -> candidate key: the current table's winners) and ``margin``: a
-    class keeps its incumbent unless the best beats it by more than ``margin`` (0.02: 2 %).
-    One timing of near-equal candidates differs by a few percent from run to run; a retune
-    should not swap a table entry, checked by the sweeps, for a tie it won by noise."""
-    classes: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        classes.setdefault(row["class"], []).append(row)
-    entries = []
-    for klass, members in sorted(classes.items()):
-        timed = [r for r in members if r.get("tflops")]
-        entry: dict[str, Any] = {"dtype": members[0]["dtype"], "class": klass}
-        entry["shapes"] = [r["mnk"] for r in members]
-        if not timed:
-            entry["config"] = members[0]["rule"]
-            entry["source"] = "rule (not timed)"
-            entries.append(entry)
-            continue
-        common = set.intersection(*({k for k in r["tflops"] if k != "torch"} for r in timed))
-        if not common:
-            continue
-
-        def score(key: str, timed: list[dict[str, Any]] = timed) -> float:
-            ratios = [
-                r["tflops"][key] / max(v for kk, v in r["tflops"].items() if kk != "torch")
-                for r in timed
-            ]
-            return math.exp(sum(map(math.log, ratios)) / len(ratios))
-
-        winner = max(sorted(common), key=score)
-        held = (incumbents or {}).get(klass, "")
-        if held in common and score(winner) <= score(held) * (1.0 + margin):
-            winner = held  # a tie within timing noise: the table keeps its entry
-        entry.update(config=by_key[winner], source="tuned", winner=winner, score=score(winner))
-        entry["tflops"] = [round(r["tflops"][winner], 1) for r in timed]
-        if all("torch" in r["tflops"] for r in timed):
-            entry["torch_tflops"] = [round(r["tflops"]["torch"], 1) for r in timed]
-        entries.append(entry)
-    return entries
-
-
-def make_table(
-    entries: list[dict[str, Any]], timed: bool, command: str, gpu: str | None, seconds: float
-) -> dict[str, Any]:
-    """The table's JSON object (``_gemm_table.SCHEMA``), validated."""
-    table = {
-        "schema": SCHEMA,
-        "kind": TABLE_KIND,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "gpu": gpu,
-        "cute_dsl": importlib.metadata.version("nvidia-cutlass-dsl"),
-        "command": command,
-        "timed": timed,
-        "tuning_seconds": round(seconds, 1),
-        "entries": entries,
-    }
-    return validate_table(table)
-
-
-def in_class(entry: dict[str, Any]) -> dict[str, Any] | None:
-    """``entry`` with only the shapes (and their timings) that ``shape_class`` still puts in its
-    class, None when none is left: what a table tuned before a class split still knows. Its
-    ``score`` went with the shapes it was measured over."""
-    shapes = entry.get("shapes", [])
-    keep = [i for i, s in enumerate(shapes) if shape_class(tuple(s)) == entry["class"]]
-    if len(keep) == len(shapes):
-        return entry
-    if not keep:
-        return None
-    out = {k: v for k, v in entry.items() if k != "score"}
-    for key in ("shapes", "tflops", "torch_tflops"):
-        if key in entry:
-            out[key] = [entry[key][i] for i in keep]
-    return out
-
-
-def combine(paths: list[Path]) -> dict[str, Any]:
-    """One table from several (e.g. the halves of a sweep): entries in order, the last wins;
-    shapes that are no longer in their entry's class are left out (``in_class``)."""
-    tables = []
-    for p in paths:
-        table = json.loads(p.read_text())
-        if isinstance(table, dict) and isinstance(table.get("entries"), list):
-            table["entries"] = [e for e in map(in_class, table["entries"]) if e is not None]
-        tables.append(validate_table(table, p))
-    entries: dict[tuple[str, str], dict[str, Any]] = {}
-    for t in tables:
-        for e in t["entries"]:
-            entries[(e["dtype"], e["class"])] = e
-    head = dict(tables[-1])
-    # Halves of one run name the same command once (a combined table, re-split, included).
-    parts = [c for t in tables for c in t["command"].split(" && ")]
-    head["command"] = " && ".join(dict.fromkeys(parts))
-    head["timed"] = all(t["timed"] for t in tables)
-    # A table made from a log (--from-log) names no GPU; the one the timings came from does.
-    head["gpu"] = head.get("gpu") or next((t["gpu"] for t in tables if t.get("gpu")), None)
-    head["tuning_seconds"] = sum(t.get("tuning_seconds", 0.0) for t in tables)
-    head["entries"] = list(entries.values())
-    return validate_table(head)
-
-
 def _part(text: str) -> tuple[int, int]:
     """``--part I/N``: the I-th of N slices, 1 <= I <= N."""
     try:
@@ -611,6 +502,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="LOG",
         help="no timing: the table from the per-shape JSON lines of earlier runs' output",
     )
+    parser.add_argument(
+        "--from-sweep",
+        type=Path,
+        nargs="+",
+        metavar="LOG",
+        help="no timing: the table from bench/gemm_sweep.py --versus output (the table's "
+        "entry and the alternatives timed side by side), every contender verified first",
+    )
     parser.add_argument("-o", "--out", type=Path, help="write the table here")
     parser.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
@@ -642,7 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv[1:] if argv is None else argv
     )
     cpu = args.dry_run or args.compile_only
-    if not cpu and not args.combine and not args.from_log:
+    if not cpu and not args.combine and not args.from_log and not args.from_sweep:
         from _gpu_check import gpu_ready
 
         if not gpu_ready(__file__):
@@ -660,6 +559,8 @@ def main(argv: list[str] | None = None) -> int:
     incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
     if args.from_log:
         return _from_log(args.from_log, base, incumbents, args.margin, command, args.out)
+    if args.from_sweep:
+        return _from_sweep(args.from_sweep, base, incumbents, args.margin, command, args.out)
     shapes = [tuple(s) for s in args.mnk or ()] + list(SWEEP if args.shapes else ())
     part, parts = args.part
     shapes = shapes[part - 1 :: parts] or [DEFAULT_MNK]  # none given: the example's default
@@ -739,30 +640,6 @@ def _incumbents(dtype: str) -> dict[str, str]:
     }
 
 
-def read_rows(paths: list[Path], dtype: str) -> list[dict[str, Any]]:
-    """The timed per-shape rows (JSON lines with ``tflops``) of tuner outputs, for ``dtype``.
-
-    Raises:
-        RuntimeConfigError: A log with no timed row of that dtype.
-    """
-    rows = []
-    for path in paths:
-        for line in path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # the log's other output
-            if isinstance(row, dict) and row.get("tflops") and row.get("dtype") == dtype:
-                rows.append(row)
-    if not rows:
-        raise RuntimeConfigError(
-            f"gemm_tune --from-log {' '.join(map(str, paths))}: no timed {dtype} rows",
-            resource="gemm_table",
-            fix="pass the output of a GPU run of gemm_tune.py with the same --dtype",
-        )
-    return rows
-
-
 def _from_log(
     logs: list[Path],
     base: GemmConfig,
@@ -777,9 +654,46 @@ def _from_log(
     fields = [f for r in rows for f in candidates((r["mnk"][0], r["mnk"][1], r["mnk"][2]), base)]
     screened = screen(fields, base, build=lambda cfg: None)
     by_key = {c.key: tuned_fields(c.cfg) for c in screened if c.cfg is not None}
-    entries = best_per_class(rows, by_key, incumbents, margin)
+    return _write_entries(best_per_class(rows, by_key, incumbents, margin), command, out, logs)
+
+
+def _from_sweep(
+    logs: list[Path],
+    base: GemmConfig,
+    incumbents: dict[str, str],
+    margin: float,
+    command: str,
+    out: Path | None,
+) -> int:
+    """``--from-sweep``: the table of a ``gemm_sweep.py --versus`` run's same-run timings
+    (``_gemm_tune_logs.sweep_rows``), every contender verified (``screen``) before it can win:
+    one whose plan fails is left out of its shape's line, with the reason printed."""
+    lines = sweep_rows(logs, base)
+    verified = {}
+    for fields in {json.dumps(f, sort_keys=True) for r in lines for f, _ in r["contenders"]}:
+        (cand,) = screen([json.loads(fields)], base)
+        verified[fields] = cand
+        if cand.cfg is None:
+            print(json.dumps({"rejected": cand.key, "reason": cand.reason}))
+    rows, by_key = [], {}
+    for line in lines:
+        tflops = {}
+        for fields, value in line["contenders"]:
+            cand = verified[json.dumps(fields, sort_keys=True)]
+            if cand.cfg is not None:
+                tflops[cand.key] = value
+                by_key[cand.key] = tuned_fields(cand.cfg)
+        if line["torch"] is not None:
+            tflops["torch"] = line["torch"]
+        rows.append(dict(line, tflops=tflops))
+    return _write_entries(best_per_class(rows, by_key, incumbents, margin), command, out, logs)
+
+
+def _write_entries(
+    entries: list[dict[str, Any]], command: str, out: Path | None, logs: list[Path]
+) -> int:
     (out or TABLE_PATH).write_text(dump_table(make_table(entries, True, command, None, 0.0)))
-    print(json.dumps({"from_log": [str(p) for p in logs], "entries": len(entries)}))
+    print(json.dumps({"from": [str(p) for p in logs], "entries": len(entries)}))
     return 0
 
 
