@@ -78,22 +78,21 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 10, call 2: bf16 3000 x 5000 x 4000 (0.95 of cuBLAS in call 1) against the tail
-  # splits and clusters, with the CuTe example; the FP8 picks of call 1's A/B (128 x 192 with
-  # raster n for the 8192 classes, 128 x 128 for 4096 x 4096 x 14336 and 16384^2 x 1024) with
-  # rowwise scales.
-  run ab.log 200 python3 bench/gemm_sweep.py --graph --rounds 8 --shape 3000 5000 4000 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 128x256 --cluster 2x1 --tail-split 2" \
-    --versus "--tile 128x256 --cluster 2x1 --tail-split 3" \
-    --versus "--tile 128x192 --epi-stages 3 --cluster 2x1 --tail-split 2" \
-    --versus "--tile 128x192 --epi-stages 3 --cluster 2x1 --tail-split 3" \
-    --versus "--tile 256x128 --cluster 2x1" --versus "--tile 128x256 --cluster 1x2"
-  run ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise --rounds 8 \
-    --shape 8192 8192 8192 --shape 8192 8192 28672 --shape 4096 4096 14336 \
-    --shape 16384 16384 1024 \
-    --versus "--tile 128x192 --epi-stages 3 --raster n" --versus "--tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x128 --cluster 2x1"
+  # Session 10, call 3: the FP8 same-run A/B again, its lines now naming every contender's
+  # configuration (gemm_tune.py --from-sweep makes the table from them), then the whole bf16
+  # sweep with the CuTe example and CUDA-graph timing.
+  run ab.log 240 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 8192 8192 28672 \
+    --shape 4096 4096 14336 --shape 16384 16384 1024 --shape 1024 8192 8192 \
+    --versus "--tile 128x192 --epi-stages 3 --raster n" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --cluster 2x1" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --cluster 1x2" \
+    --versus "--tile 128x128 --cluster 1x2" --versus "--tile 128x128 --cluster 2x1" \
+    --versus "--tile 128x128 --cluster 2x1 --tail-split 3"
+  cp /tmp/gpu_batch_cmd.log "$out/ab_fp8.log"
+  run graph.log 340 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  cp /tmp/gpu_batch_cmd.log "$out/sweep_bf16.log"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
