@@ -178,17 +178,13 @@ def versus_variants(
 
     Its schedule options apply to ``GemmConfig``'s defaults (``--config default``, the swizzle
     fitted to the shape) with the sweep's problem options (dtype, layout, alpha, beta, bias,
-    scales: the same problem, FP8 included); each configuration is compiled once.
+    scales: the same problem, FP8 included: ``_gemm_cli.versus_config``); each configuration
+    is compiled once.
     """
+    cli: Any = importlib.import_module("_gemm_cli")
     out: dict[str, Any] = {}
     for spec in args.versus:
-        sub = argparse.ArgumentParser()
-        gemm.add_config_args(sub)
-        problem = ["--dtype", args.dtype, "--layout", args.layout, "--scale", args.scale]
-        problem += ["--alpha", repr(args.alpha), "--beta", repr(args.beta)]
-        problem += ["--bias"] if args.bias else []
-        flags = ["--config", "default", *problem, *shlex.split(spec)]
-        other, _ = gemm.config_for(sub.parse_args(flags), mnk)
+        other = cli.versus_config(cli.parse_config(args), shlex.split(spec), mnk)
         if other not in cache:
             cache[other] = gemm.compile_for_gpu(other, only=("ts",))["ts"]
         out[versus_name(spec)] = (other, cache[other])

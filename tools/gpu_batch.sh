@@ -78,28 +78,26 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 10, call 4: the FP8 8192 classes' A/B again (128 x 192 raster n, 1 x 1 or 2 x 1:
-  # call 3 and call 1 disagree), and whole-tile epilogue buffers (epi_stages = the tile's
-  # sub-tiles: the consumers never wait for a TMA store within a tile, one A/B stage less)
-  # against the table's entries on the short-K and ragged shapes, bf16 and FP8.
-  run ab.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
-    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 8192 8192 28672 \
-    --versus "--tile 128x192 --epi-stages 3 --raster n" \
-    --versus "--tile 128x192 --epi-stages 3 --raster n --cluster 2x1" \
-    --versus "--tile 128x192 --epi-stages 6 --raster n" \
-    --versus "--tile 128x192 --epi-stages 6 --raster n --cluster 2x1"
-  cp /tmp/gpu_batch_cmd.log "$out/ab_fp8_w4.log"
-  run ab.log 200 python3 bench/gemm_sweep.py --graph --rounds 8 \
-    --shape 16384 16384 1024 --shape 3000 5000 4000 --shape 2048 2048 2048 \
-    --shape 8192 1024 8192 --shape 4096 4096 4096 --shape 8192 8192 8192 \
-    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 128x256 --cluster 2x1 --epi-stages 8" \
-    --versus "--tile 128x256 --epi-stages 8" --versus "--tile 128x192 --cluster 2x1 --epi-stages 6"
-  cp /tmp/gpu_batch_cmd.log "$out/ab_bf16_epi.log"
-  run ab.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
-    --shape 16384 16384 1024 --shape 3000 5000 4000 --shape 4096 4096 14336 \
-    --versus "--tile 128x192 --cluster 2x1 --epi-stages 6" \
-    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" --versus "--tile 128x128 --cluster 1x2"
+  # Session 10, call 5: the sweeps on the table made from calls 1-4's same-run A/B
+  # (gemm_tune.py --from-sweep), bf16 with the CuTe example and graph timing, FP8 with tensor
+  # and rowwise scales; then more A/B samples of the whole-tile epilogue on short K.
+  run sweep.log 200 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  cp /tmp/gpu_batch_cmd.log "$out/sweep_bf16.log"
+  run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  cp /tmp/gpu_batch_cmd.log "$out/sweep_fp8_tensor.log"
+  run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
+  cp /tmp/gpu_batch_cmd.log "$out/sweep_fp8_rowwise.log"
+  run ab.log 100 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --rounds 8 \
+    --shape 16384 16384 1024 --versus "--tile 128x192 --cluster 2x1 --epi-stages 6" \
+    --versus "--tile 128x128 --cluster 1x2" --versus "--tile 128x192 --epi-stages 6"
   cp /tmp/gpu_batch_cmd.log "$out/ab_fp8_epi.log"
+  run ab.log 100 python3 bench/gemm_sweep.py --graph --rounds 8 \
+    --shape 16384 16384 1024 --shape 3000 5000 4000 \
+    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 128x256" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 6" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3"
+  cp /tmp/gpu_batch_cmd.log "$out/ab_bf16_epi.log"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

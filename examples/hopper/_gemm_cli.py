@@ -110,6 +110,22 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     return dataclasses.replace(cfg, tail_split=tail, **fields), source + "+tail_split"
 
 
+def versus_config(problem: GemmConfig, words: list[str], mnk: tuple[int, int, int]) -> GemmConfig:
+    """``problem``'s computation (dtype, layout, epilogue, scales) on the schedule options
+    ``words`` (``["--tile", "128x192", ...]``) over ``GemmConfig``'s defaults, for ``mnk``:
+    a ``bench/gemm_sweep.py --versus`` configuration.
+
+    Raises:
+        ValueError: The options make no valid configuration.
+    """
+    parser = argparse.ArgumentParser()
+    add_config_args(parser)
+    flags = ["--config", "default", "--dtype", problem.dtype, "--layout", problem.layout]
+    flags += ["--scale", problem.scale, "--alpha", repr(problem.alpha)]
+    flags += ["--beta", repr(problem.beta), *(["--bias"] if problem.bias else [])]
+    return config_for(parser.parse_args([*flags, *words]), mnk)[0]
+
+
 def _schedule_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
     """The configuration for one problem: ``(cfg, source)``, the swizzle fitted to it.
 

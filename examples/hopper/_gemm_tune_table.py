@@ -19,6 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from _gemm_cli import versus_config
 from _gemm_config import GemmConfig
 from _gemm_table import (
     SCHEMA,
@@ -73,6 +74,17 @@ def config_of(fields: dict[str, Any]) -> GemmConfig:
     return GemmConfig(**values)
 
 
+def versus_words(name: str) -> list[str]:
+    """``bench/gemm_sweep.py``'s name of a ``--versus`` configuration as its options again
+    (``"vs:tile=128x192,epi-stages=3"`` -> ``["--tile", "128x192", "--epi-stages", "3"]``): a
+    line written before the sweep recorded each variant's configuration names it so only."""
+    words = []
+    for pair in name.removeprefix("vs:").split(","):
+        flag, _, value = pair.partition("=")
+        words += [f"--{flag}", value]
+    return words
+
+
 def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
     """Per shape of ``gemm_sweep.py`` runs on ``base``'s problem (dtype, scales, epilogue):
     ``{"mnk", "class", "dtype", "contenders": [(fields, tflops)], "torch": tflops}``.
@@ -95,18 +107,22 @@ def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
             continue
         names = ["ts", *(n for n in line if n.startswith("vs:") and isinstance(line[n], dict))]
         runs = {n: line[n] for n in names if line[n].get("ok") and "tflops" in line[n]}
-        runs = {n: r for n, r in runs.items() if n == "ts" or "config" in r}
         graph = all("graph_tflops" in r for r in runs.values())
         unit = "graph_tflops" if graph else "tflops"
         contenders = []
+        mnk = tuple(line["mnk"])
         for name, run in runs.items():
-            one = config_of(line["config"] if name == "ts" else run["config"])
+            if name == "ts":
+                one = cfg
+            elif "config" in run:
+                one = config_of(run["config"])
+            else:  # an older line: the variant as its name says, on the line's problem
+                one = versus_config(cfg, versus_words(name), mnk)
             one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
             contenders.append((tuned_fields(one), run[unit]))
         torch = next(
             (line[t][unit] for t in ("torch_accurate", "torch") if unit in line.get(t, {})), None
         )
-        mnk = tuple(line["mnk"])
         row = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
         rows.append(dict(row, contenders=contenders, torch=torch))
     if not any(r["contenders"] for r in rows):

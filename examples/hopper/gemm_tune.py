@@ -175,9 +175,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # 8 tile rows (FP8 8192^3: 0.93 -> 1.00 of cuBLAS in the sweep's same-run A/B)
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "epi_stages": 3, "raster": "n"},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "raster": "n"},
+        # the whole tile's epilogue buffered (one A/B stage less): the consumers store every
+        # sub-tile without waiting for an earlier TMA store, for short K loops (K = 1024:
+        # 16 blocks a tile) where the epilogue is a large share of a tile's time
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_stages": 8},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 6},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (56 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (58 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
@@ -204,7 +209,8 @@ class Candidate:
         name = "{}x{}-c{}x{}-{}-{}".format(
             *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
         )
-        keys = ("raster", "swizzle", "stages", "epi_n", "split_k", "k_block_bytes", "tail_split")
+        keys: tuple[str, ...] = ("raster", "swizzle", "stages", "epi_n", "epi_stages")
+        keys += ("split_k", "k_block_bytes", "tail_split")
         values = {k: f.get(k, _DEFAULTS[k]) for k in keys}
         extra = [f"{k}{v}" for k, v in values.items() if v != _DEFAULTS[k]]
         return "-".join([name, *extra])
