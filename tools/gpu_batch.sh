@@ -78,9 +78,8 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 10, call 6: the sweeps on the final table (call 5's, with FP8 16384^2 x 1024 on
-  # 128 x 192 2 x 1 with the whole tile's epilogue buffered), and a third A/B sample of bf16
-  # 3000 x 5000 x 4000 with it.
+  # Session 10, call 7: the final table's sweeps once more (call 6 ran them first): FP8 with
+  # tensor and rowwise scales, bf16 with the CuTe example and CUDA-graph timing.
   run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   cp /tmp/gpu_batch_cmd.log "$out/sweep_fp8_tensor.log"
   run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
@@ -88,10 +87,6 @@ pending)
   run sweep.log 200 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   cp /tmp/gpu_batch_cmd.log "$out/sweep_bf16.log"
-  run ab.log 100 python3 bench/gemm_sweep.py --graph --rounds 8 --shape 3000 5000 4000 \
-    --versus "--tile 128x192 --cluster 2x1 --epi-stages 6" \
-    --versus "--tile 128x192 --epi-stages 6"
-  cp /tmp/gpu_batch_cmd.log "$out/ab_bf16_epi.log"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
