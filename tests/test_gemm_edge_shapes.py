@@ -5,7 +5,7 @@ K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> b
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
-own, and the
+own, 128 x 192 along N and whole-tile epilogue buffers, and the
 operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an N-major operand)
 refused with a typed error before any launch. Runs where torch, the CuTe DSL and a CUDA GPU
 are; skipped elsewhere.
@@ -85,6 +85,34 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "cluster_mn": (2, 1),
         "epi_stages": 3,
         "beta": 1.0,
+    },
+    # 128 x 192 along N (raster n: swizzle groups of tile rows, padded ones on these shapes),
+    # FP8 promoted, 1 x 1 and 2 x 1 clusters
+    "e4m3-128x192-raster-n": {
+        "dtype": "e4m3",
+        "scale": "tensor",
+        "tile_mn": (128, 192),
+        "epi_stages": 3,
+        "raster": "n",
+    },
+    "e4m3-128x192-raster-n-2x1": {
+        "dtype": "e4m3",
+        "scale": "rowwise",
+        "tile_mn": (128, 192),
+        "cluster_mn": (2, 1),
+        "epi_stages": 3,
+        "raster": "n",
+    },
+    # the whole tile's epilogue buffered (8 and 6 sub-tiles: no TMA-store wait inside a tile),
+    # bf16 reading C for beta, with a bias; FP8 promoted
+    "bf16-128x256-2x1-epi8-fused": {"cluster_mn": (2, 1), "epi_stages": 8, "beta": 1.0}
+    | {"bias": True},
+    "e4m3-128x192-2x1-epi6": {
+        "dtype": "e4m3",
+        "scale": "tensor",
+        "tile_mn": (128, 192),
+        "cluster_mn": (2, 1),
+        "epi_stages": 6,
     },
     # 256 x 128: each consumer warpgroup on two 64-row blocks; FP8 unpromoted (no registers),
     # the fused epilogue reading C, the bias and both scale vectors by those rows

@@ -78,15 +78,11 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 10, call 7: the final table's sweeps once more (call 6 ran them first): FP8 with
-  # tensor and rowwise scales, bf16 with the CuTe example and CUDA-graph timing.
-  run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
-  cp /tmp/gpu_batch_cmd.log "$out/sweep_fp8_tensor.log"
-  run sweep.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
-  cp /tmp/gpu_batch_cmd.log "$out/sweep_fp8_rowwise.log"
-  run sweep.log 200 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  cp /tmp/gpu_batch_cmd.log "$out/sweep_bf16.log"
+  # Session 10, call 8: the edge shapes of the families the table now picks (128 x 192 along
+  # N, FP8; whole-tile epilogue buffers, bf16 fused and FP8). Calls 1-7 were the A/B and the
+  # sweeps (bench/RESULTS.md, session 10).
+  run pytest.log 400 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k "raster-n or epi8 or epi6"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
