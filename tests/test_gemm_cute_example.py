@@ -169,8 +169,11 @@ def test_sweep_versus_times_other_configurations_in_the_same_run(
 def test_run_case_variants_must_compute_the_same_problem() -> None:
     """A variant on another schedule is taken; one with other scales (or dtype, epilogue) is
     refused before any launch, naming the variant and the fields."""
+    from ts_runtime.errors import RuntimeConfigError
+
     host = importlib.import_module("_gemm_host")
     cfg = host.GemmConfig(dtype="e4m3", scale="rowwise", tile_mn=(128, 128))
     host.same_problem(cfg, dataclasses.replace(cfg, tile_mn=(128, 256), promote_every=0), "vs")
-    with pytest.raises(ValueError, match=r"'vs:x'.*'scale': 'tensor'.*only the schedule"):
+    with pytest.raises(RuntimeConfigError, match=r"'vs:x'.*'scale': 'tensor'") as info:
         host.same_problem(cfg, dataclasses.replace(cfg, scale="tensor"), "vs:x")
+    assert info.value.resource == "vs:x" and "only the schedule" in info.value.fix

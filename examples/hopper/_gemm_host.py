@@ -613,17 +613,18 @@ def same_problem(cfg: GemmConfig, other: GemmConfig, name: str) -> None:
     """Refuse a ``run_case`` variant that computes something else than ``cfg``.
 
     Raises:
-        ValueError: A field of ``PROBLEM_FIELDS`` differs (the variant's check and its
+        RuntimeConfigError: A field of ``PROBLEM_FIELDS`` differs (the variant's check and its
             comparison with torch would be against another problem).
     """
     differ = [f for f in PROBLEM_FIELDS if getattr(cfg, f) != getattr(other, f)]
     if differ:
         mine = {f: getattr(cfg, f) for f in differ}
         theirs = {f: getattr(other, f) for f in differ}
-        raise ValueError(
-            f"run_case variant {name!r} computes another problem: {theirs} against {mine}; "
-            "give it the same dtype, layout, alpha, beta, bias and scale (only the schedule "
-            "may differ)"
+        raise RuntimeConfigError(
+            f"run_case variant {name!r} computes another problem: {theirs} against {mine}",
+            resource=name,
+            fix="give it the same dtype, layout, alpha, beta, bias and scale (only the "
+            "schedule may differ)",
         )
 
 

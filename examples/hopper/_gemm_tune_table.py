@@ -21,6 +21,7 @@ from typing import Any
 
 from _gemm_cli import versus_config
 from _gemm_config import GemmConfig
+from _gemm_host import PROBLEM_FIELDS
 from _gemm_table import (
     SCHEMA,
     TABLE_KIND,
@@ -97,13 +98,12 @@ def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
     Raises:
         RuntimeConfigError: No line of that problem with a right, timed contender.
     """
-    problem = ("dtype", "layout", "alpha", "beta", "bias", "scale")
     rows = []
     for line in _json_lines(paths):
         if line.get("bench") != "gemm_sweep" or line.get("summary"):
             continue
         cfg = config_of(line["config"])
-        if any(getattr(cfg, f) != getattr(base, f) for f in problem):
+        if any(getattr(cfg, f) != getattr(base, f) for f in PROBLEM_FIELDS):
             continue
         names = ["ts", *(n for n in line if n.startswith("vs:") and isinstance(line[n], dict))]
         runs = {n: line[n] for n in names if line[n].get("ok") and "tflops" in line[n]}
