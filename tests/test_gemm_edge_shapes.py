@@ -41,6 +41,7 @@ SHAPES = [
     (64, 64, 4096),
 ]
 
+_FP8_128X192 = {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 192), "epi_stages": 3}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     "bf16": {},
@@ -88,32 +89,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     },
     # 128 x 192 along N (raster n: swizzle groups of tile rows, padded ones on these shapes),
     # FP8 promoted, 1 x 1 and 2 x 1 clusters
-    "e4m3-128x192-raster-n": {
-        "dtype": "e4m3",
-        "scale": "tensor",
-        "tile_mn": (128, 192),
-        "epi_stages": 3,
-        "raster": "n",
-    },
-    "e4m3-128x192-raster-n-2x1": {
-        "dtype": "e4m3",
-        "scale": "rowwise",
-        "tile_mn": (128, 192),
-        "cluster_mn": (2, 1),
-        "epi_stages": 3,
-        "raster": "n",
-    },
+    "e4m3-128x192-raster-n": _FP8_128X192 | {"scale": "tensor", "raster": "n"},
+    "e4m3-128x192-raster-n-2x1": _FP8_128X192 | {"raster": "n", "cluster_mn": (2, 1)},
     # the whole tile's epilogue buffered (8 and 6 sub-tiles: no TMA-store wait inside a tile),
     # bf16 reading C for beta, with a bias; FP8 promoted
     "bf16-128x256-2x1-epi8-fused": {"cluster_mn": (2, 1), "epi_stages": 8, "beta": 1.0}
     | {"bias": True},
-    "e4m3-128x192-2x1-epi6": {
-        "dtype": "e4m3",
-        "scale": "tensor",
-        "tile_mn": (128, 192),
-        "cluster_mn": (2, 1),
-        "epi_stages": 6,
-    },
+    "e4m3-128x192-2x1-epi6": _FP8_128X192
+    | {"scale": "tensor", "cluster_mn": (2, 1), "epi_stages": 6},
     # 256 x 128: each consumer warpgroup on two 64-row blocks; FP8 unpromoted (no registers),
     # the fused epilogue reading C, the bias and both scale vectors by those rows
     "bf16-256x128-2x1": {"tile_mn": (256, 128), "cluster_mn": (2, 1)},

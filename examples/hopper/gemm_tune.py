@@ -563,10 +563,13 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     base = base_config(args)
     incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
-    if args.from_log:
-        return _from_log(args.from_log, base, incumbents, args.margin, command, args.out)
-    if args.from_sweep:
-        return _from_sweep(args.from_sweep, base, incumbents, args.margin, command, args.out)
+    for logs, read in ((args.from_log, _rows_from_log), (args.from_sweep, _rows_from_sweep)):
+        if logs:  # a table from earlier GPU runs' output, on any machine
+            entries = best_per_class(*read(logs, base), incumbents, args.margin)
+            table = make_table(entries, True, command, None, 0.0)
+            (args.out or TABLE_PATH).write_text(dump_table(table))
+            print(json.dumps({"from": [str(p) for p in logs], "entries": len(entries)}))
+            return 0
     shapes = [tuple(s) for s in args.mnk or ()] + list(SWEEP if args.shapes else ())
     part, parts = args.part
     shapes = shapes[part - 1 :: parts] or [DEFAULT_MNK]  # none given: the example's default
@@ -646,33 +649,22 @@ def _incumbents(dtype: str) -> dict[str, str]:
     }
 
 
-def _from_log(
-    logs: list[Path],
-    base: GemmConfig,
-    incumbents: dict[str, str],
-    margin: float,
-    command: str,
-    out: Path | None,
-) -> int:
-    """``--from-log``: the table of the logged rows' timings, written to ``out``."""
+def _rows_from_log(
+    logs: list[Path], base: GemmConfig
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """``--from-log``: the logged tuner rows and their candidates' fields by key."""
     rows = read_rows(logs, base.dtype)
     # The rows' candidates were verified when they were timed: only their fields here.
     fields = [f for r in rows for f in candidates((r["mnk"][0], r["mnk"][1], r["mnk"][2]), base)]
     screened = screen(fields, base, build=lambda cfg: None)
-    by_key = {c.key: tuned_fields(c.cfg) for c in screened if c.cfg is not None}
-    return _write_entries(best_per_class(rows, by_key, incumbents, margin), command, out, logs)
+    return rows, {c.key: tuned_fields(c.cfg) for c in screened if c.cfg is not None}
 
 
-def _from_sweep(
-    logs: list[Path],
-    base: GemmConfig,
-    incumbents: dict[str, str],
-    margin: float,
-    command: str,
-    out: Path | None,
-) -> int:
-    """``--from-sweep``: the table of a ``gemm_sweep.py --versus`` run's same-run timings
-    (``_gemm_tune_logs.sweep_rows``), every contender verified (``screen``) before it can win:
+def _rows_from_sweep(
+    logs: list[Path], base: GemmConfig
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """``--from-sweep``: a ``gemm_sweep.py --versus`` run's same-run timings as tuner rows
+    (``_gemm_tune_table.sweep_rows``), every contender verified (``screen``) before it can win:
     one whose plan fails is left out of its shape's line, with the reason printed."""
     lines = sweep_rows(logs, base)
     verified = {}
@@ -692,15 +684,7 @@ def _from_sweep(
         if line["torch"] is not None:
             tflops["torch"] = line["torch"]
         rows.append(dict(line, tflops=tflops))
-    return _write_entries(best_per_class(rows, by_key, incumbents, margin), command, out, logs)
-
-
-def _write_entries(
-    entries: list[dict[str, Any]], command: str, out: Path | None, logs: list[Path]
-) -> int:
-    (out or TABLE_PATH).write_text(dump_table(make_table(entries, True, command, None, 0.0)))
-    print(json.dumps({"from": [str(p) for p in logs], "entries": len(entries)}))
-    return 0
+    return rows, by_key
 
 
 def _gpu_name() -> str:
