@@ -28,6 +28,8 @@ from _gemm_config import (
 )
 from _gemm_host import DTYPE_ALIASES
 
+from task_scheduling.kernel import RuntimeConfigError
+
 SCHEDULE_FLAGS = (
     "tile",
     "cluster",
@@ -116,14 +118,22 @@ def versus_config(problem: GemmConfig, words: list[str], mnk: tuple[int, int, in
     a ``bench/gemm_sweep.py --versus`` configuration.
 
     Raises:
-        ValueError: The options make no valid configuration.
+        RuntimeConfigError: ``words`` are not schedule options (an unknown option, a value
+            not among an option's choices) or make no valid configuration.
     """
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(exit_on_error=False)
     add_config_args(parser)
     flags = ["--config", "default", "--dtype", problem.dtype, "--layout", problem.layout]
     flags += ["--scale", problem.scale, "--alpha", repr(problem.alpha)]
     flags += ["--beta", repr(problem.beta), *(["--bias"] if problem.bias else [])]
-    return config_for(parser.parse_args([*flags, *words]), mnk)[0]
+    fix = "give schedule options of gemm.py, e.g. --tile 128x192 --epi-stages 3"
+    try:
+        args, unknown = parser.parse_known_args([*flags, *words])
+    except argparse.ArgumentError as e:
+        raise RuntimeConfigError(f"versus options {words}: {e}", fix=fix) from e
+    if unknown:
+        raise RuntimeConfigError(f"versus options {words}: unknown {unknown}", fix=fix)
+    return config_for(args, mnk)[0]
 
 
 def _schedule_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:

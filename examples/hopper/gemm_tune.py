@@ -501,14 +501,15 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="keep the current table's entry for a class unless the best beats it by more "
         "than this fraction (0: the best always wins)",
     )
-    parser.add_argument(
+    source = parser.add_mutually_exclusive_group()  # one way to make the table
+    source.add_argument(
         "--from-log",
         type=Path,
         nargs="+",
         metavar="LOG",
         help="no timing: the table from the per-shape JSON lines of earlier runs' output",
     )
-    parser.add_argument(
+    source.add_argument(
         "--from-sweep",
         type=Path,
         nargs="+",
@@ -517,7 +518,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "entry and the alternatives timed side by side), every contender verified first",
     )
     parser.add_argument("-o", "--out", type=Path, help="write the table here")
-    parser.add_argument(
+    source.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
     )
     args = parser.parse_args(argv)
@@ -565,7 +566,11 @@ def main(argv: list[str] | None = None) -> int:
     incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
     for logs, read in ((args.from_log, _rows_from_log), (args.from_sweep, _rows_from_sweep)):
         if logs:  # a table from earlier GPU runs' output, on any machine
-            entries = best_per_class(*read(logs, base), incumbents, args.margin)
+            logged, keyed = read(logs, base)
+            entries = best_per_class(logged, keyed, incumbents, args.margin)
+            for klass in sorted({r["class"] for r in logged} - {e["class"] for e in entries}):
+                why = "no contender was timed in every line of the class: pass logs that ran "
+                print(json.dumps({"class_left_out": klass, "why": why + "the same ones"}))
             table = make_table(entries, True, command, None, 0.0)
             (args.out or TABLE_PATH).write_text(dump_table(table))
             print(json.dumps({"from": [str(p) for p in logs], "entries": len(entries)}))

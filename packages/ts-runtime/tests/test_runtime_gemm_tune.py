@@ -639,3 +639,44 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
     assert kept["winner"] == incumbent
     with pytest.raises(RuntimeConfigError, match="no timed bf16 sweep lines"):
         tune.main(["--from-sweep", str(log), "-o", str(out)])
+
+
+def test_from_sweep_names_a_class_it_leaves_out_and_takes_one_source(
+    tune: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """Two lines of one class whose contenders share none (a variant without the sweep's own
+    configuration is impossible, so: the sweep's configuration wrong in one line) leave the
+    class out, and the run says so; ``--from-log`` with ``--from-sweep`` is a usage error."""
+    import dataclasses
+
+    fp8 = tune.GemmConfig(dtype="e4m3", scale="tensor", tile_mn=(128, 128))
+    other = dataclasses.replace(fp8, tile_mn=(128, 192), epi_stages=3)
+
+    def line(ts_ok: bool, vs_ok: bool) -> str:
+        row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": [8192, 8192, 8192]}
+        row["config"] = dataclasses.asdict(fp8)
+        row["ts"] = {"ok": ts_ok, "tflops": 1200.0}
+        row["vs:x"] = {"ok": vs_ok, "tflops": 1250.0, "config": dataclasses.asdict(other)}
+        return json.dumps(row)
+
+    log = tmp_path / "ab.log"
+    log.write_text(line(True, False) + "\n" + line(False, True))
+    argv = ["--dtype", "e4m3", "--scale", "tensor", "-o", str(tmp_path / "t.json")]
+    assert tune.main(["--from-sweep", str(log), *argv]) == 0
+    out = capsys.readouterr().out
+    assert '"class_left_out": "Ml-Nl-Km-W4"' in out and '"entries": 0' in out
+    with pytest.raises(SystemExit):
+        tune.main(["--from-sweep", str(log), "--from-log", str(log), *argv])
+
+
+def test_versus_options_that_are_not_schedule_options_are_a_typed_error(gemm: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    cli = importlib.import_module("_gemm_cli")
+    problem = gemm.GemmConfig(dtype="e4m3", scale="tensor")
+    cfg = cli.versus_config(problem, ["--tile", "128x192", "--epi-stages", "3"], (64, 64, 64))
+    assert (cfg.tile_mn, cfg.scale) == ((128, 192), "tensor")
+    with pytest.raises(RuntimeConfigError, match=r"unknown \['--tiles'"):
+        cli.versus_config(problem, ["--tiles", "128x192"], (64, 64, 64))
+    with pytest.raises(RuntimeConfigError, match="invalid choice"):
+        cli.versus_config(problem, ["--tile", "100x100"], (64, 64, 64))
