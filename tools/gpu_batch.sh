@@ -78,11 +78,16 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 10, call 8: the edge shapes of the families the table now picks (128 x 192 along
-  # N, FP8; whole-tile epilogue buffers, bf16 fused and FP8). Calls 1-7 were the A/B and the
-  # sweeps (bench/RESULTS.md, session 10).
-  run pytest.log 400 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "raster-n or epi8 or epi6"
+  # Session 11: ping-pong on one A/B ring both math warpgroups read (twice the stages). Edge
+  # shapes, a multi-tile run, then the same-run A/B against the table's cooperative picks
+  # (every result checked against fp32).
+  run pytest.log 100 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k "pingpong128-2x1"
+  run gemm.log 50 python3 examples/hopper/gemm.py --mnk 1003 1501 707 --tile 64x128 \
+    --kernel pingpong
+  run ab.log 200 python3 bench/gemm_sweep.py --rounds 4 --shape 3000 5000 4000 \
+    --shape 1024 8192 8192 --versus "--kernel pingpong --tile 128x192 --cluster 2x1" \
+    --versus "--kernel pingpong --tile 128x128 --cluster 2x1"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

@@ -139,11 +139,12 @@ class GemmConfig:
             and hands them to the consumers through a 2-stage SMEM queue; 1 x 1 clusters).
         kernel: ``"cooperative"`` (the consumer warpgroups share every tile) or
             ``"pingpong"`` (two consumer warpgroups take the CTA's tiles in turns, each with
-            its own A/B ring and epilogue buffers, so one's epilogue overlaps the other's main
-            loop; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or 128 x 192
-            (``PINGPONG_MAX_ACC``); the static scheduler, which walks the tiles of a cluster's
-            CTAs in lockstep, so with a cluster both CTAs' warpgroups take the same turns and
-            the multicast fills the same ring in every CTA).
+            its own epilogue buffers, so one's epilogue overlaps the other's main loop; both
+            wait for and release every stage of the one A/B ring, the one whose turn it is
+            also computes on it; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or
+            128 x 192 (``PINGPONG_MAX_ACC``); the static scheduler, which walks the tiles of a
+            cluster's CTAs in lockstep, so with a cluster both CTAs' warpgroups take the same
+            turns and the multicast fills the same ring in every CTA).
         scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
             one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
             ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
@@ -342,6 +343,12 @@ class GemmConfig:
         return 2 if self.pingpong else self.consumer_wgs
 
     @property
+    def ring_threads(self) -> int:
+        """Threads that wait for and release each A/B stage: every consumer warpgroup (in
+        ping-pong both read the one ring, the one whose turn it is also computes)."""
+        return self.math_wgs * WARPGROUP
+
+    @property
     def dynamic(self) -> bool:
         """True for the atomic dynamic scheduler."""
         return self.scheduler == "dynamic"
@@ -464,10 +471,9 @@ class GemmConfig:
         """A/B ring depth (``stages`` or as many as fit)."""
         if self.stages:
             return self.stages
-        rings = 2 if self.pingpong else 1  # ping-pong: a ring and epilogue buffers per WG
         epi_bytes = self.epi_tile[0] * self.epi_n * int(self.out_element.width) // 8
-        epi_bytes *= self.epi_stages * rings
-        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes // rings
+        epi_bytes *= self.epi_stages * (2 if self.pingpong else 1)  # ping-pong: buffers per WG
+        return (SMEM_BYTES - SMEM_RESERVED - epi_bytes) // self.stage_bytes
 
     @property
     def max_active_clusters(self) -> int:

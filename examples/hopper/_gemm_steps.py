@@ -135,7 +135,8 @@ def mcast_masks(cfg: GemmConfig, coord: Any) -> tuple[Any, Any]:
 
 
 def make_ab_pipeline(cfg: GemmConfig, barrier_storage: Any) -> Any:
-    """The A/B ring: 1 TMA-issuing thread -> the consumer threads (one arrival per warp).
+    """The A/B ring: 1 TMA-issuing thread -> the consumer threads, of every math warpgroup
+    (``ring_threads``; one arrival per warp).
 
     With ``enable_multicast_signaling`` each consumer warp arrives once on the empty barrier of
     every CTA that multicasts into this stage, so a stage is refilled only when all readers in
@@ -144,7 +145,7 @@ def make_ab_pipeline(cfg: GemmConfig, barrier_storage: Any) -> Any:
     return cpipe.PipelineTmaAsync.create(
         num_stages=cfg.ab_stages,
         producer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, 1),
-        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.consumer_threads),
+        consumer_group=cpipe.CooperativeGroup(cpipe.Agent.Thread, cfg.ring_threads),
         tx_count=cfg.stage_bytes,
         barrier_storage=barrier_storage,
         cta_layout_vmnk=cute.make_layout((1, *cfg.cluster_mn, 1)),

@@ -75,10 +75,10 @@ RULE_SPLITS = True
 # than split-K 2 on 128 x 128 (bench/RESULTS.md, 2026-12-03): no partial tiles to write back.
 HALF_TILE_FILL = 0.9
 # Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
-# the other warpgroup's main loop) has not run on the H200 yet either: the tuner generates and
-# times it, but the rule keeps cooperative 128 x 256 on many-wave shapes until it has.
+# the other warpgroup's main loop) ties the cooperative picks on the H200 (session 11): the
+# tuner generates and times it, the rule keeps cooperative 128 x 256 on many-wave shapes.
 RULE_PINGPONG128 = False
-# The rule's ping-pong 128 x 128 (each of its two A/B rings has 3 stages).
+# The rule's ping-pong 128 x 128 (6 stages in the A/B ring both warpgroups read).
 PINGPONG128_FIELDS = {"tile_mn": (128, 128), "cluster_mn": (1, 1)}
 
 

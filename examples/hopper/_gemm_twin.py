@@ -300,7 +300,8 @@ def _pingpong_math(
     scale_a: Any,
     scale_b: Any,
 ) -> None:
-    """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles, on its ring."""
+    """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles; on the
+    other's it waits for and releases the ring's stages (both read every stage)."""
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     if const_expr(cfg.consumer_regs is not None):
@@ -354,6 +355,12 @@ def _pingpong_math(
             epilogue_store(
                 cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
             )
+        if not_(mine):  # the other warpgroup's tile: wait for and release its stages
+            for _k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.consumer_wait(read)
+                read.advance()
+                pipe.consumer_release(release)
+                release.advance()
         sched.advance()
         tile = sched.tile()
     epilogue_drain(is_store_warp)
@@ -380,26 +387,23 @@ def twin_pingpong_kernel(
     workspace: cute.Tensor | None,
     cfg: Constexpr[GemmConfig],
 ) -> None:
-    """Ping-pong: the producer fills the ring of the warpgroup whose turn the tile is."""
+    """Ping-pong: the producer fills the one ring with every tile; the math warpgroups take
+    the tiles in turns."""
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     if warp == LOAD_WARP:
         cpasync.prefetch_descriptor(atom_a)
         cpasync.prefetch_descriptor(atom_b)
         cpasync.prefetch_descriptor(atom_c)
     alloc = SmemAllocator()
-    s_a0 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
-    s_b0 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
+    s_a = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
+    s_b = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
     s_c0 = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
-    s_a1 = alloc.allocate_tensor(cfg.element, a_layout.outer, 1024, swizzle=a_layout.inner)
-    s_b1 = alloc.allocate_tensor(cfg.element, b_layout.outer, 1024, swizzle=b_layout.inner)
     s_c1 = alloc.allocate_tensor(cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner)
     k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
-    bars0 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
-    pipe0 = make_ab_pipeline(cfg, bars0)
-    bars1 = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
-    pipe1 = make_ab_pipeline(cfg, bars1)
+    bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
+    pipe = make_ab_pipeline(cfg, bars)
     if const_expr(cfg.cluster_size > 1):
-        # Both rings' barriers initialized cluster-wide before any peer multicasts into them.
+        # The ring's barriers initialized cluster-wide before any peer multicasts into them.
         cpipe.pipeline_init_arrive(cluster_shape_mn=cfg.cluster_mn, is_relaxed=True)
         cpipe.pipeline_init_wait(cluster_shape_mn=cfg.cluster_mn)
     else:
@@ -410,78 +414,47 @@ def twin_pingpong_kernel(
     if warp < WARPGROUP // 32:
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
     if warp < LOAD_WARP + 1:
-        ta_g0, ta_s0, tb_g0, tb_s0 = partition_ab_for_tma(
-            cfg, atom_a, atom_b, t_a, t_b, s_a0, s_b0, coord
+        ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(
+            cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord
         )
-        mask_a0, mask_b0 = mcast_masks(cfg, coord)
-        ta_g1, ta_s1, tb_g1, tb_s1 = partition_ab_for_tma(
-            cfg, atom_a, atom_b, t_a, t_b, s_a1, s_b1, coord
-        )
-        mask_a1, mask_b1 = mcast_masks(cfg, coord)
-        count = cutlass.Int32(0)
-        state0 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
-        state1 = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+        mask_a, mask_b = mcast_masks(cfg, coord)
+        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
         sched = make_scheduler(params)
         tile = sched.tile()
         while tile.is_valid_tile:
-            nxt = count + 1
-            odd = (count % 2) == 1
-            count = nxt
             m, n, _ = tile.tile_idx
-            if not_(odd):
-                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
-                    pipe0.producer_acquire(state0)
-                    load_k_block(
-                        atom_a,
-                        atom_b,
-                        ta_g0,
-                        ta_s0,
-                        tb_g0,
-                        tb_s0,
-                        m,
-                        n,
-                        k,
-                        state0.index,
-                        pipe0.producer_get_barrier(state0),
-                        mask_a0,
-                        mask_b0,
-                    )
-                    pipe0.producer_commit(state0)
-                    state0.advance()
-            if odd:
-                for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
-                    pipe1.producer_acquire(state1)
-                    load_k_block(
-                        atom_a,
-                        atom_b,
-                        ta_g1,
-                        ta_s1,
-                        tb_g1,
-                        tb_s1,
-                        m,
-                        n,
-                        k,
-                        state1.index,
-                        pipe1.producer_get_barrier(state1),
-                        mask_a1,
-                        mask_b1,
-                    )
-                    pipe1.producer_commit(state1)
-                    state1.advance()
+            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                pipe.producer_acquire(state)
+                load_k_block(
+                    atom_a,
+                    atom_b,
+                    ta_g,
+                    ta_s,
+                    tb_g,
+                    tb_s,
+                    m,
+                    n,
+                    k,
+                    state.index,
+                    pipe.producer_get_barrier(state),
+                    mask_a,
+                    mask_b,
+                )
+                pipe.producer_commit(state)
+                state.advance()
             sched.advance()
             tile = sched.tile()
         if const_expr(cfg.cluster_size > 1):
-            # Do not exit while a peer may still arrive on (multicast into) either ring.
-            pipe0.producer_tail(state0)
-            pipe1.producer_tail(state1)
+            # Do not exit while a peer may still arrive on (multicast into) the ring.
+            pipe.producer_tail(state)
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
             cfg,
             0,
-            pipe0,
+            pipe,
             tiled_mma,
-            s_a0,
-            s_b0,
+            s_a,
+            s_b,
             s_c0,
             atom_c,
             t_c,
@@ -496,10 +469,10 @@ def twin_pingpong_kernel(
         _pingpong_math(
             cfg,
             1,
-            pipe1,
+            pipe,
             tiled_mma,
-            s_a1,
-            s_b1,
+            s_a,
+            s_b,
             s_c1,
             atom_c,
             t_c,

@@ -23,8 +23,8 @@ Options (``GemmConfig``, all compile-time):
   threads; on ``256x128`` each issues two m64 WGMMAs per K step) and
   ``64x256``, ``64x128`` (one consumer warpgroup, 256 threads). ``--kernel pingpong``: two
   math warpgroups take the CTA's tiles in turns, each alone on its tile (64-row tiles,
-  ``128x128`` or ``128x192``: two m64 WGMMAs per K step), with its own A/B ring and epilogue
-  buffers, so one's epilogue runs under the other's main loop.
+  ``128x128`` or ``128x192``: two m64 WGMMAs per K step), with its own epilogue buffers, so
+  one's epilogue runs under the other's main loop; both read the one A/B ring.
 * ``promote_every`` (``--promote-every``): FP8 two-level accumulation, the WGMMA accumulator
   added into a second fp32 register tile every that many K blocks (default 4 for FP8 on tiles
   of at most 96 accumulator values a thread: 128x192, 128x128, 64x128, ping-pong 64x192 and
@@ -155,11 +155,23 @@ from task_scheduling.task import Task
 class GemmTask(Task):
     """A GEMM task whose K loops may run a per-item count (a tail split's whole tiles and
     chunks): ``domain_loop(GemmTask.item_blocks)``, the same symbol in both tasks, so the
-    verifier proves the ring balanced per item for every count."""
+    verifier proves the ring balanced per item for every count. A ping-pong math task also
+    names its accumulator (``acc``): the one ring's MMAs write the calling task's."""
 
-    def __init__(self, *args: Any, blocks: Callable[[Any], Any] | None = None, **kw: Any):
+    def __init__(
+        self,
+        *args: Any,
+        blocks: Callable[[Any], Any] | None = None,
+        acc: WgmmaAccumulator | None = None,
+        **kw: Any,
+    ):
         self.blocks = blocks
+        self.acc = acc
         super().__init__(*args, **kw)
+
+    def make_task_cache(self) -> object:
+        """Ping-pong: the math task's own accumulator, which the shared ring's MMAs write."""
+        return self.acc
 
     def item_blocks(self, work_tile_coord: Any) -> Any:
         """The K blocks of the work item at ``work_tile_coord``."""
@@ -181,10 +193,11 @@ def gemm_kernel(
 ) -> Kernel:
     """The TS GEMM for ``cfg``: a load task (warp 0) and one math task per consumer role.
 
-    Cooperative: one math task of ``BM / 64`` warpgroups on one ring; ping-pong: two math tasks
-    of one warpgroup, each with its ring, accumulator and epilogue, taking the CTA's tiles in
-    turns. With the dynamic scheduler the load warp also claims the tiles and hands them to
-    the math task through the queue's ring. ``mma`` replaces the cooperative math task's
+    Cooperative: one math task of ``BM / 64`` warpgroups on the ring; ping-pong: two math tasks
+    of one warpgroup, each with its accumulator and epilogue, taking the CTA's tiles in turns
+    (both wait for and release every stage of the one ring). With the dynamic scheduler the
+    load warp also claims the tiles and hands them to the math task through the queue's ring.
+    ``mma`` replaces the cooperative math task's
     schedule ``(wq, ab, acc, c)``, ``turns_of`` the ping-pong math tasks' guards (the even
     tiles', the odd tiles'); tests build deliberately broken ones.
     """
@@ -230,11 +243,12 @@ def gemm_kernel(
         def fuse(acc: Any, thr_mma: Any, m: Any, n: Any) -> None:
             epilogue_fuse(cfg, acc, thr_mma, t_c, c_in, bias, m, n, scale_a, scale_b)
 
-        rings, accs, outs = [], [], []
+        # One A/B ring; ping-pong: both math tasks read it, each with its accumulator and epilogue.
+        s_a, s_b = map(k.smem_tensor, cfg.smem_elements[:2], (a_layout, b_layout))
+        accs, outs = [], []
         for i in range(math_tasks):
             tag = str(i) if cfg.pingpong else ""
-            layouts = (a_layout, b_layout, c_layout)
-            s_a, s_b, s_c = map(k.smem_tensor, cfg.smem_elements, layouts)
+            s_c = k.smem_tensor(cfg.smem_elements[2], c_layout)
             acc = WgmmaAccumulator(
                 name=f"acc{tag}",
                 tiled_mma=k.value(f"tiled_mma{tag}", lambda: make_tiled_mma(cfg)),
@@ -247,20 +261,6 @@ def gemm_kernel(
                 fresh_mma=k.value(f"fresh_mma{tag}", lambda: make_fresh_mma(cfg))
                 if cfg.promotion
                 else None,
-            )
-            rings.append(
-                WgmmaRing(
-                    name=f"ab{tag}",
-                    pipeline_config=WgmmaRing.pipeline(
-                        cfg.ab_stages, cfg.stage_bytes, cfg.consumer_threads, cfg.cluster_mn
-                    ),
-                    a=TmaSource(atom_a, t_a, s_a),
-                    b=TmaSource(atom_b, t_b, s_b),
-                    acc=acc,
-                    tile_k=cfg.tile_k,
-                    chunk_blocks=tail_blocks if cfg.tail else k_tiles if cfg.split else None,
-                    tail_chunks=cfg.tail_split if cfg.tail else 0,
-                )
             )
             accs.append(acc)
             outs.append(
@@ -275,6 +275,19 @@ def gemm_kernel(
                     fuse=fuse if cfg.fused_epilogue else None,
                 )
             )
+
+        ab = WgmmaRing(
+            name="ab",
+            pipeline_config=WgmmaRing.pipeline(
+                cfg.ab_stages, cfg.stage_bytes, cfg.ring_threads, cfg.cluster_mn
+            ),
+            a=TmaSource(atom_a, t_a, s_a),
+            b=TmaSource(atom_b, t_b, s_b),
+            acc=accs[0],  # ping-pong: each math task's own (GemmTask.make_task_cache)
+            tile_k=cfg.tile_k,
+            chunk_blocks=tail_blocks if cfg.tail else k_tiles if cfg.split else None,
+            tail_chunks=cfg.tail_split if cfg.tail else 0,
+        )
 
         if cfg.split:  # split-K: the partial tiles meet in the workspace, counted per tile
             flag = k.smem_tensor(cutlass.Int32, 1, alignment=4)  # after the tiles, as the twin
@@ -348,18 +361,12 @@ def gemm_kernel(
                 math(ab, acc, c)
             c.drain()
 
-        @schedule
-        def load_turns(wq: ResourceProxy, turns: ResourceProxy, *rings: ResourceProxy) -> None:
-            for ab in rings:
-                ab.setup()
-            n = turns.start()
-            with work_tile_loop(wq):
-                n, odd = turns.take(count=n)
-                for mine, ab in zip((when_false, when_true), rings, strict=True):
-                    with mine(odd, key="odd"):
-                        fill(ab)
+        def pass_over(ab: ResourceProxy) -> None:  # the other math task's tile: its stages
+            with domain_loop(bound, unroll=1):
+                ab.wait()
+                ab.release()
 
-        def mma_turn(mine: Any) -> Callable[..., Schedule]:  # the even or the odd tiles
+        def mma_turn(mine: Any, theirs: Any) -> Callable[..., Schedule]:
             @schedule
             def mma_turns(
                 wq: ResourceProxy,
@@ -375,6 +382,9 @@ def gemm_kernel(
                     n, odd = turns.take(count=n)
                     with mine(odd, key="odd"):
                         math(ab, acc, c)
+                    # Wait for and release the other's stages too (its phases stay exact).
+                    with theirs(odd, key="odd"):
+                        pass_over(ab)
                 c.drain()
 
             return mma_turns
@@ -383,20 +393,20 @@ def gemm_kernel(
         queue_in, queue_out = ([], [wq]) if cfg.dynamic else ([wq], [])
         tasks = [
             GemmTask(
-                [*queue_in, *turns],
-                [*rings, *queue_out],
+                queue_in,
+                [ab, *queue_out],
                 LOAD_WARP,
                 1,
-                schedule=load_turns(wq, *turns, *rings) if cfg.pingpong else load(wq, *rings),
+                schedule=load(wq, ab),
                 num_registers=PRODUCER_REGS,
                 name="load",
                 blocks=blocks,
             )
         ]
-        graph: dict[Any, list[Any]] = {ab: [wq, *turns] for ab in rings}
-        for i, (ab, acc, c) in enumerate(zip(rings, accs, outs, strict=True)):
+        graph: dict[Any, list[Any]] = {ab: [wq]}
+        for i, (acc, c) in enumerate(zip(accs, outs, strict=True)):
             if cfg.pingpong:
-                sched = mma_turn(turns_of[i])(wq, *turns, ab, acc, c)
+                sched = mma_turn(turns_of[i], turns_of[1 - i])(wq, *turns, ab, acc, c)
             else:
                 sched = (mma or mma_tiles)(wq, ab, acc, c)
             tasks.append(
@@ -409,6 +419,7 @@ def gemm_kernel(
                     num_registers=cfg.consumer_regs,
                     name=f"mma{i}" if cfg.pingpong else "mma",
                     blocks=blocks,
+                    acc=acc if cfg.pingpong else None,
                 )
             )
             graph[c] = [ab, acc, wq, *turns]

@@ -166,6 +166,21 @@ def test_wgmma_ring_pipeline_spans_the_cluster() -> None:
     assert ring_block.cluster_mn == (2, 1)
 
 
+def test_wgmma_ring_mmas_write_the_calling_tasks_accumulator() -> None:
+    """Tasks that read one ring in turns (ping-pong) each give their accumulator as the task
+    cache; a task without one (or with another cache) writes the ring's."""
+    ring_acc, own = (
+        WgmmaAccumulator(name=n, tiled_mma=None, tile_mn=TILE, smem_a=None, smem_b=None)
+        for n in ("acc0", "acc1")
+    )
+    source = TmaSource(None, None, None)
+    spec = WgmmaRing.pipeline(3, STAGE_BYTES, 256)
+    ring = WgmmaRing(name="ab", pipeline_config=spec, a=source, b=source, acc=ring_acc, tile_k=64)
+    assert ring.acc_of(types.SimpleNamespace(task_cache=own)) is own
+    assert ring.acc_of(types.SimpleNamespace(task_cache=None)) is ring_acc
+    assert ring.acc_of(types.SimpleNamespace(task_cache=(own,))) is ring_acc
+
+
 @dataclasses.dataclass(kw_only=True)
 class Ring(MemoryResource):
     @producer_work

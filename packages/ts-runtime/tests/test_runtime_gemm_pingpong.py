@@ -70,7 +70,8 @@ def test_a_warpgroup_holds_the_whole_tile(gemm: Any, config: Any) -> None:
     assert (cfg.block_threads, cfg.consumer_regs, cfg.acc_values) == (384, 232, 128)
     # 64-row epilogue sub-tiles (one WGMMA block), 8 per tile, 4 buffers of 4 KB per warpgroup
     assert (cfg.epi_tile, cfg.epi_subtiles, cfg.epi_stages) == ((64, 32), 8, 4)
-    assert cfg.ab_stages == 3  # per ring: 2 x (3 x 32 KB + 4 x 4 KB) fits 227 KB, 4 does not
+    # one ring both read: 6 x 32 KB + 2 x 4 x 4 KB fits 227 KB, 7 stages do not
+    assert (cfg.ab_stages, cfg.ring_threads) == (6, 256)
     assert _cfg(gemm, "128x192").acc_values == config.PINGPONG_MAX_ACC == 192
     with pytest.raises(ValueError, match="256 fp32 accumulator registers"):
         gemm.GemmConfig(kernel="pingpong", tile_mn=(128, 256))
@@ -142,7 +143,7 @@ def test_family_compiles_to_the_twins_code(gemm: Any, family: str) -> None:
     assert ts["wgmma.mma_async"] == 2 * 4 * 2
     plan = gemm.make_plan(cfg)
     assert {t.name for t in plan.tasks} == {"load", "mma0", "mma1"}
-    assert {r.name for r in plan.resources if r.pipeline} == {"ab0", "ab1"}
+    assert {r.name for r in plan.resources if r.pipeline} == {"ab"}  # one ring, both read it
     _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
     # each math warpgroup: its own 128-thread epilogue barrier (ids 1 and 2)
     assert set(re.findall(r"bar\.sync\s+(\d+),\s*128;", ptx)) == {"1", "2"}
@@ -172,8 +173,9 @@ def test_ptxas_no_spills_no_serialized_wgmma(
 
 
 def test_both_warpgroups_on_the_same_turn_is_rejected(gemm: Any) -> None:
-    """If the odd tiles' warpgroup also takes the even turns, nobody drains the odd tiles' ring
-    the producer fills: the verifier finds the deadlock (TS-V301)."""
+    """If the odd tiles' warpgroup also takes the even turns, both read the even tiles' stages
+    twice (their own and the other's turn) and the odd tiles' not at all: the producer waits
+    for releases that never come, and the verifier finds the deadlock (TS-V301)."""
     from ts_trace import when_false
     from ts_verify import VerificationError
 
@@ -191,7 +193,7 @@ def test_tuner_generates_the_families(tune: Any, gemm: Any) -> None:
     ]
     screened = tune.screen(keys, gemm.GemmConfig())
     assert [c.reason for c in screened] == ["", "", ""]
-    assert [c.cfg.ab_stages for c in screened] == [3, 3, 2]  # the stages that fit SMEM
+    assert [c.cfg.ab_stages for c in screened] == [6, 6, 4]  # the stages that fit SMEM
     assert len({c.key for c in screened}) == 3
     big = tune.candidates((8192, 8192, 8192), gemm.GemmConfig())
     assert all(f in big for f in keys)
@@ -204,7 +206,7 @@ def test_rule_takes_pingpong_128_only_when_flagged(table: Any, gemm: Any) -> Non
     base, mnk = gemm.GemmConfig(), (8192, 8192, 8192)
     assert table.rule_config(mnk, base).kernel == "cooperative"
     cfg = table.rule_config(mnk, base, pingpong128=True)
-    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
+    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 6)
     gemm.make_plan(cfg)  # verifies
     fp8 = table.rule_config(mnk, gemm.GemmConfig(dtype="e4m3"), pingpong128=True)
     assert fp8.kernel == "cooperative"  # promoted FP8 keeps its cooperative 128 x 128
@@ -230,5 +232,5 @@ def test_cli_takes_pingpong_128_only_when_asked(gemm: Any, table: Any, monkeypat
     assert source.startswith("default+flags")
     asked = ["--tile", "128x128", "--kernel", "pingpong"]
     cfg, source = cli.config_for(parser.parse_args(asked), odd)
-    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 3)
+    assert (cfg.kernel, cfg.tile_mn, cfg.ab_stages) == ("pingpong", (128, 128), 6)
     assert source == "rule:test+flags"

@@ -470,10 +470,18 @@ class WgmmaRing(WgmmaWaits):
     ``A`` block is multicast to the CTAs of the cluster row and the ``B`` block to those of the
     column.
 
+    Several tasks may read the ring, each waiting for and releasing every stage (the
+    pipeline's consumer group counts all their threads); a task whose ``Task.make_task_cache``
+    returns a :class:`WgmmaAccumulator` issues its MMAs into that one. Ping-pong math tasks
+    share one ring so: each runs ``mma`` on its own tiles and only waits and releases on the
+    other's (``wait``, ``release``), which keeps its phase exact (a task that skipped the
+    other's stages without waiting could see a stage's previous phase as its own).
+
     Args:
         a: The ``A`` operand (``M x K``), loaded in ``(BM, tile_k)`` blocks.
         b: The ``B`` operand (``N x K``), loaded in ``(BN, tile_k)`` blocks.
-        acc: The accumulator the MMAs write (its ``tile_mn`` is ``(BM, BN)``).
+        acc: The accumulator the MMAs write (its ``tile_mn`` is ``(BM, BN)``), unless the
+            calling task has its own (its task cache).
         tile_k: The K extent of a block.
         chunk_blocks: Split-K: the K blocks of one chunk (a kernel value); the work tile's L
             coordinate is its chunk, so ``load`` reads block ``chunk * chunk_blocks +
@@ -540,12 +548,17 @@ class WgmmaRing(WgmmaWaits):
             k = chunk * self.chunk_blocks + k
         wgmma.load_operands(atoms, self.views, m, n, k, stage, stage_info.barrier)
 
+    def acc_of(self, stage_info: Any) -> WgmmaAccumulator:
+        """The accumulator of a work call: its task's own (task cache), else ``acc``."""
+        own = stage_info.task_cache
+        return own if isinstance(own, WgmmaAccumulator) else self.acc
+
     @consumer_work
     def mma(self, stage_info: Any) -> None:
         """Issue the WGMMAs of the waited stage into the accumulator (asynchronous)."""
         from ts_codegen.dsl import wgmma
 
-        acc, stage, k = self.acc, stage_info.stage_idx, stage_info.loop_offset
+        acc, stage, k = self.acc_of(stage_info), stage_info.stage_idx, stage_info.loop_offset
         every = acc.promote_every  # a group's first block overwrites the WGMMA registers
         regs, frags = acc.regs, (acc.frag_a, acc.frag_b)
         wgmma.mma_k_block(acc.tiled_mma, regs, *frags, stage, k, every, acc.fresh_mma)
