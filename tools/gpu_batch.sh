@@ -78,16 +78,15 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 11: ping-pong on one A/B ring both math warpgroups read (twice the stages). Edge
-  # shapes, a multi-tile run, then the same-run A/B against the table's cooperative picks
-  # (every result checked against fp32).
-  run pytest.log 100 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "pingpong128-2x1"
-  run gemm.log 50 python3 examples/hopper/gemm.py --mnk 1003 1501 707 --tile 64x128 \
-    --kernel pingpong
-  run ab.log 200 python3 bench/gemm_sweep.py --rounds 4 --shape 3000 5000 4000 \
-    --shape 1024 8192 8192 --versus "--kernel pingpong --tile 128x192 --cluster 2x1" \
-    --versus "--kernel pingpong --tile 128x128 --cluster 2x1"
+  # Session 11, call 12: one-ring ping-pong against the table and CUTLASS's CuTe example on the
+  # shapes where TS and the example run the same cooperative design. (Call 11 ran the edge
+  # shapes and the A/B of bench/ab/session11/s11_call11_*.log.)
+  run ab.log 250 python3 bench/gemm_sweep.py --rounds 5 --shape 2048 2048 2048 \
+    --shape 4096 4096 4096 --shape 1024 8192 8192 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--kernel pingpong --tile 128x128 --cluster 2x1" \
+    --versus "--kernel pingpong --tile 128x128 --cluster 1x2" \
+    --versus "--kernel pingpong --tile 128x192"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
