@@ -48,6 +48,101 @@ from task_scheduling.tiles import TileRaster
 # ---------------------------------------------------------------------------------------------
 
 
+@cute.jit
+def _load_tiles(
+    cfg: Constexpr[GemmConfig],
+    pipe: Any,
+    atom_a: Any,
+    atom_b: Any,
+    t_a: Any,
+    t_b: Any,
+    s_a: Any,
+    s_b: Any,
+    coord: Any,
+    params: Any,
+    k_tiles: Any,
+    tail_blocks: Any,
+    qpipe: Any,
+    slots: Any,
+    ctr: Any,
+) -> None:
+    """The load warp: every tile's K blocks into the A/B ring, in the scheduler's order.
+
+    With the dynamic scheduler it also claims the next tile and hands it over (``qpipe``,
+    ``slots``, the counters ``ctr``); with split-K or a tail split a work item loads its chunk.
+    """
+    ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord)
+    mask_a, mask_b = mcast_masks(cfg, coord)
+    state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
+    qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
+    sched = make_scheduler(params)
+    tile = sched.tile()
+    while tile.is_valid_tile:
+        nxt = cutlass.Int32(0)
+        if const_expr(cfg.dynamic):
+            # Claim the next tile (lane 0), publish it for the consumers, count this CTA
+            # out after its last claim (the last CTA out zeroes the counters).
+            qpipe.producer_acquire(qstate)
+            lane = cute.arch.lane_idx()
+            claimed = cutlass.Int32(0)
+            if lane == 0:
+                claimed = cutlass.Int32(
+                    cute.arch.atomic_add(ctr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu")
+                )
+            nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_ctas
+            if lane == 0:
+                slots[qstate.index] = nxt
+            total = params.num_tiles
+            if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
+                if lane == 0:
+                    done = cute.arch.atomic_add(
+                        ctr.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
+                    )
+                    active = cutlass.min(sched.num_ctas, total)  # type: ignore[attr-defined]
+                    if cutlass.Int32(done) == active - 1:
+                        cute.arch.atomic_exch(
+                            ctr.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
+                        )
+                        cute.arch.atomic_exch(
+                            ctr.iterator + 1, cutlass.Int32(0), sem="relaxed", scope="gpu"
+                        )
+            qpipe.producer_commit(qstate)
+            qstate.advance()
+        m, n, chunk = tile.tile_idx
+        blocks = k_tiles
+        if const_expr(cfg.tail):  # a whole tile or a tail chunk, by the L coordinate
+            blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
+        for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
+            pipe.producer_acquire(state)
+            kb = k
+            if const_expr(cfg.split_k > 1):
+                kb = chunk * k_tiles + k  # the work item's chunk of K blocks
+            if const_expr(cfg.tail):  # the chunk is l mod tail_split (0: a whole tile)
+                kb = (chunk % cfg.tail_split) * tail_blocks + k
+            load_k_block(
+                atom_a,
+                atom_b,
+                ta_g,
+                ta_s,
+                tb_g,
+                tb_s,
+                m,
+                n,
+                kb,
+                state.index,
+                pipe.producer_get_barrier(state),
+                mask_a,
+                mask_b,
+            )
+            pipe.producer_commit(state)
+            state.advance()
+        sched = next_scheduler(cfg, sched, nxt)
+        tile = sched.tile()
+    if const_expr(cfg.cluster_size > 1):
+        # Do not exit while a peer may still arrive on (multicast into) this ring.
+        pipe.producer_tail(state)
+
+
 @cute.kernel
 def twin_kernel(
     atom_a: cute.CopyAtom,
@@ -122,80 +217,23 @@ def twin_kernel(
     if warp < WARPGROUP // 32:
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
     if warp < LOAD_WARP + 1:
-        ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(
-            cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord
+        _load_tiles(
+            cfg,
+            pipe,
+            atom_a,
+            atom_b,
+            t_a,
+            t_b,
+            s_a,
+            s_b,
+            coord,
+            params,
+            k_tiles,
+            tail_blocks,
+            qpipe,
+            slots,
+            ctr,
         )
-        mask_a, mask_b = mcast_masks(cfg, coord)
-        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
-        qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, QUEUE_STAGES)
-        sched = make_scheduler(params)
-        tile = sched.tile()
-        while tile.is_valid_tile:
-            nxt = cutlass.Int32(0)
-            if const_expr(cfg.dynamic):
-                # Claim the next tile (lane 0), publish it for the consumers, count this CTA
-                # out after its last claim (the last CTA out zeroes the counters).
-                qpipe.producer_acquire(qstate)
-                lane = cute.arch.lane_idx()
-                claimed = cutlass.Int32(0)
-                if lane == 0:
-                    claimed = cutlass.Int32(
-                        cute.arch.atomic_add(
-                            ctr.iterator, cutlass.Int32(1), sem="relaxed", scope="gpu"
-                        )
-                    )
-                nxt = cute.arch.shuffle_sync(claimed, 0) + sched.num_ctas
-                if lane == 0:
-                    slots[qstate.index] = nxt
-                total = params.num_tiles
-                if nxt >= total:  # noqa: SIM102 (DSL: no `and` on dynamic values)
-                    if lane == 0:
-                        done = cute.arch.atomic_add(
-                            ctr.iterator + 1, cutlass.Int32(1), sem="acq_rel", scope="gpu"
-                        )
-                        active = cutlass.min(sched.num_ctas, total)  # type: ignore[attr-defined]
-                        if cutlass.Int32(done) == active - 1:
-                            cute.arch.atomic_exch(
-                                ctr.iterator, cutlass.Int32(0), sem="relaxed", scope="gpu"
-                            )
-                            cute.arch.atomic_exch(
-                                ctr.iterator + 1, cutlass.Int32(0), sem="relaxed", scope="gpu"
-                            )
-                qpipe.producer_commit(qstate)
-                qstate.advance()
-            m, n, chunk = tile.tile_idx
-            blocks = k_tiles
-            if const_expr(cfg.tail):  # a whole tile or a tail chunk, by the L coordinate
-                blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
-            for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
-                pipe.producer_acquire(state)
-                kb = k
-                if const_expr(cfg.split_k > 1):
-                    kb = chunk * k_tiles + k  # the work item's chunk of K blocks
-                if const_expr(cfg.tail):  # the chunk is l mod tail_split (0: a whole tile)
-                    kb = (chunk % cfg.tail_split) * tail_blocks + k
-                load_k_block(
-                    atom_a,
-                    atom_b,
-                    ta_g,
-                    ta_s,
-                    tb_g,
-                    tb_s,
-                    m,
-                    n,
-                    kb,
-                    state.index,
-                    pipe.producer_get_barrier(state),
-                    mask_a,
-                    mask_b,
-                )
-                pipe.producer_commit(state)
-                state.advance()
-            sched = next_scheduler(cfg, sched, nxt)
-            tile = sched.tile()
-        if const_expr(cfg.cluster_size > 1):
-            # Do not exit while a peer may still arrive on (multicast into) this ring.
-            pipe.producer_tail(state)
     if (warp >= WARPGROUP // 32) & (warp < cfg.block_threads // 32):
         if const_expr(cfg.consumer_regs is not None):
             cute.arch.setmaxregister_increase(cfg.consumer_regs)
@@ -414,39 +452,23 @@ def twin_pingpong_kernel(
     if warp < WARPGROUP // 32:
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
     if warp < LOAD_WARP + 1:
-        ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(
-            cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord
+        _load_tiles(
+            cfg,
+            pipe,
+            atom_a,
+            atom_b,
+            t_a,
+            t_b,
+            s_a,
+            s_b,
+            coord,
+            params,
+            k_tiles,
+            None,
+            None,
+            None,
+            None,
         )
-        mask_a, mask_b = mcast_masks(cfg, coord)
-        state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
-        sched = make_scheduler(params)
-        tile = sched.tile()
-        while tile.is_valid_tile:
-            m, n, _ = tile.tile_idx
-            for k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
-                pipe.producer_acquire(state)
-                load_k_block(
-                    atom_a,
-                    atom_b,
-                    ta_g,
-                    ta_s,
-                    tb_g,
-                    tb_s,
-                    m,
-                    n,
-                    k,
-                    state.index,
-                    pipe.producer_get_barrier(state),
-                    mask_a,
-                    mask_b,
-                )
-                pipe.producer_commit(state)
-                state.advance()
-            sched.advance()
-            tile = sched.tile()
-        if const_expr(cfg.cluster_size > 1):
-            # Do not exit while a peer may still arrive on (multicast into) the ring.
-            pipe.producer_tail(state)
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
             cfg,
