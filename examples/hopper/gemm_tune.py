@@ -121,11 +121,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (64, 256), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (64, 256), "cluster_mn": (1, 2)},
-        # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step); each of
-        # the two A/B rings keeps 3 stages (128 x 128) / 2 (128 x 192) next to the epilogue's
+        # ping-pong, a warpgroup alone on a 128-row tile (two m64 WGMMAs per K step); the A/B
+        # ring both read keeps 6 stages (128 x 128) / 4 (128 x 192) next to the epilogues'
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (128, 128), "cluster_mn": (2, 1), "kernel": "pingpong"},
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong"},
+        # the best ping-pong of session 11's same-run A/B on 2048^3 - 8192^3 / 3000 x 5000
+        {"tile_mn": (128, 128), "cluster_mn": (1, 2), "kernel": "pingpong"},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "kernel": "pingpong"},
         # split-K (few output tiles): a tile's K chunks are work items of their own
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},
@@ -182,7 +185,7 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 6},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (58 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (60 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 

@@ -190,11 +190,13 @@ def test_tuner_generates_the_families(tune: Any, gemm: Any) -> None:
         ((128, 128), (1, 1)),
         ((128, 128), (2, 1)),
         ((128, 192), (1, 1)),
+        ((128, 128), (1, 2)),
+        ((128, 192), (2, 1)),
     ]
     screened = tune.screen(keys, gemm.GemmConfig())
-    assert [c.reason for c in screened] == ["", "", ""]
-    assert [c.cfg.ab_stages for c in screened] == [6, 6, 4]  # the stages that fit SMEM
-    assert len({c.key for c in screened}) == 3
+    assert [c.reason for c in screened] == [""] * 5
+    assert [c.cfg.ab_stages for c in screened] == [6, 6, 4, 6, 4]  # the stages that fit SMEM
+    assert len({c.key for c in screened}) == 5
     big = tune.candidates((8192, 8192, 8192), gemm.GemmConfig())
     assert all(f in big for f in keys)
     fp8 = tune.candidates((8192, 8192, 8192), gemm.GemmConfig(dtype="e4m3"))
