@@ -184,6 +184,18 @@ def test_both_warpgroups_on_the_same_turn_is_rejected(gemm: Any) -> None:
     assert "TS-V301" in err.value.report.codes()
 
 
+def test_a_ring_counting_one_warpgroup_is_rejected(
+    gemm: Any, config: Any, monkeypatch: Any
+) -> None:
+    """Both warpgroups release every stage of the one ring: a consumer group sized for one
+    would complete a phase at half the releases and refill a stage still read (TS-R003)."""
+    from ts_runtime.errors import GroupSizeError
+
+    monkeypatch.setattr(config.GemmConfig, "ring_threads", property(lambda c: c.consumer_threads))
+    with pytest.raises(GroupSizeError, match=r"TS-R003: resource `ab`.* 256 times per phase"):
+        gemm.make_plan(_cfg(gemm, "128x128"))
+
+
 def test_tuner_generates_the_families(tune: Any, gemm: Any) -> None:
     keys = [f for f in tune.TEMPLATES if f["kernel"] == "pingpong" and f["tile_mn"][0] == 128]
     assert [(f["tile_mn"], f["cluster_mn"]) for f in keys] == [
