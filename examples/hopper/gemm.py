@@ -197,9 +197,9 @@ def gemm_kernel(
     of one warpgroup, each with its accumulator and epilogue, taking the CTA's tiles in turns
     (both wait for and release every stage of the one ring). With the dynamic scheduler the
     load warp also claims the tiles and hands them to the math task through the queue's ring.
-    ``mma`` replaces the cooperative math task's
-    schedule ``(wq, ab, acc, c)``, ``turns_of`` the ping-pong math tasks' guards (the even
-    tiles', the odd tiles'); tests build deliberately broken ones.
+    ``mma`` replaces the cooperative math task's schedule ``(wq, ab, acc, c)``, ``turns_of``
+    the ping-pong math tasks' guards (the even tiles', the odd tiles'; each passes over the
+    stages of the other's); tests build deliberately broken ones.
     """
     math_tasks = 2 if cfg.pingpong else 1
 
