@@ -61,10 +61,10 @@ def _load_tiles(
     coord: Any,
     params: Any,
     k_tiles: Any,
-    tail_blocks: Any,
-    qpipe: Any,
-    slots: Any,
-    ctr: Any,
+    tail_blocks: Any = None,
+    qpipe: Any = None,
+    slots: Any = None,
+    ctr: Any = None,
 ) -> None:
     """The load warp: every tile's K blocks into the A/B ring, in the scheduler's order.
 
@@ -452,23 +452,7 @@ def twin_pingpong_kernel(
     if warp < WARPGROUP // 32:
         cute.arch.setmaxregister_decrease(PRODUCER_REGS)
     if warp < LOAD_WARP + 1:
-        _load_tiles(
-            cfg,
-            pipe,
-            atom_a,
-            atom_b,
-            t_a,
-            t_b,
-            s_a,
-            s_b,
-            coord,
-            params,
-            k_tiles,
-            None,
-            None,
-            None,
-            None,
-        )
+        _load_tiles(cfg, pipe, atom_a, atom_b, t_a, t_b, s_a, s_b, coord, params, k_tiles)
     if (warp >= WARPGROUP // 32) & (warp < 2 * WARPGROUP // 32):
         _pingpong_math(
             cfg,
