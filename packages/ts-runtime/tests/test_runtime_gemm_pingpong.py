@@ -2,10 +2,11 @@
 
 Each of the two math warpgroups holds a whole ``128 x BN`` tile (two m64 WGMMAs per K step)
 and the two take the CTA's tiles in turns, so one's epilogue runs under the other's main
-loop. Checked on the CPU: the configuration's limits, the TS kernel's PTX against the
-hand-written twin's per family (128 x 128, also in a 2 x 1 cluster, and 128 x 192), ptxas's
-verdict on it (no spills, no serialized WGMMAs), the verifier's refusal of a schedule in which
-both warpgroups take the same turn, the tuner's templates and the fallback rule's flag.
+loop; both read the one A/B ring. Checked on the CPU: the configuration's limits, the TS
+kernel's PTX against the hand-written twin's per family (128 x 128, also in a 2 x 1 cluster,
+and 128 x 192), ptxas's verdict on it (no spills, no serialized WGMMAs), the verifier's refusal
+of a schedule in which both warpgroups take the same turn and of a ring whose consumer group
+counts one warpgroup, the tuner's templates and the fallback rule's flag.
 """
 
 from __future__ import annotations
