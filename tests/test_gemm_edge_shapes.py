@@ -60,6 +60,22 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "beta": 1.0,
         "bias": True,
     },
+    # ping-pong skipping the other warpgroup's stages in math order (the two tuner templates),
+    # and 64 x 128 FP8 promoted
+    "bf16-pingpong-skip128-1x2": {
+        "kernel": "pingpong-skip",
+        "tile_mn": (128, 128),
+        "cluster_mn": (1, 2),
+    },
+    "bf16-pingpong-skip128x192-2x1-fused": {
+        "kernel": "pingpong-skip",
+        "tile_mn": (128, 192),
+        "cluster_mn": (2, 1),
+        "beta": 1.0,
+        "bias": True,
+    },
+    "e4m3-pingpong-skip64x128": {"kernel": "pingpong-skip", "tile_mn": (64, 128)}
+    | {"dtype": "e4m3", "scale": "rowwise"},
     # 256-byte K blocks (two TMA boxes per operand and stage); 128 x 192 cooperative
     "bf16-k256": {"tile_mn": (128, 128), "k_block_bytes": 256},
     "e4m3-k256-promoted": {

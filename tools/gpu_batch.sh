@@ -78,15 +78,21 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 11, call 12: one-ring ping-pong against the table and CUTLASS's CuTe example on the
-  # shapes where TS and the example run the same cooperative design. (Call 11 ran the edge
-  # shapes and the A/B of bench/ab/session11/s11_call11_*.log.)
-  run ab.log 250 python3 bench/gemm_sweep.py --rounds 5 --shape 2048 2048 2048 \
-    --shape 4096 4096 4096 --shape 1024 8192 8192 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--kernel pingpong --tile 128x128 --cluster 2x1" \
-    --versus "--kernel pingpong --tile 128x128 --cluster 1x2" \
-    --versus "--kernel pingpong --tile 128x192"
+  # Session 12 (no device): ping-pong that skips the other warpgroup's stages in math order
+  # (kernel pingpong-skip). First right on every edge shape (and clean under
+  # compute-sanitizer on the ragged 3000 x 5000 x 4000 family), then against the table, the
+  # waiting ping-pong and CUTLASS's CuTe example, same runs.
+  run edge.log 400 python3 -m pytest -q -x tests/test_gemm_edge_shapes.py -k pingpong
+  run sanitize.log 200 /usr/local/cuda/bin/compute-sanitizer --tool memcheck python3 \
+    examples/hopper/gemm.py --mnk 1003 1501 707 --kernel pingpong-skip --tile 128x192 \
+    --cluster 2x1
+  run ab.log 400 python3 bench/gemm_sweep.py --rounds 5 --shape 3000 5000 4000 \
+    --shape 2048 2048 2048 --shape 4096 4096 4096 --shape 8192 8192 8192 \
+    --shape 1024 8192 8192 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1" \
+    --versus "--kernel pingpong --tile 128x192 --cluster 2x1" \
+    --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
+    --versus "--kernel pingpong --tile 128x128 --cluster 1x2"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

@@ -63,7 +63,7 @@ LAYOUTS: dict[str, tuple[LayoutEnum, LayoutEnum]] = {
 }
 DEFAULT_MNK = (8192, 8192, 8192)
 SCHEDULERS = ("static", "dynamic")
-KERNELS = ("cooperative", "pingpong")
+KERNELS = ("cooperative", "pingpong", "pingpong-skip")
 # The tile scheduler's raster: "m" walks down M first inside a swizzle group of N columns
 # (CUTLASS's default), "n" along N inside a group of M rows.
 RASTERS = ("m", "n")
@@ -144,7 +144,12 @@ class GemmConfig:
             also computes on it; a warpgroup holds the whole tile: 64-row tiles, 128 x 128 or
             128 x 192 (``PINGPONG_MAX_ACC``); the static scheduler, which walks the tiles of a
             cluster's CTAs in lockstep, so with a cluster both CTAs' warpgroups take the same
-            turns and the multicast fills the same ring in every CTA).
+            turns and the multicast fills the same ring in every CTA). ``"pingpong-skip"``:
+            the same, but a warpgroup skips the other's stages (``skip_stage()``) instead of
+            waiting for and releasing them, so a stage goes back to the producer as soon as
+            the warpgroup computing on it is done; the warpgroups pass a math-order token
+            (``MathTurn``) after each tile's main loop, which keeps every wait's
+            parity exact (CUTLASS's ping-pong order barrier).
         scale: ``"none"``, ``"tensor"`` (``C = scale_a * scale_b * (A @ B^T) ...`` with two
             one-element fp32 tensors) or ``"rowwise"`` (``scale_a[m] * scale_b[n]``, an fp32
             ``M``- and ``N``-vector), applied to the accumulator in the epilogue before
@@ -200,7 +205,7 @@ class GemmConfig:
             raise _refused(f"tile_mn={self.tile_mn}", f"not one of {TILES}", "pick one of them")
         if self.pingpong and self.acc_values > PINGPONG_MAX_ACC:
             raise _refused(
-                f"kernel='pingpong', tile_mn={self.tile_mn}",
+                f"kernel={self.kernel!r}, tile_mn={self.tile_mn}",
                 f"a warpgroup alone on the tile would hold {self.acc_values} fp32 accumulator "
                 f"registers per thread (at most {PINGPONG_MAX_ACC})",
                 "use 128x192, 128x128 or a 64-row tile, or the cooperative kernel",
@@ -243,7 +248,7 @@ class GemmConfig:
             )
         if self.pingpong and self.dynamic:
             raise _refused(
-                "kernel='pingpong', scheduler='dynamic'",
+                f"kernel={self.kernel!r}, scheduler='dynamic'",
                 "the ping-pong kernel takes the static scheduler (its warpgroups take turns)",
                 "use scheduler='static'",
             )
@@ -335,7 +340,12 @@ class GemmConfig:
     @property
     def pingpong(self) -> bool:
         """True when two consumer warpgroups take tiles in turns."""
-        return self.kernel == "pingpong"
+        return self.kernel.startswith("pingpong")
+
+    @property
+    def skip_turns(self) -> bool:
+        """Ping-pong whose warpgroups skip each other's stages, in math order."""
+        return self.kernel == "pingpong-skip"
 
     @property
     def math_wgs(self) -> int:
@@ -345,8 +355,9 @@ class GemmConfig:
     @property
     def ring_threads(self) -> int:
         """Threads that wait for and release each A/B stage: every consumer warpgroup (in
-        ping-pong both read the one ring, the one whose turn it is also computes)."""
-        return self.math_wgs * WARPGROUP
+        ping-pong both read the one ring, the one whose turn it is also computes), or with
+        ``pingpong-skip`` the one whose turn it is."""
+        return (1 if self.skip_turns else self.math_wgs) * WARPGROUP
 
     @property
     def dynamic(self) -> bool:

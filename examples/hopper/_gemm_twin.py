@@ -337,9 +337,12 @@ def _pingpong_math(
     bias: Any,
     scale_a: Any,
     scale_b: Any,
+    order: Any = None,
 ) -> None:
     """Ping-pong math warpgroup ``i``: the CTA's even (``i = 0``) or odd tiles; on the
-    other's it waits for and releases the ring's stages (both read every stage)."""
+    other's it waits for and releases the ring's stages (both read every stage), or with
+    ``pingpong-skip`` skips them and then takes the turn the other passes after its main loop
+    (``order``: the token pipelines taken and passed)."""
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     if const_expr(cfg.consumer_regs is not None):
@@ -360,6 +363,11 @@ def _pingpong_math(
     is_store_warp = warp == STORE_WARP + i * (WARPGROUP // 32)
     read = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
     release = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, cfg.ab_stages)
+    taken: Any = None
+    passed: Any = None
+    if const_expr(cfg.skip_turns):
+        taken = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, 1)
+        passed = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, 1)
     count = cutlass.Int32(0)
     sched = make_scheduler(params)
     tile = sched.tile()
@@ -388,20 +396,47 @@ def _pingpong_math(
                     pipe.consumer_release(release)
                     release.advance()
             mma_wait(0)  # unconditionally, as in twin_kernel (no WGMMA serialization)
+            if const_expr(cfg.skip_turns):  # the other's next tile may wait on the ring now
+                order[1].producer_acquire(passed)
+                order[1].producer_commit(passed)
+                passed.advance()
             if const_expr(cfg.promotion > 0):
                 mma_promote_rest(total, acc, k_tiles, cfg.promotion)
             epilogue_store(
                 cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias, scale_a, scale_b
             )
-        if not_(mine):  # the other warpgroup's tile: wait for and release its stages
-            for _k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
-                pipe.consumer_wait(read)
-                read.advance()
-                pipe.consumer_release(release)
-                release.advance()
+        if not_(mine):
+            if const_expr(cfg.skip_turns):  # skip its stages; its main loop's end is our turn
+                # One stage at a time, as TS lowers it: this warpgroup is idle here anyway (a
+                # jump of k_tiles at once divides by the stage count instead).
+                for _k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    read.advance()
+                    release.advance()
+                order[0].consumer_wait(taken)
+                order[0].consumer_release(taken)
+                taken.advance()
+            else:  # wait for and release its stages
+                for _k in cutlass.range(k_tiles, unroll=1):  # type: ignore[attr-defined]
+                    pipe.consumer_wait(read)
+                    read.advance()
+                    pipe.consumer_release(release)
+                    release.advance()
         sched.advance()
         tile = sched.tile()
     epilogue_drain(is_store_warp)
+
+
+def make_turn_pipeline(alloc: SmemAllocator) -> Any:
+    """A math-order token: one stage, one warpgroup passes it, the other takes it."""
+    group = cpipe.CooperativeGroup(cpipe.Agent.Thread, WARPGROUP)
+    storage = alloc.allocate_array(cutlass.Int64, num_elems=2, byte_alignment=8)
+    return cpipe.PipelineAsync.create(
+        num_stages=1,
+        producer_group=group,
+        consumer_group=group,
+        barrier_storage=storage,
+        defer_sync=True,
+    )
 
 
 @cute.kernel
@@ -440,6 +475,9 @@ def twin_pingpong_kernel(
     k_tiles = cute.ceil_div(cute.size(t_a, mode=[1]), cfg.tile_k)
     bars = alloc.allocate_array(cutlass.Int64, num_elems=2 * cfg.ab_stages, byte_alignment=8)
     pipe = make_ab_pipeline(cfg, bars)
+    tokens: Any = (None, None)  # pingpong-skip: t0 passed from warpgroup 0 to 1, t1 back
+    if const_expr(cfg.skip_turns):
+        tokens = (make_turn_pipeline(alloc), make_turn_pipeline(alloc))
     if const_expr(cfg.cluster_size > 1):
         # The ring's barriers initialized cluster-wide before any peer multicasts into them.
         cpipe.pipeline_init_arrive(cluster_shape_mn=cfg.cluster_mn, is_relaxed=True)
@@ -470,6 +508,7 @@ def twin_pingpong_kernel(
             bias,
             scale_a,
             scale_b,
+            (tokens[1], tokens[0]),
         )
     if (warp >= 2 * WARPGROUP // 32) & (warp < 3 * WARPGROUP // 32):
         _pingpong_math(
@@ -488,4 +527,5 @@ def twin_pingpong_kernel(
             bias,
             scale_a,
             scale_b,
+            (tokens[0], tokens[1]),
         )

@@ -80,12 +80,12 @@ from task_scheduling import (
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
+    MathTurn,
     Tasks,
     WgmmaRing,
     prefetch_tma,
     tile_queue,
 )
-from task_scheduling.pipeline import CooperativeGroupSpec, PipelineSpec, PipelineType
 from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import MemoryResource
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
@@ -104,17 +104,6 @@ def ring_pipeline(stages: int, stage_bytes: int, consumers: int = 2 * WARPGROUP)
     release.
     """
     return WgmmaRing.pipeline(stages, stage_bytes, consumers)
-
-
-def turn_pipeline() -> Any:
-    """A math-order token: one stage, one math warpgroup fills it, the other frees it."""
-    group = CooperativeGroupSpec("thread", WARPGROUP)
-    return PipelineSpec(PipelineType.AsyncAsync, 1, 0, group, group)
-
-
-@dataclasses.dataclass(kw_only=True)
-class Turn(MemoryResource):
-    """A math-order token between the two math warpgroups: a barrier, no payload."""
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -609,7 +598,9 @@ def attention_kernel(
         kr = ring("k", cfg.stages, cfg.stage_bytes, atom_k, t_k, s_k, (bn, d))
         vr = ring("v", cfg.stages, cfg.stage_bytes, atom_v, t_v, s_v, (d, bn))
         rings = [q, kr, vr]
-        tokens = [Turn(name=f"t{w}", pipeline_config=turn_pipeline()) for w in range(2)]
+        tokens = [
+            MathTurn(name=f"t{w}", pipeline_config=MathTurn.pipeline(WARPGROUP)) for w in range(2)
+        ]
         if not cfg.stagger:
             tokens = []
         tasks: list[Task] = []

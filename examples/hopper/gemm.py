@@ -132,6 +132,7 @@ from task_scheduling.harness import compile_only as compile_and_count
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
+    MathTurn,
     RuntimeConfigError,
     SplitK,
     Tasks,
@@ -309,7 +310,12 @@ def gemm_kernel(
 
         every = cfg.promotion  # two-level accumulation: promote every this many K blocks
 
-        def math(ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy) -> None:  # one tile
+        def math(
+            ab: ResourceProxy,
+            acc: ResourceProxy,
+            c: ResourceProxy,
+            turn: ResourceProxy | None = None,
+        ) -> None:  # one tile; `turn`: the math-order token passed after the main loop
             acc.zero()
             with domain_loop(bound, unroll=1) as kb:
                 ab.wait()
@@ -328,6 +334,9 @@ def gemm_kernel(
             # reads of the accumulator with WGMMAs in flight, and serializes every WGMMA of the
             # kernel (warning C7514). At run time it finds nothing left to wait for.
             ab.mma_wait_all()
+            if turn is not None:  # the other warpgroup's next tile may wait on the ring now
+                turn.acquire()
+                turn.commit()
             if every:
                 acc.promote_rest()  # a last group shorter than `every`
             if cfg.split:  # the tile's last chunk to arrive sums the chunks and stores
@@ -366,6 +375,12 @@ def gemm_kernel(
                 ab.wait()
                 ab.release()
 
+        def skip_over(ab: ResourceProxy, theirs: ResourceProxy) -> None:
+            with domain_loop(bound, unroll=1):
+                ab.skip_stage()  # the other warpgroup waits for and releases these
+            theirs.wait()  # its last wait of the tile is done: ours see exact phases
+            theirs.release()
+
         def mma_turn(mine: Any, theirs: Any) -> Callable[..., Schedule]:
             @schedule
             def mma_turns(
@@ -374,6 +389,7 @@ def gemm_kernel(
                 ab: ResourceProxy,
                 acc: ResourceProxy,
                 c: ResourceProxy,
+                *order: ResourceProxy,  # pingpong-skip: (the turn we take, the one we pass)
             ) -> None:
                 acc.setup()
                 c.setup()
@@ -381,10 +397,12 @@ def gemm_kernel(
                 with work_tile_loop(wq):
                     n, odd = turns.take(count=n)
                     with mine(odd, key="odd"):
-                        math(ab, acc, c)
-                    # Wait for and release the other's stages too (its phases stay exact).
+                        math(ab, acc, c, *order[1:])
                     with theirs(odd, key="odd"):
-                        pass_over(ab)
+                        if order:
+                            skip_over(ab, order[0])
+                        else:  # wait for and release the other's stages (exact phases)
+                            pass_over(ab)
                 c.drain()
 
             return mma_turns
@@ -404,15 +422,23 @@ def gemm_kernel(
             )
         ]
         graph: dict[Any, list[Any]] = {ab: [wq]}
+        # pingpong-skip: math-order tokens, t0 passed from mma0 to mma1, t1 back.
+        order = [
+            MathTurn(name=f"t{i}", pipeline_config=MathTurn.pipeline(WARPGROUP))
+            for i in range(2 if cfg.skip_turns else 0)
+        ]
+        graph.update({t: [ab] for t in order})
         for i, (acc, c) in enumerate(zip(accs, outs, strict=True)):
+            taken, passed = order[1 - i : 2 - i], order[i : i + 1]
             if cfg.pingpong:
-                sched = mma_turn(turns_of[i], turns_of[1 - i])(wq, *turns, ab, acc, c)
+                turn = mma_turn(turns_of[i], turns_of[1 - i])
+                sched = turn(wq, *turns, ab, acc, c, *taken, *passed)
             else:
                 sched = (mma or mma_tiles)(wq, ab, acc, c)
             tasks.append(
                 GemmTask(
-                    [wq, *turns, ab, acc],
-                    [c],
+                    [wq, *turns, ab, acc, *taken],
+                    [c, *passed],
                     (1 + i) * WARPGROUP // 32,
                     cfg.consumer_threads // 32,
                     schedule=sched,

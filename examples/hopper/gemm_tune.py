@@ -129,6 +129,10 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # the best ping-pong of session 11's same-run A/B on 2048^3 - 8192^3 / 3000 x 5000
         {"tile_mn": (128, 128), "cluster_mn": (1, 2), "kernel": "pingpong"},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "kernel": "pingpong"},
+        # the same two, skipping the other warpgroup's stages in math order (a stage goes back
+        # to the producer when the warpgroup computing on it is done; not yet timed)
+        {"tile_mn": (128, 128), "cluster_mn": (1, 2), "kernel": "pingpong-skip"},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "kernel": "pingpong-skip"},
         # split-K (few output tiles): a tile's K chunks are work items of their own
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 2},
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "split_k": 4},
@@ -193,7 +197,7 @@ def can_promote(fields: dict[str, Any]) -> bool:
     """Whether a template's tile has registers for FP8 two-level accumulation: at most
     ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
     bm, bn = fields["tile_mn"]
-    warpgroups = consumer_warpgroups(fields["tile_mn"], fields["kernel"] == "pingpong")
+    warpgroups = consumer_warpgroups(fields["tile_mn"], fields["kernel"].startswith("pingpong"))
     return bool(bm * bn // (warpgroups * WARPGROUP) <= PROMOTE_MAX_ACC)
 
 
@@ -209,8 +213,9 @@ class Candidate:
     def key(self) -> str:
         """A stable name of the candidate's schedule."""
         f = self.fields
+        kernel = "pskp" if f["kernel"] == "pingpong-skip" else f["kernel"][:4]  # coop, ping
         name = "{}x{}-c{}x{}-{}-{}".format(
-            *f["tile_mn"], *f["cluster_mn"], f["kernel"][:4], f["scheduler"][:3]
+            *f["tile_mn"], *f["cluster_mn"], kernel, f["scheduler"][:3]
         )
         keys: tuple[str, ...] = ("raster", "swizzle", "stages", "epi_n", "epi_stages")
         keys += ("split_k", "k_block_bytes", "tail_split")

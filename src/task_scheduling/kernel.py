@@ -18,6 +18,7 @@ the runtime layer.
 
 from ts_runtime.blocks import (
     GmemVector,
+    MathTurn,
     SplitK,
     TileTurns,
     TmaEpilogue,
@@ -58,6 +59,7 @@ __all__ = [
     "Kernel",
     "KernelContext",
     "Lowered",
+    "MathTurn",
     "Planned",
     "RuntimeConfigError",
     "SmemBudgetError",

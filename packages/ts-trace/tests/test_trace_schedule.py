@@ -152,6 +152,39 @@ def test_pipeline_ops_record_their_stage_and_increasing_ids(buf: Buf) -> None:
     assert result.resources == ("buf",)
 
 
+def test_skip_stage_records_a_consumer_skip(buf: Buf) -> None:
+    @schedule
+    def sched(b: Any) -> None:
+        b.skip_stage()
+        b.wait()
+        b.release()
+
+    stages = [s.stage for s in sched(buf).steps()]
+    assert stages == [
+        ScheduleStage.ConsumerSkip,
+        ScheduleStage.ConsumerWait,
+        ScheduleStage.ConsumerRelease,
+    ]
+    with pytest.raises(ScheduleError, match="TS-T017"):
+        schedule(lambda b: b.skip_stage(2))(buf)
+
+
+def test_a_work_method_named_skip_stage_wins() -> None:
+    # The reference reserves only its six operation names: its programs may use this one.
+    @dataclasses.dataclass(kw_only=True)
+    class Own(MemoryResource):
+        @consumer_work
+        def skip_stage(self, stage_info: Any) -> None:
+            del stage_info
+
+    @schedule
+    def sched(o: Any) -> None:
+        o.skip_stage()
+
+    (step,) = sched(Own(name="own")).steps()
+    assert step.stage is ScheduleStage.ConsumerWork
+
+
 def test_work_stages_labels_and_attrs(src: Src, buf: Buf, sink: Sink) -> None:
     @schedule
     def sched(s: Any, b: Any, k: Any) -> None:

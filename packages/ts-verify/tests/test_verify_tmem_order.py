@@ -49,7 +49,7 @@ from ts_trace import (
     when_true,
     work_tile_loop,
 )
-from ts_verify import tmem_lifetime, verify, whole_kernel
+from ts_verify import runs, tmem_lifetime, verify, whole_kernel
 from ts_verify.tmem_lifetime import check_tmem_order
 from ts_verify.unroll import Valuation
 from ts_verify.whole_kernel import Part
@@ -385,16 +385,16 @@ def test_a_tile_scheduler_on_both_sides_of_its_queue_still_takes_one_tile() -> N
 def test_the_deadlock_check_takes_one_tile_with_a_scheduler_on_both_sides(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The same per-side balance lets the deadlock check (whole_kernel.check_runs) run one
+    # The same per-side balance lets the deadlock check (runs.check_runs) run one
     # work tile where a scheduler task fills and reads its queue; its verdict is the one of
     # every valuation up to the cut-off (independent_tiles forced off), in fewer runs.
     judged = 0
     for shape in _family():
         plan = plan_of(dataclasses.replace(shape, clc=True))
-        found, stats = whole_kernel.check_runs(plan)
+        found, stats = runs.check_runs(plan)
         with monkeypatch.context() as m:
-            m.setattr(whole_kernel, "independent_tiles", lambda part, tasks: False)
-            full, full_stats = whole_kernel.check_runs(plan)
+            m.setattr(runs, "independent_tiles", lambda part, tasks: False)
+            full, full_stats = runs.check_runs(plan)
         assert [d.code for d in found] == [d.code for d in full], shape
         if not full and full_stats["runs"] > 0:
             assert stats["tile_local"] >= 1 and stats["runs"] < full_stats["runs"], shape

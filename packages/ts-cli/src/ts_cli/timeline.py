@@ -4,8 +4,9 @@ Events are placed as early as the barriers allow (an event starts one slot after
 event of its task and one slot after the event that enabled it: the commit that filled the
 stage it waits for, or the release that emptied the stage it acquires). Parallel progress of
 the tasks therefore shows as overlapping lanes, and a stall as a gap. Boxes are coloured per
-resource and labelled with the operation and the ring stage; blocked operations of a
-counterexample are drawn dashed, in red, at the end of their lane.
+resource and labelled with the operation and the ring stage; a ``skip_stage()``, which touches
+no barrier, is drawn pale; blocked operations of a counterexample are drawn dashed, in red, at
+the end of their lane.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ _SHORT = {
     "ConsumerRelease": "rel",
     "ProducerTryAcquire": "try_acq",
     "ConsumerTryWait": "try_wait",
+    "ConsumerSkip": "skip",
 }
 _SLOT, _LANE, _LEFT, _TOP = 64, 46, 120, 40
 
@@ -112,9 +114,10 @@ def render_svg(plan: KernelPlan, trace: Trace, title: str) -> str:
         x, y = box(i)
         colour = colours.get(e.resource, "#999")
         tip = html.escape(f"{e.index}. {e.task}: {e.text} ({e.location})")
+        opacity = 0.4 if e.op == "ConsumerSkip" else 0.85  # a skip waits for nothing
         out.append(
             f'<g><title>{tip}</title><rect x="{x}" y="{y}" width="{_SLOT - 6}" height="28" '
-            f'rx="4" fill="{colour}" fill-opacity="0.85"/>'
+            f'rx="4" fill="{colour}" fill-opacity="{opacity}"/>'
             f'<text x="{x + 4}" y="{y + 12}" fill="white">{html.escape(e.resource[:8])}</text>'
             f'<text x="{x + 4}" y="{y + 24}" fill="white">{html.escape(_label(e)[:9])}</text></g>'
         )

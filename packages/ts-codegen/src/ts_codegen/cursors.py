@@ -12,11 +12,15 @@ the warp index). ts-verify checks each lane as a ring of its own (``ts_verify.la
 
 Lagged sides (:func:`lagged_sides`): a side that opens a second stage before it closes the
 first gets separate open and close cursors (:func:`release_key`, :func:`commit_key`).
+
+Skips (``skip_stage()``): a consumer's cursors move on one stage without a barrier operation;
+:func:`refused_skips` names those the lowering refuses (no pipeline, interleaved lanes, or a
+stage still held: :func:`held_skips`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import dsl
@@ -39,7 +43,9 @@ from ts_ir.plan import interleave_warp_lanes
 __all__ = [
     "commit_key",
     "fresh_state",
+    "held_skips",
     "lagged_sides",
+    "refused_skips",
     "release_key",
     "side_stride",
     "task_lanes",
@@ -114,15 +120,77 @@ def lagged_sides(body: Sequence[Node], role: Role) -> set[str]:
     release states (the reference's ``advance_on_wait``). Likewise a producer that acquires a
     second stage before committing the first needs separate acquire and commit states
     (``advance_on_acquire``). Schedules that signal each stage before the next wait / acquire
-    keep one state, as hand-written code does. Found by walking each loop's first, a middle
-    and its last iteration with the blocks that fire there (the verifier has checked that the
-    brackets balance).
+    keep one state, as hand-written code does. Found by :func:`_held_walk`.
+    """
+    closing = (
+        ScheduleStage.ConsumerRelease if role is Role.CONSUMER else ScheduleStage.ProducerCommit
+    )
+    lagged: set[str] = set()
+
+    def visit(step: Step, held: Mapping[str, int]) -> None:
+        if step.stage is closing and held.get(step.resource, 0) >= 2:
+            lagged.add(step.resource)
+
+    _held_walk(body, role, visit)
+    return lagged
+
+
+def held_skips(body: Sequence[Node]) -> set[int]:
+    """Ids of the ``skip_stage()`` steps that may run while the task holds a stage of their ring.
+
+    A skip moves the wait and the release cursor on together: a stage waited and not yet
+    released would then be released one stage too late (ts-verify's TS-V115 refuses it too).
+    """
+    found: set[int] = set()
+
+    def visit(step: Step, held: Mapping[str, int]) -> None:
+        if step.stage.is_skip and held.get(step.resource, 0) > 0:
+            found.add(step.id)
+
+    _held_walk(body, Role.CONSUMER, visit)
+    return found
+
+
+def refused_skips(task: TaskSpec, specs: Mapping[str, ResourceSpec]) -> list[tuple[Step, str]]:
+    """The ``skip_stage()`` steps of ``task`` that are not lowered, each with why.
+
+    A skip moves the consumer's cursors by one stage: it needs a pipeline, a consumer side
+    that visits every stage (no interleaved lanes) and no stage held (:func:`held_skips`).
+    ts-verify refuses these too (TS-V115).
+    """
+    held = held_skips(task.schedule.body)
+    out: list[tuple[Step, str]] = []
+    for step in task.schedule.steps():
+        if not step.stage.is_skip:
+            continue
+        spec = specs[step.resource]
+        stride = side_stride(spec, Role.CONSUMER)
+        if spec.pipeline is None:
+            why = "on a resource without a pipeline"
+        elif stride != 1:
+            why = f"on a ring whose consumers move {stride} stages at a time (interleaved lanes)"
+        elif step.id in held:
+            why = f"while the task holds a stage of `{step.resource}` (release it first)"
+        else:
+            continue
+        out.append((step, f"{why} is not lowered"))
+    return out
+
+
+def _held_walk(
+    body: Sequence[Node], role: Role, visit: Callable[[Step, Mapping[str, int]], None]
+) -> None:
+    """Call ``visit(step, held)`` for each step, ``held`` counting the stages of ``role`` open.
+
+    A stage is open from its wait (acquire) to its release (commit). Each loop is walked for
+    its first, a middle and its last iteration with the blocks that fire there (the verifier
+    has checked that the brackets balance); runtime conditions and skippable regions are
+    assumed to run, a work-tile loop's body is walked twice.
     """
     if role is Role.CONSUMER:
         opening, closing = ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease
     else:
         opening, closing = ScheduleStage.ProducerAcquire, ScheduleStage.ProducerCommit
-    lagged: set[str] = set()
 
     def fires(guard: object, position: str) -> bool:
         if isinstance(guard, FirstIteration):
@@ -136,11 +204,10 @@ def lagged_sides(body: Sequence[Node], role: Role) -> set[str]:
     def walk(nodes: Sequence[Node], open_: dict[str, int], position: str) -> None:
         for node in nodes:
             if isinstance(node, Step):
+                visit(node, open_)
                 if node.stage is opening:
                     open_[node.resource] = open_.get(node.resource, 0) + 1
                 elif node.stage is closing:
-                    if open_.get(node.resource, 0) >= 2:
-                        lagged.add(node.resource)
                     open_[node.resource] = max(open_.get(node.resource, 0) - 1, 0)
             elif isinstance(node, DomainLoop):
                 for pos in ("first", "middle", "last"):
@@ -152,4 +219,3 @@ def lagged_sides(body: Sequence[Node], role: Role) -> set[str]:
                 walk(node.body, open_, position)
 
     walk(body, {}, "")
-    return lagged

@@ -113,14 +113,16 @@ def _emit_pipelines(
     for member, first in shared_full.items():
         # One TMA load fills every Fork member's view: all wait on the first's full barriers.
         pipelines[member] = share_full_barriers(pipelines[member], pipelines[first])
-    clusters = {spec.pipeline.cluster_mn for spec in plan.resources if spec.pipeline}
+    # A ring of one CTA (1 x 1: a math-order token beside multicast operand rings) keeps its
+    # barriers to its CTA and fits any cluster; the rings that span one must agree on it.
+    clusters = {spec.pipeline.cluster_mn for spec in plan.resources if spec.pipeline} - {(1, 1)}
     if len(clusters) > 1:
         raise LoweringError(
             f"the pipelines span different clusters {sorted(clusters)}; a kernel launches one "
             "cluster shape"
         )
     if pipelines:
-        dsl.pipelines_ready(clusters.pop())
+        dsl.pipelines_ready(clusters.pop() if clusters else (1, 1))
     return pipelines
 
 

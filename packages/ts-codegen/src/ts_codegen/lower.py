@@ -5,6 +5,8 @@
 
 * pipeline steps as ``cutlass.pipeline`` calls on the resource's pipeline, with one
   ``PipelineState`` per ``(resource, role)`` that advances after ``commit`` / ``release``;
+  ``skip_stage()`` advances the consumer's states as a ``wait`` + ``release`` would, with no
+  barrier operation (a ``domain_loop`` of skips is a loop of advances);
 * work steps as calls of the resource's work method
   ``method(stage_info, **routed_inputs, **constants)``, where ``stage_info`` is a
   :class:`ts_trace.StageInfo` and the routed inputs are the task-local values that earlier
@@ -40,6 +42,7 @@ from ts_codegen.cursors import (
     commit_key,
     fresh_state,
     lagged_sides,
+    refused_skips,
     release_key,
     side_stride,
     task_lanes,
@@ -211,6 +214,10 @@ class TaskLowering:
 
     def run(self) -> None:
         """Emit the whole schedule (and, for cluster rings, the TMA producer's tail)."""
+        refused = refused_skips(self.task, self.specs)
+        if refused:  # before any code is emitted
+            step, why = refused[0]
+            raise LoweringError(f"{self._where(step)}: skip_stage() {why}")
         if self._warp_lanes:
             # Read once at the top, like the leader predicate: the warp's lane seeds states.
             self._warp_lane = dsl.warp_index() - self.task.warp_start
@@ -340,8 +347,25 @@ class TaskLowering:
             pipe, state = self._pipe(step), env.states[key]
             self._leader_only_step(side, lambda: dsl.consumer_release(pipe, state))
             env.states[key] = self._advance(step, env.states[key])
+        elif st is ScheduleStage.ConsumerSkip:
+            self._skip(step, env)
         else:
             self._work(step, env)
+
+    def _skip(self, step: Step, env: _Env) -> None:
+        """``skip_stage()``: move on one stage as a wait + release would, touching no barrier.
+
+        The one consumer state (which the release advances), or a lagged consumer's wait
+        state and release state, each by one stage (:func:`refused_skips` ruled out the rest).
+        """
+        key = (step.resource, Role.CONSUMER)
+        if key in env.tokens:
+            raise LoweringError(
+                f"{self._where(step)}: skip_stage() after a try_wait() whose wait has not run"
+            )
+        keys = [key, release_key(step.resource)] if step.resource in self._lagged else [key]
+        for k in keys:
+            env.states[k] = self._advance(step, env.states[k])
 
     def _bounded(self, step: Step, state: Any, *, producer: bool) -> None:
         """In debug mode: a bounded probe that traps with a message before the blocking wait."""
@@ -429,11 +453,15 @@ class TaskLowering:
         values: set[ValueKey] = set()
         for node, _ in iter_nodes(tuple(body)):
             if isinstance(node, Step):
-                # Only commit / release advance a state (and a lagged consumer's wait); the
-                # other steps only read it.
+                # Only commit / release / skip advance a state (and a lagged consumer's wait);
+                # the other steps only read it.
                 lagged = node.resource in self._lagged
                 lagged_p = node.resource in self._lagged_producers
-                if node.stage is ScheduleStage.ProducerCommit and lagged_p:
+                if node.stage is ScheduleStage.ConsumerSkip:
+                    states.add((node.resource, Role.CONSUMER))
+                    if lagged:
+                        states.add(release_key(node.resource))
+                elif node.stage is ScheduleStage.ProducerCommit and lagged_p:
                     states.add(commit_key(node.resource))
                 elif node.stage is ScheduleStage.ProducerAcquire and lagged_p:
                     states.add((node.resource, Role.PRODUCER))

@@ -18,6 +18,7 @@ from ts_ir.catalog import (
 )
 from ts_ir.enums import (
     RESERVED_OP_NAMES,
+    SKIP_OP_NAME,
     PipelineGroupMode,
     PipelineType,
     Role,
@@ -103,6 +104,7 @@ __all__ = [
     "LAST_ITER",
     "RESERVED_OP_NAMES",
     "SKIPPABLE",
+    "SKIP_OP_NAME",
     "TMEM_COLUMNS",
     "UNKNOWN_LOCATION",
     "WARPGROUP_WARPS",

@@ -13,6 +13,7 @@ from ts_ir.errors import ArgumentError, describe_value
 
 __all__ = [
     "RESERVED_OP_NAMES",
+    "SKIP_OP_NAME",
     "PipelineGroupMode",
     "PipelineType",
     "Role",
@@ -53,13 +54,20 @@ class Role(enum.Enum):
 
 
 class ScheduleStage(enum.Enum):
-    """The ten primitive operations a schedule step can perform on a resource."""
+    """The primitive operations a schedule step can perform on a resource.
+
+    The reference's ten, and one of TS's own: ``ConsumerSkip`` (``ring.skip_stage()``) moves a
+    consumer task's place in the ring on by one stage without waiting for it or releasing it,
+    because another consumer task of the ring waits for and releases that stage (ping-pong math
+    warpgroups sharing one operand ring, each reading only its own tiles' stages).
+    """
 
     ConsumerAuxWork = "ConsumerAuxWork"
     ConsumerTryWait = "ConsumerTryWait"
     ConsumerWait = "ConsumerWait"
     ConsumerWork = "ConsumerWork"
     ConsumerRelease = "ConsumerRelease"
+    ConsumerSkip = "ConsumerSkip"
     ProducerAuxWork = "ProducerAuxWork"
     ProducerTryAcquire = "ProducerTryAcquire"
     ProducerAcquire = "ProducerAcquire"
@@ -96,16 +104,23 @@ class ScheduleStage(enum.Enum):
         return self in (ScheduleStage.ProducerTryAcquire, ScheduleStage.ConsumerTryWait)
 
     @property
+    def is_skip(self) -> bool:
+        """True for ``skip_stage``: the cursor moves on, no barrier is touched."""
+        return self is ScheduleStage.ConsumerSkip
+
+    @property
     def op_name(self) -> str:
-        """The reserved proxy name of a pipeline operation (``acquire``, ``try_wait`` ...)."""
-        return _OP_NAMES.get(self, "")
+        """The proxy name of a pipeline operation (``acquire``, ``skip_stage`` ...)."""
+        return _OP_NAMES.get(self, "") or (SKIP_OP_NAME if self.is_skip else "")
 
     @classmethod
     def from_op_name(cls, name: str) -> ScheduleStage:
-        """Map a reserved pipeline name (``acquire``, ``wait`` ...) to its stage."""
+        """Map a pipeline operation's name (``acquire``, ``wait`` ...) to its stage."""
         for stage, op in _OP_NAMES.items():
             if op == name:
                 return stage
+        if name == SKIP_OP_NAME:
+            return ScheduleStage.ConsumerSkip
         raise KeyError(name)
 
     def __str__(self) -> str:
@@ -129,6 +144,7 @@ _SHORT_LABELS: dict[ScheduleStage, str] = {
     ScheduleStage.ConsumerWait: "<-ConsWai",
     ScheduleStage.ConsumerWork: "<-ConsWrk",
     ScheduleStage.ConsumerRelease: "<-ConsRel",
+    ScheduleStage.ConsumerSkip: "<-ConsSkip",
     ScheduleStage.ProducerAuxWork: "ProdAux->",
     ScheduleStage.ProducerTryAcquire: "ProdTryAcq->",
     ScheduleStage.ProducerAcquire: "ProdAcq->",
@@ -138,6 +154,10 @@ _SHORT_LABELS: dict[ScheduleStage, str] = {
 
 RESERVED_OP_NAMES: frozenset[str] = frozenset(_OP_NAMES.values())
 """Proxy names that are pipeline operations and therefore cannot name work methods."""
+
+SKIP_OP_NAME = "skip_stage"
+"""The proxy name of ``ConsumerSkip``. Not reserved (the reference has no such operation, so a
+reference program may name a work method so): a resource's own work method of that name wins."""
 
 
 class WorkAttr(enum.IntFlag):

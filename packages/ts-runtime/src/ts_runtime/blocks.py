@@ -18,7 +18,8 @@ The Hopper GEMM blocks (their CuTe DSL calls are in ``ts_codegen.dsl.wgmma``):
 * :class:`WgmmaAccumulator`: the fp32 accumulator in the registers of a WGMMA task;
 * :class:`TmaEpilogue`: the accumulator written out through a few SMEM buffers that one warp
   TMA-stores, with an optional fused elementwise step;
-* :class:`TileTurns`: ping-pong turns (the CTA's tiles alternate between two tasks);
+* :class:`TileTurns`: ping-pong turns (the CTA's tiles alternate between two tasks), and
+  :class:`MathTurn`, the token one math task passes to the other (the order of their turns);
 * :func:`tile_queue` (a persistent kernel's work queue, static or atomic dynamic) and
   :func:`prefetch_tma` (TMA descriptor prefetch at kernel start).
 
@@ -42,6 +43,7 @@ from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_
 
 __all__ = [
     "GmemVector",
+    "MathTurn",
     "SplitK",
     "TileTurns",
     "TmaEpilogue",
@@ -682,6 +684,26 @@ class TileTurns(MemoryResource):
     def take(self, stage_info: Any, *, count: Any) -> Any:
         """Count the tile; the odd ones are the second task's."""
         return count + 1, (count % 2) == 1
+
+
+@dataclasses.dataclass(kw_only=True)
+class MathTurn(MemoryResource):
+    """A math-order token from one math task to another: a barrier, no payload.
+
+    A one-stage ``AsyncAsync`` ring (:meth:`pipeline`): the task that passes the turn
+    ``acquire()`` / ``commit()`` s it, the one that takes it ``wait()`` / ``release()`` s it,
+    so ts-verify proves the order with every other ring. Uses: FlashAttention-3's two math
+    warpgroups issuing their WGMMAs in turns, and ping-pong GEMM warpgroups that skip each
+    other's stages of one operand ring (``skip_stage()``): each passes the turn after its last
+    wait of a tile, and the other takes it before its next tile's first wait, which is what
+    keeps that wait's parity exact.
+    """
+
+    @staticmethod
+    def pipeline(threads: int) -> PipelineSpec:
+        """The token's ring: ``threads`` (one task's) on each side, one stage."""
+        group = CooperativeGroupSpec("thread", threads)
+        return PipelineSpec(PipelineType.AsyncAsync, 1, 0, group, group)
 
 
 def tile_queue(

@@ -95,7 +95,9 @@ TRANSLATION_ENTRIES: tuple[CatalogEntry, ...] = (
         parity 0, and both flip when their stage index wraps around the ring. Recovered from
         the registers the PTX waits with: their initial values and the blocks that advance
         them, run on every (stage, parity). A consumer starting on parity 1 reads stages
-        before they are filled; a parity that never flips hangs the second round.
+        before they are filled; a parity that never flips hangs the second round. A consumer
+        that skips stages (`skip_stage()`, no barrier operation) first waits where the skips
+        before that wait may have moved it.
         """,
         """
         mov.b32 %r54, 1;        # the consumer's parity register starts at 1

@@ -16,6 +16,8 @@ from the PTX (:mod:`ts_runtime.ptx_protocol`) and compares it with the plan:
   those of CLC rings, as many as armed (:mod:`ts_runtime.ptx_clc`);
 * **parity** (``TS-X104``): producers wait on empty barriers starting on parity 1, consumers
   on full barriers starting on parity 0, both flipping exactly when the stage index wraps;
+  a consumer that skips stages (``skip_stage()``, no barrier operation) first waits where its
+  skips before that wait may have moved it (:func:`ts_runtime.ptx_plan.first_wait_states`);
 * **roles** (``TS-X105``): each operation is run by tasks whose schedules use that ring and
   side, on an address that is a barrier of the plan;
 * **registers** (``TS-X106``): ``setmaxnreg`` per warpgroup as the tasks declare
@@ -47,7 +49,7 @@ from ts_ir import (
 from ts_runtime.catalog_translation import TRANSLATION_ENTRIES
 from ts_runtime.ptx_cfg import entry_names, parse_kernel
 from ts_runtime.ptx_clc import ClcRequest, Finding, check_requests
-from ts_runtime.ptx_plan import plan_arrivals, roles, warp_lane_tasks
+from ts_runtime.ptx_plan import first_wait_states, plan_arrivals, roles, warp_lane_tasks
 from ts_runtime.ptx_protocol import (
     BarrierOp,
     Protocol,
@@ -167,6 +169,27 @@ class TranslationReport:
 
 _WAITS = {"full": ScheduleStage.ConsumerWait, "empty": ScheduleStage.ProducerAcquire}
 _SIGNALS = {"full": ScheduleStage.ProducerCommit, "empty": ScheduleStage.ConsumerRelease}
+
+
+def _first_fits(
+    i: int | None,
+    p: int,
+    start: int,
+    step: int,
+    lane: int | None,
+    firsts: frozenset[tuple[int, int]] | None,
+) -> bool:
+    """Whether a first wait on stage ``i`` (None: unknown) and parity ``p`` fits the plan.
+
+    ``firsts``: a consumer that skips stages, where its skips may have moved it; else the
+    side's first parity ``start`` on stage 0 (with interleaving, the task's lane, or for warp
+    lanes the warp's ``lane``).
+    """
+    if firsts is not None:
+        return any(p == fp and i in (None, fi) for fi, fp in firsts)
+    if p != start or i is None:
+        return p == start
+    return i < step and (lane is None or i == lane % step)
 
 
 class _Checker:
@@ -481,25 +504,30 @@ class _Checker:
             # stride), read from the warp index at run time: each warp is followed.
             lanes = tname in self.warp_lanes and pipe.interleave > 1
             warps: list[int | None] = [*range(task.num_warps)] if lanes else [None]
+            # A consumer's skips move it on without a barrier operation: its first wait is
+            # where they may have left it (the lowering refuses skips on interleaved rings).
+            firsts: frozenset[tuple[int, int]] | None = None
+            if side == "full" and ScheduleStage.ConsumerSkip in self.roles[tname].get(name, set()):
+                firsts = first_wait_states(task, name, stages)
             for w in warps:
                 who_w = who if w is None else f"{who}, warp {w}"
                 sm = state_machine(self.p, sites, stages, (task.warp_start + (w or 0)) * WARP_SIZE)
                 bad_first = [
                     (i, p)
                     for i, p in sm.first or ()
-                    if p is not None
-                    and (
-                        p != start
-                        or (i is not None and i >= step)
-                        or (w is not None and i is not None and i != w % step)
-                    )
+                    if p is not None and not _first_fits(i, p, start, step, w, firsts)
                 ]
                 if bad_first:
+                    plan_first = (
+                        f"parity {start} at stage 0 (or the task's interleave lane)"
+                        if firsts is None
+                        else f"(stage, parity) {sorted(firsts)} after the skip_stage()s before it"
+                    )
                     self.error(
                         "TS-X104",
                         f"task `{tname}` ({who_w} of ring `{name}`) first waits on stage / "
                         f"parity {sorted(bad_first, key=str)}; the plan's first {side} phase is "
-                        f"parity {start} at stage 0 (or the task's interleave lane)",
+                        f"{plan_first}",
                         resource=name,
                         task=tname,
                         line=line,
@@ -520,8 +548,9 @@ class _Checker:
                     break
             else:
                 lanes_text = f", {len(warps)} warp lanes" if lanes else ""
+                origin = f"parity {start}" if firsts is None else "where its skip_stage()s leave it"
                 self.checked.append(
-                    f"task `{tname}` waits on ring `{name}` ({side}) from parity {start}, "
+                    f"task `{tname}` waits on ring `{name}` ({side}) from {origin}, "
                     f"flipping on wrap ({len(sites)} wait site(s), first at line {line}"
                     f"{lanes_text})"
                 )

@@ -3,16 +3,20 @@
 :mod:`ts_runtime.ptx_check` compares the PTX with these readings of the plan: which ring
 operations each task's schedule makes (:func:`roles`; with ``live_only``, only those that can
 run at all, :func:`can_run`), which tasks work on warp lanes (:func:`warp_lane_tasks`) and how
-many arrivals one signal of a task makes (:func:`plan_arrivals`, the verifier's own rule).
+many arrivals one signal of a task makes (:func:`plan_arrivals`, the verifier's own rule) and
+where a consumer that skips stages first waits (:func:`first_wait_states`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from ts_ir import (
     ConditionalBlock,
     DomainLoop,
     IterationPredicate,
     KernelPlan,
+    Node,
     PipelineSpec,
     Role,
     ScheduleStage,
@@ -21,7 +25,7 @@ from ts_ir import (
 )
 from ts_verify import split_lanes, umma_arrivals
 
-__all__ = ["can_run", "plan_arrivals", "roles", "warp_lane_tasks"]
+__all__ = ["can_run", "first_wait_states", "plan_arrivals", "roles", "warp_lane_tasks"]
 
 
 def roles(task: TaskSpec, *, live_only: bool = False) -> dict[str, set[ScheduleStage]]:
@@ -107,3 +111,38 @@ def plan_arrivals(task: TaskSpec, pipe: PipelineSpec, role: Role) -> int:
     else:
         group, signaling = pipe.consumer_group, pipe.consumer_signaling
     return group.arrivals_for(1 if signaling.has_task_warp_leader() else task.num_warps)
+
+
+_WAITS = (ScheduleStage.ConsumerWait, ScheduleStage.ConsumerTryWait)
+
+
+def first_wait_states(task: TaskSpec, resource: str, stages: int) -> frozenset[tuple[int, int]]:
+    """The (stage, parity) a consumer's first wait on ``resource`` may see, after its skips.
+
+    A consumer starts at stage 0 on parity 0 and each ``skip_stage()`` before its first wait
+    (or try_wait) moves it on one stage. Read as the PTX check explores the code: every loop
+    may run any number of times, every block may run or not; skip counts are kept modulo
+    ``2 x stages``, the period of (stage, parity), so the walk ends.
+    """
+    period = 2 * stages
+    found: set[int] = set()
+
+    def walk(nodes: Sequence[Node], counts: frozenset[int]) -> frozenset[int]:
+        """The skip counts with which control leaves ``nodes`` without having waited."""
+        for node in nodes:
+            if isinstance(node, Step):
+                if node.resource == resource and node.stage.is_skip:
+                    counts = frozenset((c + 1) % period for c in counts)
+                elif node.resource == resource and node.stage in _WAITS:
+                    found.update(counts)
+                    return frozenset()
+            elif isinstance(node, ConditionalBlock):
+                counts |= walk(node.body, counts)
+            else:  # a domain or work-tile loop: any number of iterations
+                grown = counts | walk(node.body, counts)
+                while grown != counts:
+                    counts, grown = grown, grown | walk(node.body, grown)
+        return counts
+
+    walk(task.schedule.body, frozenset({0}))
+    return frozenset((k % stages, (k // stages) % 2) for k in found)

@@ -17,6 +17,7 @@ from typing import Any
 
 from ts_ir import (
     RESERVED_OP_NAMES,
+    SKIP_OP_NAME,
     Role,
     Route,
     Schedule,
@@ -216,8 +217,8 @@ class ResourceProxy:
     """The stand-in for a resource inside a schedule function.
 
     Only pipeline operations (``acquire``, ``try_acquire``, ``commit``, ``wait``,
-    ``try_wait``, ``release``) and the resource's named work methods are available; every
-    call records a step.
+    ``try_wait``, ``release``, and TS's ``skip_stage``) and the resource's named work methods
+    are available; every call records a step.
     """
 
     __slots__ = ("_ts_builder", "_ts_name", "_ts_resource")
@@ -241,6 +242,8 @@ class ResourceProxy:
         method = cls.work_methods().get(label)
         if method is not None:
             return _WorkCall(self, method)
+        if attr == SKIP_OP_NAME:  # not reserved: a work method of that name came first
+            return _PipelineOp(self, ScheduleStage.ConsumerSkip)
         close = cls.suggest_work(attr)
         hint = f"; did you mean `{close}`?" if close else ""
         known = ", ".join(sorted(cls.work_methods())) or "none"

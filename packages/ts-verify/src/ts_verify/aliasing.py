@@ -42,8 +42,9 @@ from __future__ import annotations
 import dataclasses
 
 from ts_ir import KernelPlan, ScheduleStage, WorkAttr
+from ts_verify.clocks import Mark, all_before, clocks, ring_index
 from ts_verify.diagnostics import Diagnostic, Trace
-from ts_verify.simulate import Record, simulate
+from ts_verify.simulate import simulate
 from ts_verify.systems import System
 from ts_verify.whole_kernel import (
     distinct_runs,
@@ -56,34 +57,16 @@ from ts_verify.whole_kernel import (
 
 __all__ = ["alias_pairs", "check_aliasing"]
 
-Clock = tuple[int, ...]
-
 _ACQUIRE = ScheduleStage.ProducerAcquire
-_COMMIT = ScheduleStage.ProducerCommit
-_WAIT = ScheduleStage.ConsumerWait
 _RELEASE = ScheduleStage.ConsumerRelease
-
-
-@dataclasses.dataclass(frozen=True)
-class _Mark:
-    """One event of a run: its place in the run, its task's slot in the clocks, its clock."""
-
-    index: int
-    event: Record
-    slot: int
-    clock: Clock
-
-    @property
-    def step_id(self) -> int:
-        return self.event.op.step.id
 
 
 @dataclasses.dataclass(frozen=True)
 class _Live:
     """One live interval: its opening events and its closing events (None: never closed)."""
 
-    starts: tuple[_Mark, ...]
-    ends: tuple[_Mark, ...] | None
+    starts: tuple[Mark, ...]
+    ends: tuple[Mark, ...] | None
     what: str
 
 
@@ -102,51 +85,7 @@ def alias_pairs(plan: KernelPlan) -> list[tuple[str, str]]:
     return out
 
 
-def _before(x: _Mark, y: _Mark) -> bool:
-    """``x`` happens before (or is) ``y``."""
-    return x.clock[x.slot] <= y.clock[x.slot]
-
-
-def _all_before(xs: tuple[_Mark, ...] | None, ys: tuple[_Mark, ...]) -> bool:
-    """Every event of ``xs`` happens before every event of ``ys`` (never, when ``xs`` is None)."""
-    return xs is not None and all(_before(x, y) for x in xs for y in ys)
-
-
-def _index(e: Record, depth: int) -> int:
-    """The ring index of a barrier operation: how many the task made before it on that side."""
-    return e.round * depth + e.stage
-
-
-def _clocks(events: list[Record], stages: dict[str, int]) -> list[_Mark]:
-    """Vector clocks of a run: program order plus each barrier wait's enabling events."""
-    slots: dict[str, int] = {}
-    for e in events:
-        slots.setdefault(e.task, len(slots))
-    now: dict[str, Clock] = {}
-    done: dict[tuple[str, ScheduleStage, int], list[Clock]] = {}
-    marks = []
-    for i, e in enumerate(events):
-        clock = list(now.get(e.task, (0,) * len(slots)))
-        step = e.op.step
-        depth = stages.get(step.resource)
-        if depth is not None and e.stage >= 0:
-            k = _index(e, depth)
-            enablers: list[Clock] = []
-            if step.stage is _ACQUIRE and k >= depth:
-                enablers = done.get((step.resource, _RELEASE, k - depth), [])
-            elif step.stage is _WAIT:
-                enablers = done.get((step.resource, _COMMIT, k), [])
-            for other in enablers:
-                clock = [max(a, b) for a, b in zip(clock, other, strict=True)]
-        clock[slots[e.task]] += 1
-        now[e.task] = tuple(clock)
-        if depth is not None and e.stage >= 0:
-            done.setdefault((step.resource, step.stage, _index(e, depth)), []).append(now[e.task])
-        marks.append(_Mark(i, e, slots[e.task], now[e.task]))
-    return marks
-
-
-def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> list[list[_Live]]:
+def _intervals(marks: list[Mark], resource: str, stages: dict[str, int]) -> list[list[_Live]]:
     """The live intervals of ``resource`` in one run, as lists each in program order.
 
     A ring gives one list (index order: each task opens and closes the indices in order); a
@@ -154,15 +93,15 @@ def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> lis
     """
     depth = stages.get(resource)
     if depth is not None:
-        starts: dict[int, list[_Mark]] = {}
-        ends: dict[int, list[_Mark]] = {}
+        starts: dict[int, list[Mark]] = {}
+        ends: dict[int, list[Mark]] = {}
         for m in marks:
             e = m.event
             if e.op.step.resource == resource and e.stage >= 0:
                 if e.op.step.stage is _ACQUIRE:
-                    starts.setdefault(_index(e, depth), []).append(m)
+                    starts.setdefault(ring_index(e, depth), []).append(m)
                 elif e.op.step.stage is _RELEASE:
-                    ends.setdefault(_index(e, depth), []).append(m)
+                    ends.setdefault(ring_index(e, depth), []).append(m)
         return [
             [
                 _Live(
@@ -173,7 +112,7 @@ def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> lis
                 for k in sorted(starts)
             ]
         ]
-    by_task: dict[str, list[_Mark]] = {}
+    by_task: dict[str, list[Mark]] = {}
     for m in marks:
         by_task.setdefault(m.event.task, []).append(m)
     out: list[list[_Live]] = []
@@ -182,7 +121,7 @@ def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> lis
         for i, m in enumerate(task_marks):
             if m.event.op.step.resource != resource:
                 continue
-            end: tuple[_Mark, ...] | None = (m,)
+            end: tuple[Mark, ...] | None = (m,)
             if m.event.op.step.attrs & WorkAttr.ASYNC_READ:
                 end = _async_end(task_marks[i + 1 :])
             mine.append(_Live((m,), end, f"`{resource}` used"))
@@ -191,7 +130,7 @@ def _intervals(marks: list[_Mark], resource: str, stages: dict[str, int]) -> lis
     return out
 
 
-def _async_end(later: list[_Mark]) -> tuple[_Mark, ...] | None:
+def _async_end(later: list[Mark]) -> tuple[Mark, ...] | None:
     """The task's step that retires an asynchronous read, or None (it may read for ever)."""
     newer = False
     for m in later:
@@ -214,10 +153,10 @@ def _overlap(first: list[_Live], second: list[_Live]) -> tuple[_Live, _Live] | N
     """
     lo = hi = 0
     for b in second:
-        while lo < len(first) and _all_before(first[lo].ends, b.starts):
+        while lo < len(first) and all_before(first[lo].ends, b.starts):
             lo += 1
         hi = max(hi, lo)
-        while hi < len(first) and not _all_before(b.ends, first[hi].starts):
+        while hi < len(first) and not all_before(b.ends, first[hi].starts):
             hi += 1
         if lo < hi:
             return first[lo], b
@@ -253,7 +192,7 @@ def _conflict(pair: tuple[str, str], hit: tuple[_Live, _Live], trace: Trace) -> 
 
 
 def _first_overlap(
-    marks: list[_Mark], pairs: list[tuple[str, str]], stages: dict[str, int]
+    marks: list[Mark], pairs: list[tuple[str, str]], stages: dict[str, int]
 ) -> tuple[tuple[str, str], tuple[_Live, _Live]] | None:
     for pair in pairs:
         for first in _intervals(marks, pair[0], stages):
@@ -289,7 +228,7 @@ def check_aliasing(plan: KernelPlan) -> tuple[list[Diagnostic], int]:
         runs += 1
         if outcome.kind != "ok":
             return [run_diagnostic(val, outcome, system)], runs
-        found = _first_overlap(_clocks(outcome.records, stages), pairs, stages)
+        found = _first_overlap(clocks(outcome.records, stages), pairs, stages)
         if found is not None:
             trace = Trace(val.describe(), tuple(outcome.events), (), ())
             return [_conflict(found[0], found[1], trace)], runs

@@ -222,6 +222,33 @@ class _Checker:
             marks = tuple(m if m == keep and keep else 0 for m in side.marks())
             state[key] = dataclasses.replace(side, async_reads=marks)
 
+    def _skip(self, step: Step, side: _Side) -> None:
+        """``skip_stage()`` moves the wait and release cursors together: no stage may be held.
+
+        A held stage's ``release()`` would then arrive on the stage after it, and the stage
+        itself would never be freed.
+        """
+        pipeline = self.resources[step.resource].pipeline
+        if pipeline is not None and (pipeline.interleave > 1 or pipeline.strides is not None):
+            self.report(
+                "TS-V115",
+                step,
+                f"{step.describe()}() on `{step.resource}`, whose stages are dealt out to "
+                "interleaved lanes: a skipped stage's lane is ambiguous",
+                fix=f"give `{step.resource}` interleave stride 1, or wait for and release the "
+                "stage",
+            )
+        if side.open_steps:
+            held = side.open_steps[0]
+            self.report(
+                "TS-V115",
+                step,
+                f"{step.describe()}() while this task still holds a stage of "
+                f"`{step.resource}` ({held.describe()}, line {held.location.line}): the "
+                "release of that stage would arrive on the next one",
+                fix=f"release the held stage before {step.resource}.skip_stage()",
+            )
+
     def _check_role(self, step: Step, res: ResourceSpec, role: Role) -> None:
         if role is Role.PRODUCER and res.name not in self.task.destinations:
             self.report(
@@ -258,6 +285,9 @@ class _Checker:
         stage = step.stage
         if stage.is_try:
             return dataclasses.replace(side, pending_try=step)
+        if stage.is_skip:
+            self._skip(step, side)
+            return side
         if stage in (ScheduleStage.ProducerAcquire, ScheduleStage.ConsumerWait):
             return _Side((*side.open_steps, step), None, (*side.marks(), 0))
         if not side.open_steps:

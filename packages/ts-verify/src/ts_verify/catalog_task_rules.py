@@ -453,4 +453,58 @@ TASK_ENTRIES: tuple[CatalogEntry, ...] = (
                 ring.release()
         """,
     ),
+    _entry(
+        "TS-V115",
+        "skip_stage that cannot be proven",
+        "release every held stage before skip_stage(), keep the ring's interleave stride 1, "
+        "and balance the ring in every work tile",
+        """
+        `ring.skip_stage()` moves a consumer task past one stage without waiting for it or
+        releasing it: another consumer task of the ring waits for and releases that stage
+        (ping-pong math warpgroups sharing one operand ring). The wait and release cursors
+        move together, so a task that still holds a stage would release the wrong one; a
+        ring dealt out to interleaved lanes has no single next stage to skip. In a persistent
+        kernel every work tile must move every task's cursor equally (waits plus skips), which
+        is what lets the verifier prove each wait ordered after the fill one ring-length
+        earlier for every sequence of tiles (see the verification guide).
+        """,
+        """
+        @schedule
+        def store_task(ring, dst):
+            with domain_loop(8):
+                ring.wait()
+                ring.read()
+                ring.skip_stage()
+                dst.store()
+                ring.release()
+        """,
+        """
+        @schedule
+        def even_task(ring, dst):  # stages 0, 2, 4, ...; odd_task takes the others
+            with domain_loop(4):
+                ring.wait()
+                ring.read()
+                dst.store()
+                ring.release()
+                ring.skip_stage()
+
+
+        @schedule
+        def odd_task(ring, dst):
+            with domain_loop(4):
+                ring.skip_stage()
+                ring.wait()
+                ring.read()
+                dst.store()
+                ring.release()
+
+
+        plan = build_plan(
+            [TaskDeclaration([src], [ring], 0, 4, load_task(src, ring), name="loader"),
+             TaskDeclaration([ring], [dst], 4, 4, even_task(ring, dst), name="even"),
+             TaskDeclaration([ring], [dst], 8, 4, odd_task(ring, dst), name="odd")],
+            {ring: [src], dst: [ring]},
+            name="copy")
+        """,
+    ),
 )

@@ -94,6 +94,10 @@ def depth_proves(plan: KernelPlan, ring: str, tasks: tuple[str, ...]) -> bool:
     depths: dict[Role, list[int]] = {Role.PRODUCER: [], Role.CONSUMER: []}
     for name in tasks:
         sched = plan.task(name).schedule
+        if any(
+            isinstance(n, Step) and n.resource == ring and n.stage.is_skip for n, _ in sched.walk()
+        ):
+            return False  # consumers taking turns: a wait's order is a matter of runs
         roles = _roles(sched, ring)
         if len(roles) != 1:
             return False  # both sides in one task: its own order matters

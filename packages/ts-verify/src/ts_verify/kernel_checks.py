@@ -7,7 +7,7 @@ budgets, SMEM) with what the schedules do.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from ts_ir import (
     WARP_SIZE,
@@ -36,6 +36,7 @@ __all__ = [
     "check_kernel",
     "multicast_peers",
     "per_warp_consumer_group",
+    "skips_on",
     "steps_by_resource",
     "tasks_touching",
 ]
@@ -207,9 +208,21 @@ def _arrivals(plan: KernelPlan) -> Iterator[Diagnostic]:
                 continue  # the per-task checks report the missing commit/release
             # Every task on this side counts, also one that lacks its commit/release (the
             # per-task checks report that): the group size is judged against the tasks.
+            if role is Role.CONSUMER and skips_on(res.name, users):
+                # Consumers that skip take turns: each stage is released by one of them alone.
+                for t, ops in signals:
+                    own = arrivals_per_signal(t, res.pipeline, role)
+                    if own != expected:
+                        yield _arrival_mismatch(res, role, expected, own, [t], (t, ops), True)
+                continue
             total = sum(arrivals_per_signal(t, res.pipeline, role) for t in users)
             if total != expected:
                 yield _arrival_mismatch(res, role, expected, total, users, signals[0])
+
+
+def skips_on(resource: str, tasks: Iterable[TaskSpec]) -> bool:
+    """Whether a task of ``tasks`` runs ``skip_stage()`` on ``resource``."""
+    return any(_ops(t, resource, (ScheduleStage.ConsumerSkip,)) for t in tasks)
 
 
 def _arrival_mismatch(
@@ -219,8 +232,13 @@ def _arrival_mismatch(
     total: int,
     users: list[TaskSpec],
     first_signal: tuple[TaskSpec, list[Step]],
+    turns: bool = False,
 ) -> Diagnostic:
-    """TS-V203, in the words of the reference's API (the group a user builds)."""
+    """TS-V203, in the words of the reference's API (the group a user builds).
+
+    ``turns``: the consumers skip stages (``skip_stage``), so each stage is released by one
+    task alone, and the group must count one task's arrivals, not all of theirs.
+    """
     assert res.pipeline is not None
     side = "producer" if role is Role.PRODUCER else "consumer"
     group = res.pipeline.producer_group if role is Role.PRODUCER else res.pipeline.consumer_group
@@ -254,6 +272,11 @@ def _arrival_mismatch(
             f"each CTA's empty barrier receives: one tcgen05.commit arrival per committing "
             f"warp of each of the {peers} CTAs of its cluster row and column, whose TMA loads "
             "fill the stage and whose commits carry it in their multicast mask)"
+        )
+    if turns:
+        effect += (
+            "; its consumers skip stages (skip_stage), so each stage is released by one task "
+            "alone and the group counts one task's arrivals"
         )
     return Diagnostic(
         "TS-V203",

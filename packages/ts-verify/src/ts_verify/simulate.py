@@ -10,7 +10,8 @@ the expected arrivals are in and no bytes are pending. Waits test the *parity* o
 * the k-th ``wait`` of a consumer passes when the stage's full barrier has completed a phase
   of parity ``round + 1``;
 * ``commit`` arrives on the full barrier (for TMA producers, ``acquire`` arrives with the expected
-  bytes and ``commit`` stands for the bytes landing); ``release`` arrives on the empty barrier.
+  bytes and ``commit`` stands for the bytes landing); ``release`` arrives on the empty barrier;
+* ``skip_stage`` moves the consumer's wait and release counts on by one, touching no barrier.
 
 Because each task is a sequential program that blocks only on these waits, the tasks form a
 Kahn process network: the operations that run, and whether the run ends in a deadlock, do not
@@ -203,6 +204,13 @@ class _Run:
         if ring is not None and step.stage.value in _BARRIER_OPS:
             s, rnd = self._barrier_op(task, self.tasks[task], op, ring)
             self.records.append(Record(task, op, s, rnd))
+        elif ring is not None and step.stage is ScheduleStage.ConsumerSkip:
+            # The wait and release cursors move on together; no barrier is touched.
+            k = self._next(task, step.resource, ScheduleStage.ConsumerWait)
+            for stage in (ScheduleStage.ConsumerWait, ScheduleStage.ConsumerRelease):
+                key = (task, step.resource, stage.value)
+                self.counts[key] = self.counts.get(key, 0) + 1
+            self.records.append(Record(task, op, k % ring.spec.stages, k // ring.spec.stages))
         else:
             self.records.append(Record(task, op, -1, -1))
 
@@ -243,6 +251,8 @@ class _Run:
         elif step.stage is ScheduleStage.ConsumerWait:
             if ring.full[s].completed < rnd + 1:
                 self._race(task, op, f"stage {s} is read before round {rnd} was filled")
+            elif ring.full[s].completed > rnd + 1:  # released by another reader of round rnd
+                self._race(task, op, f"stage {s} is read after round {rnd + 1} refilled it")
             ring.holders.setdefault((s, rnd), set()).add(task)
         elif step.stage is ScheduleStage.ConsumerRelease:
             ring.holders.get((s, rnd), set()).discard(task)
@@ -322,6 +332,20 @@ class _Run:
 
     def _leftover(self) -> Outcome:
         for name, ring in self.rings.items():
+            for s, (full, empty) in enumerate(zip(ring.full, ring.empty, strict=True)):
+                # Consumers taking turns (skip_stage) can release one fill twice: harmless in
+                # this run only because the stage is not filled again.
+                if empty.completed > full.completed or empty.arrivals:
+                    return Outcome(
+                        "leftover",
+                        self.records,
+                        [],
+                        self.barrier_states(),
+                        None,
+                        f"stage {s} of `{name}` is filled {full.completed} times but freed "
+                        f"{empty.completed} times and {empty.arrivals} arrivals: a fill is "
+                        "released by more threads than the consumer group counts",
+                    )
             fills = sum(b.completed for b in ring.full)
             for t in self.plan.tasks:
                 if t.name not in self.programs:

@@ -92,7 +92,7 @@ from ts_ir import (
 )
 
 # The vector clocks of a run are the aliasing check's (one definition of happens-before).
-from ts_verify.aliasing import _before, _clocks, _Mark
+from ts_verify.clocks import Mark, before, clocks
 from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.simulate import simulate
 from ts_verify.systems import System
@@ -293,7 +293,7 @@ def check_tmem_order(plan: KernelPlan, *, reduce: bool = True) -> tuple[list[Dia
         runs += 1
         if outcome.kind != "ok":
             return [run_diagnostic(val, outcome, system)], runs
-        marks = _clocks(outcome.records, stages)
+        marks = clocks(outcome.records, stages)
         trace = Trace(val.describe(), tuple(outcome.events), (), ())
         twice = _ends_overlap(marks)
         if twice is not None:
@@ -333,13 +333,13 @@ def one_tile_proves(part: Part, tasks: dict[str, TaskSpec]) -> bool:
     return max(ends.values()) <= 1 and tile_local(part) and sides_balance(part, tasks)
 
 
-def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:
+def _done_before(m: Mark, f: Mark, marks: list[Mark]) -> bool:
     """Use ``m`` is over before event ``f``.
 
     It happens before ``f``, and an asynchronous use by ``f``'s own task has been retired by a
     wait-all of that task in between.
     """
-    if not _before(m, f):
+    if not before(m, f):
         return False
     if m.slot != f.slot or not m.event.op.step.attrs & WorkAttr.ASYNC_READ:
         return True
@@ -351,12 +351,12 @@ def _done_before(m: _Mark, f: _Mark, marks: list[_Mark]) -> bool:
     )
 
 
-def _is_end(m: _Mark, attr: WorkAttr) -> bool:
+def _is_end(m: Mark, attr: WorkAttr) -> bool:
     step = m.event.op.step
     return step.is_work and bool(step.attrs & attr)
 
 
-def _ends_overlap(marks: list[_Mark]) -> tuple[_Mark, _Mark] | None:
+def _ends_overlap(marks: list[Mark]) -> tuple[Mark, Mark] | None:
     """Two allocs (deallocs) of a run with no dealloc (alloc) ordered between them.
 
     The kernel's TMEM is one allocation at a time: its address lives in one SMEM word, which
@@ -370,14 +370,14 @@ def _ends_overlap(marks: list[_Mark]) -> tuple[_Mark, _Mark] | None:
         between = [m for m in marks if _is_end(m, other)]
         for i, x in enumerate(same):
             for y in same[i + 1 :]:
-                if not any(_before(x, b) and _before(b, y) for b in between):
+                if not any(before(x, b) and before(b, y) for b in between):
                     return x, y
     return None
 
 
 def _outside(
-    marks: list[_Mark], users: frozenset[str], own_alloc: bool
-) -> tuple[_Mark, _Mark | None, _Mark | None] | None:
+    marks: list[Mark], users: frozenset[str], own_alloc: bool
+) -> tuple[Mark, Mark | None, Mark | None] | None:
     """The first use of a run that no lifetime holds, with the end it misses.
 
     A use ``m`` is held by an alloc ``a`` that happens before it when every dealloc ``f`` of
@@ -394,10 +394,10 @@ def _outside(
     allocs = [m for m in marks if _is_end(m, _ALLOC)]
     frees = [m for m in marks if _is_end(m, _DEALLOC)]
 
-    def overtakes(m: _Mark, a: _Mark | None) -> _Mark | None:
+    def overtakes(m: Mark, a: Mark | None) -> Mark | None:
         """The first dealloc that may end ``a``'s lifetime before ``m`` is over."""
         for f in frees:
-            earlier = a is not None and _before(f, a) and any(_before(b, f) for b in allocs)
+            earlier = a is not None and before(f, a) and any(before(b, f) for b in allocs)
             if not earlier and not _done_before(m, f, marks):
                 return f
         return None
@@ -405,8 +405,8 @@ def _outside(
     for m in marks:
         if not _is_use(m.event.op.step, users):
             continue
-        starts: list[_Mark | None] = [None] if own_alloc else []
-        starts += [a for a in allocs if _before(a, m)]
+        starts: list[Mark | None] = [None] if own_alloc else []
+        starts += [a for a in allocs if before(a, m)]
         if not starts:
             return m, allocs[0] if allocs else None, None
         # The latest alloc before the use is the one to report against (the others fail too).
@@ -416,7 +416,7 @@ def _outside(
     return None
 
 
-def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) -> Diagnostic:
+def _early(use: Mark, alloc: Mark | None, free: Mark | None, trace: Trace) -> Diagnostic:
     u = use.event.op.step
     edge = free if free is not None else alloc
     if edge is None:
@@ -468,7 +468,7 @@ def _early(use: _Mark, alloc: _Mark | None, free: _Mark | None, trace: Trace) ->
     )
 
 
-def _realloc(first: _Mark, second: _Mark, trace: Trace) -> Diagnostic:
+def _realloc(first: Mark, second: Mark, trace: Trace) -> Diagnostic:
     """TS-V224 for a CTA's second alloc: the first relinquished its allocation permit."""
     x, y = first.event.op.step, second.event.op.step
     return Diagnostic(
@@ -488,7 +488,7 @@ def _realloc(first: _Mark, second: _Mark, trace: Trace) -> Diagnostic:
     )
 
 
-def _overlap(first: _Mark, second: _Mark, trace: Trace) -> Diagnostic:
+def _overlap(first: Mark, second: Mark, trace: Trace) -> Diagnostic:
     """TS-V224 for two allocs (or deallocs) that no end of the other kind separates."""
     x, y = first.event.op.step, second.event.op.step
     alloc = bool(y.attrs & _ALLOC)

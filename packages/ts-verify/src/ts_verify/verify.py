@@ -20,8 +20,9 @@ from ts_verify.diagnostics import Diagnostic, Report, Severity
 from ts_verify.groups import check_groups
 from ts_verify.kernel_checks import check_kernel
 from ts_verify.lanes import split_lanes
+from ts_verify.runs import check_runs
 from ts_verify.tmem_lifetime import check_tmem_lifetime, check_tmem_order
-from ts_verify.whole_kernel import check_counts, check_runs
+from ts_verify.whole_kernel import check_counts
 
 __all__ = ["verify"]
 

@@ -3,18 +3,19 @@
 Two steps.
 
 1. **Counts** (:mod:`ts_verify.counting`): for every pipelined resource, every task that opens
-   its brackets must do so equally often, as a function of the symbols (trip counts, runtime
-   conditions, skipped tiles, work tiles). The comparison is exact for every valuation; a
-   difference comes with the smallest valuation that shows it and the counts there.
+   its brackets must do so equally often (a consumer's ``skip_stage()`` counts as a wait), as
+   a function of the symbols (trip counts, runtime conditions, skipped tiles, work tiles). The
+   comparison is exact for every valuation; a difference comes with the smallest valuation
+   that shows it and the counts there.
 2. **Ordering**: with counts equal, what remains are deadlocks from the order of operations and
    the ring capacities, and races from wrong arrival counts. The kernel is split into parts that
    can deadlock on their own (:mod:`ts_verify.systems`: every ring, every block of several
-   rings), and each part is run (:mod:`ts_verify.simulate`, mbarrier phase/arrival/tx
-   semantics) for every valuation of *its own* symbols up to a cut-off: every trip count from 0
-   to ``C = (slack + 2) * P + s`` (``slack``: the part's stages plus tasks; ``P``: the lcm of
-   the loop's ``Every`` periods; ``s``: their latest start), both values of every condition,
-   0 to ``slack + 2`` work tiles with every combination of per-tile values on the first tile
-   and on the others — or one tile when the part's work tiles are independent
+   rings), and each part is run (:mod:`ts_verify.runs`; :mod:`ts_verify.simulate`, mbarrier
+   phase/arrival/tx semantics) for every valuation of *its own* symbols up to a cut-off: every
+   trip count from 0 to ``C = (slack + 2) * P + s`` (``slack``: the part's stages plus tasks;
+   ``P``: the lcm of the loop's ``Every`` periods; ``s``: their latest start), both values of
+   every condition, 0 to ``slack + 2`` work tiles with every combination of per-tile values on
+   the first tile and on the others — or one tile when the part's work tiles are independent
    (:func:`tile_local`). ``docs/verification.rst`` gives the argument for the cut-off.
 """
 
@@ -51,7 +52,6 @@ from ts_verify.counting import (
     factor_symbol,
     loop_base,
 )
-from ts_verify.depth import depth_proves
 from ts_verify.diagnostics import Diagnostic, Trace
 from ts_verify.kernel_checks import steps_by_resource, tasks_touching
 from ts_verify.simulate import Outcome, simulate
@@ -63,7 +63,6 @@ __all__ = [
     "Part",
     "PartSymbols",
     "check_counts",
-    "check_runs",
     "distinct_runs",
     "independent_tiles",
     "make_part",
@@ -81,6 +80,8 @@ MAX_CUTOFF = 4096
 """The largest per-loop cut-off the ordering check runs (larger ones are reported, TS-V114)."""
 
 _OPENS = {Role.PRODUCER: "ProducerAcquire", Role.CONSUMER: "ConsumerWait"}
+# What moves each side's cursor one stage on: a consumer's skip_stage() as well as its wait.
+_MOVES = {Role.PRODUCER: ("ProducerAcquire",), Role.CONSUMER: ("ConsumerWait", "ConsumerSkip")}
 
 
 # -- counts -----------------------------------------------------------------------------------
@@ -88,12 +89,12 @@ def _opens(resource: str, users: tuple[TaskSpec, ...]) -> dict[str, tuple[TaskSp
     out = {}
     for t in users:
         steps = steps_by_resource(t).get(resource, ())
-        for role, stage in _OPENS.items():
+        for role in _OPENS:
             # Every task that runs this side's pipeline ops takes part, even one whose count is
             # identically 0 (say, a loop of 0 iterations): the others must then be 0 too.
             if any(s.stage.role is role and s.stage.is_pipeline_op for s in steps):
                 label = f"{t.name} ({'acquires' if role is Role.PRODUCER else 'waits'})"
-                out[label] = (t, count_polynomial(t.schedule, resource, [stage]))
+                out[label] = (t, count_polynomial(t.schedule, resource, _MOVES[role]))
     return out
 
 
@@ -286,8 +287,9 @@ def _opens_in(body: tuple[Node, ...], i: int | None) -> int:
     def walk(nodes: tuple[Node, ...], own: bool) -> None:
         for node in nodes:
             if isinstance(node, Step):
-                if node.stage.value in _OPENS.values():
-                    key = (node.resource, node.stage.value)
+                if node.stage.value in _OPENS.values() or node.stage.is_skip:
+                    # A skip moves the consumer's cursor as a wait does: the two add up.
+                    key = (node.resource, node.stage.role.value)
                     counts[key] = counts.get(key, 0) + 1
             elif isinstance(node, ConditionalBlock):
                 guard = node.guard
@@ -363,12 +365,16 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     return Part(system, slack, schedules, sym, reach)
 
 
-def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuation]:
+def part_valuations(
+    part: Part, max_tiles: int | None = None, *, sequences: bool = False
+) -> Iterator[Valuation]:
     """Every valuation of the part's own symbols up to its cut-offs, smallest first.
 
     ``max_tiles`` stops at that many work tiles (default: the cut-off, ``slack + 2``; see
     :func:`tile_local` for why one is enough for deadlocks and
-    ``ts_verify.aliasing`` for why two are for aliasing).
+    ``ts_verify.aliasing`` for why two are for aliasing). The per-tile values vary on the
+    first tile and on the others; with ``sequences``, every sequence of them (for the windows
+    of :func:`skip_windows`).
     """
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops - set(sym.derived))
@@ -397,13 +403,21 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
         }
         base = sum(glob)
         for tiles in range(max_tiles + 1) if sym.tiles else (1,):
-            firsts = per_tile if tiles else [()]
-            rests = per_tile if tiles > 1 else [()]
-            for first, rest in itertools.product(firsts, rests):
+            if sequences:
+                seqs: Iterable[tuple[tuple[int, ...], ...]] = itertools.product(
+                    per_tile, repeat=tiles
+                )
+            else:
+                firsts = per_tile if tiles else [()]
+                rests = per_tile if tiles > 1 else [()]
+                seqs = (
+                    (first, *[rest] * (tiles - 1)) if tiles else ()
+                    for first, rest in itertools.product(firsts, rests)
+                )
+            for seq in seqs:
                 t_trips, t_conds = dict(trips), dict(conds)
                 t_skips: dict[tuple[str, int], bool] = {}
-                for t in range(tiles):
-                    values = first if t == 0 else rest
+                for t, values in enumerate(seq):
                     if not values:
                         continue
                     n_l, n_c = len(tile_loops), len(tile_conds)
@@ -414,7 +428,7 @@ def part_valuations(part: Part, max_tiles: int | None = None) -> Iterator[Valuat
                     t_skips.update(
                         {(k, t): not v for k, v in zip(skips, values[n_l + n_c :], strict=False)}
                     )
-                size = base + tiles + sum(first) + sum(rest)
+                size = base + tiles + sum(sum(v) for v in seq[:2])
                 val = Valuation(tiles, t_trips, t_conds, frozenset(), t_skips)
                 found.append((size, val))
     found.sort(key=lambda x: x[0])
@@ -428,6 +442,14 @@ _SIDES = {
     ScheduleStage.ConsumerWait: 2,
     ScheduleStage.ConsumerRelease: 3,
 }
+
+
+def _sides(stage: ScheduleStage) -> tuple[int, ...]:
+    """The sides an operation moves: a ``skip_stage()`` moves a wait's and a release's."""
+    if stage.is_skip:
+        return (2, 3)
+    side = _SIDES.get(stage)
+    return () if side is None else (side,)
 
 
 def _outside_tiles(nodes: tuple[Node, ...]) -> bool:
@@ -476,17 +498,16 @@ def sides_balance(part: Part, tasks: dict[str, TaskSpec]) -> bool:
     roles: dict[str, set[tuple[str, int]]] = {}
     for name, sched in part.schedules.items():
         for step in sched.steps():
-            side = _SIDES.get(step.stage)
-            if side is not None:
+            for side in _sides(step.stage):
                 first = side - side % 2  # the side's opening operation: acquire 0, wait 2
                 roles.setdefault(step.resource, set()).update({(name, first), (name, first + 1)})
     one = (v for v in part_valuations(part, max_tiles=1) if v.tiles == 1)
     for _, programs in distinct_runs(part, tasks, one):
         counts = Counter(
-            (name, op.step.resource, _SIDES[op.step.stage])
+            (name, op.step.resource, side)
             for name, ops in programs.items()
             for op in ops
-            if op.step.stage in _SIDES
+            for side in _sides(op.step.stage)
         )
         for ring, pairs in roles.items():
             if len({counts[(name, ring, side)] for name, side in pairs}) > 1:
@@ -609,48 +630,3 @@ def too_long_loop(plan: KernelPlan, part: Part) -> Diagnostic | None:
                 fix="use a period and start below a few hundred, or a constant trip count",
             )
     return None
-
-
-def _whole(plan: KernelPlan) -> list[tuple[System, int]]:
-    rings = tuple(r.name for r in plan.resources if r.pipeline is not None)
-    slack = sum(r.pipeline.stages for r in plan.resources if r.pipeline is not None)
-    return [
-        (System(rings, tuple(t.name for t in plan.tasks), cycle=False), slack + len(plan.tasks))
-    ]
-
-
-def check_runs(
-    plan: KernelPlan, *, arrivals_ok: bool = True, whole_later: bool = False
-) -> tuple[list[Diagnostic], dict[str, float]]:
-    """Run every part for every valuation of its symbols; the first failure is reported.
-
-    With a wrong arrival count (``arrivals_ok=False``) a phase can complete early, so what a
-    wait means depends on the whole kernel's interleaving: the kernel then runs as one part.
-    With ``whole_later`` a part that holds every ring and every task is left out: the caller
-    runs the whole kernel for the same valuations afterwards (the SMEM alias check does, and
-    reports what such a run finds).
-    """
-    stats = dict.fromkeys(("runs", "events", "parts", "by_depth", "tile_local"), 0.0)
-    tasks = {t.name: t for t in plan.tasks}
-    rings = {r.name for r in plan.resources if r.pipeline is not None}
-    for system, slack in systems(plan) if arrivals_ok else _whole(plan):
-        stats["parts"] += 1
-        if arrivals_ok and not system.cycle and depth_proves(plan, system.rings[0], system.tasks):
-            stats["by_depth"] += 1  # proven for every valuation at once (ts_verify.depth)
-            continue
-        if whole_later and set(system.rings) == rings and len(system.tasks) == len(tasks):
-            continue
-        part = make_part(plan, system, slack)
-        too_long = too_long_loop(plan, part)
-        if too_long is not None:
-            return [too_long], stats
-        one_tile = arrivals_ok and independent_tiles(part, tasks)
-        stats["tile_local"] += one_tile
-        vals = part_valuations(part, 1 if one_tile else None)
-        for val, programs in distinct_runs(part, tasks, vals):
-            outcome = simulate(plan, programs)
-            stats["runs"] += 1
-            stats["events"] += len(outcome.records)
-            if outcome.kind != "ok":
-                return [run_diagnostic(val, outcome, system)], stats
-    return [], stats
