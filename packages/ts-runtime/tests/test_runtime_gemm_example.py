@@ -219,8 +219,9 @@ def test_fp8_every_configuration_verifies(gemm: Any) -> None:
         verified += 1
     # 5 tiles x 3 clusters x 3 scales (static cooperative: 128 x 256, 256 x 128, 128 x 128 and
     # the 64-row tiles) + 5 x 3 (dynamic, 1x1) + 4 x 3 x 3 (ping-pong: 128 x 192, 128 x 128 and
-    # the 64-row tiles, every cluster, static)
-    assert verified == 45 + 15 + 36
+    # the 64-row tiles, every cluster, static), twice: waiting for the other's stages and
+    # skipping them (pingpong-skip)
+    assert verified == 45 + 15 + 36 + 36
 
 
 def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:

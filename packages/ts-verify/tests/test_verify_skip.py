@@ -134,3 +134,12 @@ def test_skipping_while_holding_a_stage_is_refused() -> None:
     assert "TS-V115" in codes(report)
     diag = next(d for d in report.errors if d.code == "TS-V115")
     assert diag.location is not None and "skip-while-held" in diag.location.text
+
+
+def test_too_many_tile_sequences_to_run_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ts_verify import runs
+
+    monkeypatch.setattr(runs, "MAX_SEQUENCES", 6)  # 2 stages: 1 + 2 + 4 + 8 sequences
+    report = verify(pingpong(stages=2))
+    assert codes(report) == {"TS-V115"}
+    assert "15 sequences" in report.errors[0].message

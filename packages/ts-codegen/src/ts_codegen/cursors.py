@@ -120,7 +120,7 @@ def lagged_sides(body: Sequence[Node], role: Role) -> set[str]:
     release states (the reference's ``advance_on_wait``). Likewise a producer that acquires a
     second stage before committing the first needs separate acquire and commit states
     (``advance_on_acquire``). Schedules that signal each stage before the next wait / acquire
-    keep one state, as hand-written code does. Found by :func:`_held_walk`.
+    keep one state, as hand-written code does. Found by ``_held_walk``.
     """
     closing = (
         ScheduleStage.ConsumerRelease if role is Role.CONSUMER else ScheduleStage.ProducerCommit

@@ -2,7 +2,7 @@
 
 Program order plus each barrier wait's enabling events: the ``k``-th ``acquire`` of a ring of
 ``S`` stages waits for the ``(k - S)``-th releases, the ``k``-th ``wait`` for the ``k``-th
-commits. :mod:`ts_verify.aliasing` uses it for SMEM lifetimes, :func:`stale_wait` for the
+commits. ``ts_verify.aliasing`` uses it for SMEM lifetimes, :func:`stale_wait` for the
 consumers that skip stages.
 
 **Stale waits.** A wait tests the parity of the stage's full barrier, which tells phases apart

@@ -32,7 +32,7 @@ block whose net effect on the depth is zero (each acquire committed, each wait r
 it) leaves the depth where it found it, so the largest depth before an opening call is the
 largest over the tree, for any trip count, condition or tile count. A block or loop body with a
 nonzero net effect (a lagged release, a prologue fill) gives no answer here, and the part is run
-instead (:func:`ts_verify.whole_kernel.check_runs`).
+instead (:func:`ts_verify.runs.check_runs`).
 """
 
 from __future__ import annotations

@@ -25,11 +25,12 @@ from ts_verify.whole_kernel import (
     independent_tiles,
     make_part,
     part_valuations,
+    per_tile_values,
     run_diagnostic,
     too_long_loop,
 )
 
-__all__ = ["check_runs", "skip_rings", "skip_windows"]
+__all__ = ["MAX_SEQUENCES", "check_runs", "skip_rings", "skip_windows"]
 
 
 # -- consumers that skip stages ---------------------------------------------------------------
@@ -153,6 +154,9 @@ def check_runs(
         if skipping and part.sym.tiles and arrivals_ok:
             if not one_tile:
                 return [_unbalanced_skips(plan, part, skipping)], stats
+            sequences = sum(per_tile_values(part) ** t for t in range(max(skipping.values()) + 2))
+            if sequences > MAX_SEQUENCES:
+                return [_too_many_sequences(plan, part, skipping, sequences)], stats
             runs = skip_windows(part, tasks, skipping)
         else:
             runs = distinct_runs(part, tasks, part_valuations(part, 1 if one_tile else None))
@@ -177,6 +181,26 @@ def skips_on_any(plan: KernelPlan, system: System) -> bool:
     """Whether a task of ``system`` skips stages of one of its rings."""
     users = [plan.task(t) for t in system.tasks]
     return any(skips_on(ring, users) for ring in system.rings)
+
+
+MAX_SEQUENCES = 50_000
+"""The most sequences of per-tile values the stale-wait windows run; more is TS-V115."""
+
+
+def _too_many_sequences(
+    plan: KernelPlan, part: Part, skipping: dict[str, int], sequences: int
+) -> Diagnostic:
+    """TS-V115: the windows of :func:`skip_windows` would be too many runs."""
+    ring = sorted(skipping)[0]
+    return Diagnostic(
+        "TS-V115",
+        f"consumers skip stages of `{ring}` ({skipping[ring]} stages), and proving every wait "
+        f"exact needs every sequence of per-tile values over up to {skipping[ring] + 1} work "
+        f"tiles: {sequences} sequences, more than the {MAX_SEQUENCES} the verifier runs",
+        resource=ring,
+        fix="give the ring fewer stages, or fewer per-tile values (run-time conditions, skip "
+        "predicates, per-tile loop bounds) in the tasks that touch it",
+    )
 
 
 def _unbalanced_skips(plan: KernelPlan, part: Part, skipping: dict[str, int]) -> Diagnostic:

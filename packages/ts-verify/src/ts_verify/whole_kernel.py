@@ -67,6 +67,7 @@ __all__ = [
     "independent_tiles",
     "make_part",
     "part_valuations",
+    "per_tile_values",
     "run_diagnostic",
     "run_valuation",
     "sides_balance",
@@ -374,7 +375,7 @@ def part_valuations(
     :func:`tile_local` for why one is enough for deadlocks and
     ``ts_verify.aliasing`` for why two are for aliasing). The per-tile values vary on the
     first tile and on the others; with ``sequences``, every sequence of them (for the windows
-    of :func:`skip_windows`).
+    of :func:`ts_verify.runs.skip_windows`).
     """
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops - set(sym.derived))
@@ -433,6 +434,13 @@ def part_valuations(
                 found.append((size, val))
     found.sort(key=lambda x: x[0])
     return (v for _, v in found)
+
+
+def per_tile_values(part: Part) -> int:
+    """How many combinations of per-tile values one work tile of the part can take."""
+    sym = part.sym
+    n = 1 << (sum(1 for _, scope in sym.conds if scope == "tile") + len(sym.skips))
+    return n * math.prod([part.reach[k] + 1 for k in sym.tile_loops])
 
 
 # -- parts whose work tiles are independent --------------------------------------------------
