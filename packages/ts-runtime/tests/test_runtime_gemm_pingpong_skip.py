@@ -22,7 +22,7 @@ pytest.importorskip("ts_verify")
 
 from ts_codegen.dsl import compile_ptx
 
-FAMILIES = {
+FAMILIES: dict[str, dict[str, Any]] = {
     "128x128": {"tile_mn": (128, 128)},
     "128x192-2x1": {"tile_mn": (128, 192), "cluster_mn": (2, 1)},
     "64x128-e4m3": {"tile_mn": (64, 128), "dtype": "e4m3"},
