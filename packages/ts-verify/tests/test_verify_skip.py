@@ -143,3 +143,19 @@ def test_too_many_tile_sequences_to_run_is_refused(monkeypatch: pytest.MonkeyPat
     report = verify(pingpong(stages=2))
     assert codes(report) == {"TS-V115"}
     assert "15 sequences" in report.errors[0].message
+
+
+def test_a_skip_on_a_queue_without_a_pipeline_is_refused() -> None:
+    # The static queue's wait / release are bookkeeping and vanish; a skip must not.
+    q, src, ring_ = Queue(name="q"), Src(name="src"), Ring(name="ab", pipeline_config=async_pipe())
+
+    @schedule
+    def reader(q_: Any, src_: Any) -> None:
+        with work_tile_loop(q_):
+            src_.load()
+            q_.skip_stage()  # marker: queue-skip
+
+    report = verify(plan_of(task("reader", reader(q, src), [q, src], [ring_])))
+    diag = next(d for d in report.errors if d.code == "TS-V108")
+    assert diag.resource == "q" and diag.location is not None
+    assert "queue-skip" in diag.location.text

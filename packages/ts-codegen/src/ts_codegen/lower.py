@@ -353,11 +353,7 @@ class TaskLowering:
             self._work(step, env)
 
     def _skip(self, step: Step, env: _Env) -> None:
-        """``skip_stage()``: move on one stage as a wait + release would, touching no barrier.
-
-        The one consumer state (which the release advances), or a lagged consumer's wait
-        state and release state, each by one stage (:func:`refused_skips` ruled out the rest).
-        """
+        """``skip_stage()``: the consumer state(s) on one stage, as a wait + release; no barrier."""
         key = (step.resource, Role.CONSUMER)
         if key in env.tokens:
             raise LoweringError(
@@ -453,8 +449,7 @@ class TaskLowering:
         values: set[ValueKey] = set()
         for node, _ in iter_nodes(tuple(body)):
             if isinstance(node, Step):
-                # Only commit / release / skip advance a state (and a lagged consumer's wait);
-                # the other steps only read it.
+                # Only commit / release / skip (and a lagged wait) advance a state.
                 lagged = node.resource in self._lagged
                 lagged_p = node.resource in self._lagged_producers
                 if node.stage is ScheduleStage.ConsumerSkip:

@@ -83,10 +83,11 @@ class _PipelineOp:
             )
         stage = self._stage
         resource = self._proxy._ts_resource
-        if resource.is_work_queue and resource.pipeline_config is None:
+        if resource.is_work_queue and resource.pipeline_config is None and not stage.is_skip:
             # A work queue without a pipeline (the static scheduler) hands out tiles without
             # barriers: its wait / release around the per-tile step are bookkeeping, as in the
-            # reference's schedules, and stand for no barrier operation.
+            # reference's schedules, and stand for no barrier operation. A skip (TS's own, not
+            # a reference spelling) is recorded, and the verifier refuses it (TS-V108).
             return
         builder.record(lambda i: Step(i, name, stage, stage.op_name, location=location))
 
