@@ -12,14 +12,25 @@ shows, which the happens-before check finds.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
-from verify_testkit import Dst, Queue, Ring, RuntimeInt, Src, async_pipe, plan_of, task
+from verify_testkit import (
+    Dst,
+    Queue,
+    Ring,
+    RuntimeInt,
+    Src,
+    async_pipe,
+    plan_of,
+    task,
+    tma_pipe,
+)
 
-from ts_ir import KernelPlan
+from ts_ir import CooperativeGroupSpec, KernelPlan
 from ts_trace import domain_loop, schedule, when_false, when_true, work_tile_loop
-from ts_verify import Report, verify
+from ts_verify import Report, per_warp_consumer_group, verify
 
 
 def pingpong(
@@ -159,3 +170,17 @@ def test_a_skip_on_a_queue_without_a_pipeline_is_refused() -> None:
     diag = next(d for d in report.errors if d.code == "TS-V108")
     assert diag.resource == "q" and diag.location is not None
     assert "queue-skip" in diag.location.text
+
+
+@pytest.mark.parametrize(("cluster", "size"), [((1, 1), 4), ((2, 1), 8)])
+def test_a_per_warp_group_of_turn_takers_stands_for_one_task(
+    cluster: tuple[int, int], size: int
+) -> None:
+    # Each stage is released by the one 4-warp task whose turn it is: 4 warps (x 2 CTAs
+    # multicasting into the stage on a 2 x 1 cluster), written out by hand; 128 threads.
+    spec = dataclasses.replace(tma_pipe(2, 4096, size), cluster_mn=cluster)
+    plan = pingpong()
+    readers = [plan.task("math0"), plan.task("math1")]
+    assert per_warp_consumer_group(spec, readers, "ab") == CooperativeGroupSpec("thread", 128)
+    # Counted as if both released every stage (8 or 16 warps), the size is not per-warp.
+    assert per_warp_consumer_group(spec, readers) is None

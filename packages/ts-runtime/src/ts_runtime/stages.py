@@ -98,7 +98,7 @@ def _per_warp_tma_groups(plan: KernelPlan) -> KernelPlan:
         p = spec.pipeline
         if p is not None:
             users = [t for t in plan.tasks if _uses_side(t, spec.name, Role.CONSUMER)]
-            group = per_warp_consumer_group(p, users)
+            group = per_warp_consumer_group(p, users, spec.name)
             if group is not None:
                 spec = dataclasses.replace(
                     spec, pipeline=dataclasses.replace(p, consumer_group=group)

@@ -144,7 +144,7 @@ def _umma_over_cluster(pipeline: PipelineSpec) -> bool:
 
 
 def per_warp_consumer_group(
-    pipeline: PipelineSpec, consumers: Sequence[TaskSpec]
+    pipeline: PipelineSpec, consumers: Sequence[TaskSpec], resource: str = ""
 ) -> CooperativeGroupSpec | None:
     """The thread group that a TMA ring's consumer group counted per warp stands for.
 
@@ -161,20 +161,30 @@ def per_warp_consumer_group(
     of each CTA receives from the CTAs in the commit's multicast mask. That size becomes the
     one CTA's count; the lowering multiplies it back.
 
+    When the consumers skip stages on ``resource`` (they take turns, and each stage is
+    released by one of them alone), the group stands for one task's arrivals, and the tasks
+    must arrive alike.
+
     Returns:
         The thread group, or None when the group is not the per-warp count of ``consumers``
         (then it is judged as written: a thread count, or a wrong count that TS-V203 names),
         or is also their thread count.
     """
     group = pipeline.consumer_group
+    each = [arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers]
+    if resource and skips_on(resource, consumers):
+        if len(set(each)) != 1:
+            return None  # tasks that arrive unalike: TS-V203 names each
+        arrivals = each[0]
+    else:
+        arrivals = sum(each)
     if consumers and group.agent == "thread" and _umma_over_cluster(pipeline):
-        commits = sum(arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers)
-        if group.size == commits * multicast_peers(pipeline):
-            return CooperativeGroupSpec("thread", commits)
+        if group.size == arrivals * multicast_peers(pipeline):
+            return CooperativeGroupSpec("thread", arrivals)
         return None
     if not consumers or group.agent != "thread" or not _releases_per_warp(pipeline):
         return None
-    warps = sum(arrivals_per_signal(t, pipeline, Role.CONSUMER) for t in consumers) // WARP_SIZE
+    warps = arrivals // WARP_SIZE
     if group.size != warps * multicast_peers(pipeline) or group.size == warps * WARP_SIZE:
         return None
     return CooperativeGroupSpec("thread", warps * WARP_SIZE)
