@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ts_codegen import debug_wait, dsl
+from ts_codegen.carried import ValueKey, carried_reads, condition_key, reads, touched
 from ts_codegen.catalog_entries import CODEGEN_ENTRIES
 from ts_codegen.cursors import (
     StateKey,
@@ -77,9 +78,6 @@ from ts_trace import MemoryResource, StageInfo, skip_predicate
 register(CODEGEN_ENTRIES)
 
 __all__ = ["LoweringError", "TaskLowering", "lower_task"]
-
-ValueKey = tuple[str, str]
-"""A task-local value: (resource name, output name)."""
 
 
 class LoweringError(ValueError):
@@ -444,64 +442,6 @@ class TaskLowering:
 
     # -- carried values ---------------------------------------------------------------------
 
-    def _touched(self, body: Sequence[Node]) -> tuple[set[StateKey], set[ValueKey]]:
-        states: set[StateKey] = set()
-        values: set[ValueKey] = set()
-        for node, _ in iter_nodes(tuple(body)):
-            if isinstance(node, Step):
-                # Only commit / release / skip (and a lagged wait) advance a state.
-                lagged = node.resource in self._lagged
-                lagged_p = node.resource in self._lagged_producers
-                if node.stage is ScheduleStage.ConsumerSkip:
-                    states.add((node.resource, Role.CONSUMER))
-                    if lagged:
-                        states.add(release_key(node.resource))
-                elif node.stage is ScheduleStage.ProducerCommit and lagged_p:
-                    states.add(commit_key(node.resource))
-                elif node.stage is ScheduleStage.ProducerAcquire and lagged_p:
-                    states.add((node.resource, Role.PRODUCER))
-                elif node.stage is ScheduleStage.ProducerCommit or (
-                    node.stage is ScheduleStage.ConsumerRelease and not lagged
-                ):
-                    states.add((node.resource, node.stage.role))
-                elif node.stage is ScheduleStage.ConsumerRelease:
-                    states.add(release_key(node.resource))
-                elif node.stage is ScheduleStage.ConsumerWait and lagged:
-                    states.add((node.resource, Role.CONSUMER))
-                for out in node.outputs:
-                    values.add((node.resource, out))
-        return states, values
-
-    def _reads(self, nodes: Sequence[Node]) -> set[ValueKey]:
-        found: set[ValueKey] = set()
-        for node, _ in iter_nodes(tuple(nodes)):
-            if isinstance(node, Step):
-                for r in node.inputs:
-                    found.add((self._steps[r.source_step].resource, r.output))
-            found |= _condition_reads(node)
-        return found
-
-    def _carried_reads(self, body: Sequence[Node]) -> set[ValueKey]:
-        """Values read in ``body`` that may come from an earlier iteration or from outside."""
-        inside = {s.id for n, _ in iter_nodes(tuple(body)) if isinstance(n, Step) for s in [n]}
-        guarded: set[int] = set()
-        for node, parents in iter_nodes(tuple(body)):
-            if isinstance(node, Step) and any(
-                isinstance(p, (ConditionalBlock, DomainLoop)) for p in parents
-            ):
-                guarded.add(node.id)
-        found: set[ValueKey] = set()
-        for node, _ in iter_nodes(tuple(body)):
-            # A runtime condition may test a value of an earlier iteration: carry it.
-            found |= _condition_reads(node)
-            if not isinstance(node, Step):
-                continue
-            for r in node.inputs:
-                same_iter = r.source_step in inside and r.source_step < node.id
-                if not same_iter or r.source_step in guarded:
-                    found.add((self._steps[r.source_step].resource, r.output))
-        return found
-
     def _initial_value(self, key: ValueKey, env: _Env, where: str) -> Any:
         if key in env.values:
             return env.values[key]
@@ -521,8 +461,8 @@ class TaskLowering:
     def _carry(
         self, body: Sequence[Node], env: _Env, rest: Sequence[Node], where: str, loop: bool
     ) -> tuple[list[StateKey], list[ValueKey]]:
-        states, written = self._touched(body)
-        needed = self._reads(rest) | (self._carried_reads(body) if loop else set())
+        states, written = touched(body, self._lagged, self._lagged_producers)
+        needed = reads(rest, self._steps) | (carried_reads(body, self._steps) if loop else set())
         if not loop:
             # A branch that does not run keeps the old value: carry what exists already or
             # is read later.
@@ -697,7 +637,7 @@ class TaskLowering:
             # Without skip_if no tile is skipped: the region always runs.
             return True if env.tile.skip is None else dsl.logical_not(env.tile.skip)
         if isinstance(guard, OpaqueCondition):
-            key = _condition_key(guard)
+            key = condition_key(guard)
             if key is None or key not in env.values:
                 raise LoweringError(f"{where} tests {guard.describe()}, which has no value here")
             value = dsl.Boolean(env.values[key])
@@ -753,21 +693,6 @@ def _work_outside_tile_loops(body: Sequence[Node]) -> bool:
         and not any(isinstance(p, WorkTileLoop) for p in parents)
         for node, parents in iter_nodes(tuple(body))
     )
-
-
-def _condition_reads(node: Node) -> set[ValueKey]:
-    """The task-local value a runtime-condition block tests (empty for other nodes)."""
-    if isinstance(node, ConditionalBlock) and isinstance(node.guard, OpaqueCondition):
-        key = _condition_key(node.guard)
-        return set() if key is None else {key}
-    return set()
-
-
-def _condition_key(guard: OpaqueCondition) -> ValueKey | None:
-    """The (resource, output) a runtime condition tests, or None when it names no output."""
-    if guard.result_name is None or guard.resource is None:
-        return None
-    return (str(getattr(guard.resource, "name", guard.resource)), guard.result_name)
 
 
 def lower_task(
