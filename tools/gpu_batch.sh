@@ -104,9 +104,10 @@ tune1 | tune2)
   part="${phase#tune}"
   # (session 13: the whole bf16 sweep took over 400 s with 62 templates, FP8 141 s)
   run tune.log 400 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype bf16 \
-    --part "$part/2" --graph --jobs 15 -o "$out/gemm_table_part$part.json"
+    --part "$part/2" --graph --jobs 15 --budget-s 370 -o "$out/gemm_table_part$part.json"
   run tune.log 150 python3 examples/hopper/gemm_tune.py --shapes sweep --dtype e4m3 \
-    --scale tensor --part "$part/2" --graph -o "$out/gemm_table_fp8_part$part.json"
+    --scale tensor --part "$part/2" --graph --jobs 15 --budget-s 130 \
+    -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
   echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, graph, tune1 or tune2)" >&2

@@ -498,6 +498,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=4, help="interleaved rounds per shape")
     parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="GPU: time no further shape once this many seconds have passed (compiling "
+        "included); the table is written from the shapes timed, the rest are named",
+    )
+    parser.add_argument(
         "--graph",
         action="store_true",
         help="time launches replayed from a CUDA graph (kernel time, no per-call host work)",
@@ -624,6 +631,10 @@ def main(argv: list[str] | None = None) -> int:
     compile_s = time.perf_counter() - start
     ok = True
     for mnk, cands in per_shape:
+        if not cpu and args.budget_s is not None and time.perf_counter() - start > args.budget_s:
+            # A device call has a time limit: a table of the shapes timed beats none.
+            print(json.dumps({"left_out": list(mnk), "why": f"--budget-s {args.budget_s:g}"}))
+            continue
         accepted = [c for c in cands if c.cfg is not None]
         row: dict[str, Any] = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
         row["rule"] = tuned_fields(rule_config(mnk, base))

@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -680,3 +681,33 @@ def test_versus_options_that_are_not_schedule_options_are_a_typed_error(gemm: An
         cli.versus_config(problem, ["--tiles", "128x192"], (64, 64, 64))
     with pytest.raises(RuntimeConfigError, match="invalid choice"):
         cli.versus_config(problem, ["--tile", "100x100"], (64, 64, 64))
+
+
+def test_a_time_budget_writes_the_shapes_timed_and_names_the_rest(
+    tune: Any, table: Any, tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """``--budget-s``: once the budget is spent no further shape is timed; the table holds the
+    shapes timed before, and every shape left out is named."""
+    _gpu_check: Any = importlib.import_module("_gpu_check")
+    clock = [0.0]
+    timed: list[Any] = []
+
+    def time_shape(mnk: Any, accepted: Any, *_: Any, **__: Any) -> Any:
+        timed.append(tuple(mnk))
+        clock[0] += 100.0  # each shape takes 100 s of the budget
+        return {"tflops": {accepted[0].key: 600.0, "torch": 650.0}, "wrong": {}}
+
+    monkeypatch.setattr(_gpu_check, "gpu_ready", lambda _file: True)
+    monkeypatch.setattr(tune, "compile_all", lambda cfgs, jobs, compile_only: dict.fromkeys(cfgs))
+    monkeypatch.setattr(tune, "_time_shape", time_shape)
+    monkeypatch.setattr(tune, "_gpu_name", lambda: "NVIDIA H200")
+    monkeypatch.setattr(tune, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    out = tmp_path / "part.json"
+    assert tune.main(["--shapes", "sweep", "--budget-s", "250", "-o", str(out)]) == 0
+    # Shapes start at 0, 100, 200 s (within 250); the fourth would start at 300 s.
+    assert timed == [tuple(s) for s in tune.SWEEP[:3]]
+    left = [json.loads(line) for line in capsys.readouterr().out.splitlines() if "left_out" in line]
+    assert [tuple(x["left_out"]) for x in left] == [tuple(s) for s in tune.SWEEP[3:]]
+    written = table.load_table(out)
+    assert written is not None
+    assert {e["class"] for e in written["entries"]} == {SWEEP_CLASSES[s] for s in tune.SWEEP[:3]}
