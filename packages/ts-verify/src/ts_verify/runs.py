@@ -9,7 +9,7 @@ and check every run for stale waits (:func:`ts_verify.clocks.stale_wait`).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from ts_ir import KernelPlan, ScheduleStage, TaskSpec
 from ts_verify.clocks import stale_wait
@@ -18,15 +18,17 @@ from ts_verify.diagnostics import Diagnostic
 from ts_verify.kernel_checks import skips_on
 from ts_verify.simulate import simulate
 from ts_verify.systems import System, systems
-from ts_verify.unroll import Op, Valuation
+from ts_verify.unroll import Op, TileCache, Valuation
 from ts_verify.whole_kernel import (
     Part,
     distinct_runs,
     independent_tiles,
     make_part,
     part_valuations,
-    per_tile_values,
     run_diagnostic,
+    sequence_valuation,
+    task_programs,
+    tile_axes,
     too_long_loop,
 )
 
@@ -80,9 +82,26 @@ def _window(programs: dict[str, list[Op]], tiles: int, stages: dict[str, int]) -
     return False
 
 
+def _may_extend(programs: dict[str, list[Op]], tiles: int, stages: dict[str, int]) -> bool:
+    """Whether a run that starts with these ``tiles`` tiles can be a window of more tiles.
+
+    A work tile's steps depend on its own values only (:func:`ts_verify.unroll.unroll`
+    unrolls each tile from them), so appending tiles leaves these as they are, and in a
+    longer run each of them is its first or a middle tile: one that fills no stage of a ring,
+    or middle ones that fill more than ``S - 1`` together, rule the ring out.
+    """
+    if tiles <= 1:
+        return True
+    for ring, depth in stages.items():
+        fills = _fills(programs, ring, tiles)
+        if all(fills) and sum(fills[1:]) <= depth - 1:
+            return True
+    return False
+
+
 def skip_windows(
     part: Part, tasks: dict[str, TaskSpec], stages: dict[str, int]
-) -> Iterator[tuple[Valuation, dict[str, list[Op]]]]:
+) -> list[Valuation] | None:
     """The runs that prove a part whose consumers skip stages of the rings ``stages`` names.
 
     The part's work tiles are independent (:func:`independent_tiles`, skips counted as a wait
@@ -95,13 +114,36 @@ def skip_windows(
     changing it. So a stale wait of any run shows in the run of the tiles from the one of fill
     ``k - S`` to the one of wait ``k``, without the tiles between that fill no stage: at most
     ``S + 1`` tiles, each filling a stage, the ones between filling at most ``S - 1``. Every
-    sequence of per-tile values runs, not only first/others: which tiles a consumer skips is
-    what matters.
+    sequence of per-tile values that makes such a window runs, not only first/others: which
+    tiles a consumer skips is what matters. Sequences grow a tile at a time, and a prefix
+    that no window extends (:func:`_may_extend`) is not grown, so the runs are the windows
+    (a per-tile ``K`` gives few: the middle tiles' fills sum to at most ``S - 1``), not every
+    sequence.
+
+    Returns:
+        The valuations, smallest first; None when more than :data:`MAX_SEQUENCES` sequences
+        would be tried (TS-V115).
     """
-    vals = part_valuations(part, max(stages.values()) + 1, sequences=True)
-    for val, programs in distinct_runs(part, tasks, vals):
-        if _window(programs, val.tiles, stages):
-            yield val, programs
+    axes = tile_axes(part)
+    longest = max(stages.values()) + 1
+    cache: TileCache = {}
+    tried = 0
+    found: list[tuple[int, Valuation]] = []
+    for glob in axes.globs():
+        grow: list[tuple[tuple[int, ...], ...]] = [()]
+        while grow:
+            seq = grow.pop()
+            tried += 1
+            if tried > MAX_SEQUENCES:
+                return None
+            size, val = sequence_valuation(part, axes, glob, seq)
+            programs = task_programs(part.schedules, tasks, val, cache)
+            if _window(programs, len(seq), stages):
+                found.append((size, val))
+            if len(seq) < longest and _may_extend(programs, len(seq), stages):
+                grow.extend((*seq, v) for v in axes.per_tile)
+    found.sort(key=lambda x: x[0])
+    return [v for _, v in found]
 
 
 def _whole(plan: KernelPlan) -> list[tuple[System, int]]:
@@ -154,10 +196,10 @@ def check_runs(
         if skipping and part.sym.tiles and arrivals_ok:
             if not one_tile:
                 return [_unbalanced_skips(plan, part, skipping)], stats
-            sequences = sum(per_tile_values(part) ** t for t in range(max(skipping.values()) + 2))
-            if sequences > MAX_SEQUENCES:
-                return [_too_many_sequences(plan, part, skipping, sequences)], stats
-            runs = skip_windows(part, tasks, skipping)
+            windows = skip_windows(part, tasks, skipping)
+            if windows is None:
+                return [_too_many_sequences(plan, part, skipping)], stats
+            runs = distinct_runs(part, tasks, windows)
         else:
             runs = distinct_runs(part, tasks, part_valuations(part, 1 if one_tile else None))
         for val, programs in runs:
@@ -187,16 +229,15 @@ MAX_SEQUENCES = 50_000
 """The most sequences of per-tile values the stale-wait windows run; more is TS-V115."""
 
 
-def _too_many_sequences(
-    plan: KernelPlan, part: Part, skipping: dict[str, int], sequences: int
-) -> Diagnostic:
+def _too_many_sequences(plan: KernelPlan, part: Part, skipping: dict[str, int]) -> Diagnostic:
     """TS-V115: the windows of :func:`skip_windows` would be too many runs."""
     ring = sorted(skipping)[0]
     return Diagnostic(
         "TS-V115",
         f"consumers skip stages of `{ring}` ({skipping[ring]} stages), and proving every wait "
-        f"exact needs every sequence of per-tile values over up to {skipping[ring] + 1} work "
-        f"tiles: {sequences} sequences, more than the {MAX_SEQUENCES} the verifier runs",
+        f"exact needs every sequence of per-tile values that fills the ring over up to "
+        f"{skipping[ring] + 1} work tiles: more than the {MAX_SEQUENCES} sequences the "
+        "verifier tries",
         resource=ring,
         fix="give the ring fewer stages, or fewer per-tile values (run-time conditions, skip "
         "predicates, per-tile loop bounds) in the tasks that touch it",

@@ -62,6 +62,7 @@ __all__ = [
     "MAX_CUTOFF",
     "Part",
     "PartSymbols",
+    "TileAxes",
     "check_counts",
     "distinct_runs",
     "independent_tiles",
@@ -70,8 +71,10 @@ __all__ = [
     "per_tile_values",
     "run_diagnostic",
     "run_valuation",
+    "sequence_valuation",
     "sides_balance",
     "task_programs",
+    "tile_axes",
     "tile_local",
     "too_long_loop",
     "valuations",
@@ -366,17 +369,25 @@ def make_part(plan: KernelPlan, system: System, slack: int) -> Part:
     return Part(system, slack, schedules, sym, reach)
 
 
-def part_valuations(
-    part: Part, max_tiles: int | None = None, *, sequences: bool = False
-) -> Iterator[Valuation]:
-    """Every valuation of the part's own symbols up to its cut-offs, smallest first.
+@dataclasses.dataclass(frozen=True)
+class TileAxes:
+    """The symbols a valuation of a part sets: kernel-wide ones, and per work tile ones."""
 
-    ``max_tiles`` stops at that many work tiles (default: the cut-off, ``slack + 2``; see
-    :func:`tile_local` for why one is enough for deadlocks and
-    ``ts_verify.aliasing`` for why two are for aliasing). The per-tile values vary on the
-    first tile and on the others; with ``sequences``, every sequence of them (for the windows
-    of :func:`ts_verify.runs.skip_windows`).
-    """
+    glob_loops: list[str]
+    tile_loops: list[str]
+    glob_conds: list[Hashable]
+    tile_conds: list[Hashable]
+    skips: list[str]
+    glob_ranges: list[range]
+    per_tile: list[tuple[int, ...]]  # every combination of one tile's values
+
+    def globs(self) -> Iterator[tuple[int, ...]]:
+        """Every combination of the kernel-wide values."""
+        return itertools.product(*self.glob_ranges)
+
+
+def tile_axes(part: Part) -> TileAxes:
+    """The part's symbols and the values each takes up to its cut-off."""
     sym = part.sym
     glob_loops = sorted(sym.kernel_loops - set(sym.derived))
     tile_loops = sorted(sym.tile_loops)
@@ -390,20 +401,55 @@ def part_valuations(
         + [range(2)] * len(skips)
     )
     per_tile = list(itertools.product(*tile_ranges))
-    if not sym.tiles:
+    return TileAxes(glob_loops, tile_loops, glob_conds, tile_conds, skips, glob_ranges, per_tile)
+
+
+def sequence_valuation(
+    part: Part, axes: TileAxes, glob: tuple[int, ...], seq: tuple[tuple[int, ...], ...]
+) -> tuple[int, Valuation]:
+    """The valuation of kernel-wide values ``glob`` and per-tile values ``seq``, and its size.
+
+    ``seq`` has one entry a work tile. Runs are ordered by size, smallest first, so that a
+    reported counterexample is small.
+    """
+    n_gl = len(axes.glob_loops)
+    trips = {(k, -1): v for k, v in zip(axes.glob_loops, glob, strict=False)}
+    for k, (b, start, step) in part.sym.derived.items():
+        trips[(k, -1)] = every_count(step, start, trips[(b, -1)])
+    conds: dict[tuple[Hashable, int], bool] = {
+        (k, -1): bool(v) for k, v in zip(axes.glob_conds, glob[n_gl:], strict=True)
+    }
+    skips: dict[tuple[str, int], bool] = {}
+    n_l, n_c = len(axes.tile_loops), len(axes.tile_conds)
+    for t, values in enumerate(seq):
+        if not values:
+            continue
+        trips.update({(k, t): v for k, v in zip(axes.tile_loops, values, strict=False)})
+        conds.update({(k, t): bool(v) for k, v in zip(axes.tile_conds, values[n_l:], strict=False)})
+        skips.update({(k, t): not v for k, v in zip(axes.skips, values[n_l + n_c :], strict=False)})
+    size = sum(glob) + len(seq) + sum(sum(v) for v in seq[:2])
+    return size, Valuation(len(seq), trips, conds, frozenset(), skips)
+
+
+def part_valuations(
+    part: Part, max_tiles: int | None = None, *, sequences: bool = False
+) -> Iterator[Valuation]:
+    """Every valuation of the part's own symbols up to its cut-offs, smallest first.
+
+    ``max_tiles`` stops at that many work tiles (default: the cut-off, ``slack + 2``; see
+    :func:`tile_local` for why one is enough for deadlocks and
+    ``ts_verify.aliasing`` for why two are for aliasing). The per-tile values vary on the
+    first tile and on the others; with ``sequences``, every sequence of them.
+    """
+    axes = tile_axes(part)
+    per_tile = axes.per_tile
+    if not part.sym.tiles:
         max_tiles = 1
     elif max_tiles is None:
         max_tiles = part.slack + 2
     found: list[tuple[int, Valuation]] = []
-    for glob in itertools.product(*glob_ranges):
-        trips = {(k, -1): v for k, v in zip(glob_loops, glob, strict=False)}
-        for k, (b, start, step) in sym.derived.items():
-            trips[(k, -1)] = every_count(step, start, trips[(b, -1)])
-        conds: dict[tuple[Hashable, int], bool] = {
-            (k, -1): bool(v) for k, v in zip(glob_conds, glob[len(glob_loops) :], strict=True)
-        }
-        base = sum(glob)
-        for tiles in range(max_tiles + 1) if sym.tiles else (1,):
+    for glob in axes.globs():
+        for tiles in range(max_tiles + 1) if part.sym.tiles else (1,):
             if sequences:
                 seqs: Iterable[tuple[tuple[int, ...], ...]] = itertools.product(
                     per_tile, repeat=tiles
@@ -415,23 +461,7 @@ def part_valuations(
                     (first, *[rest] * (tiles - 1)) if tiles else ()
                     for first, rest in itertools.product(firsts, rests)
                 )
-            for seq in seqs:
-                t_trips, t_conds = dict(trips), dict(conds)
-                t_skips: dict[tuple[str, int], bool] = {}
-                for t, values in enumerate(seq):
-                    if not values:
-                        continue
-                    n_l, n_c = len(tile_loops), len(tile_conds)
-                    t_trips.update({(k, t): v for k, v in zip(tile_loops, values, strict=False)})
-                    t_conds.update(
-                        {(k, t): bool(v) for k, v in zip(tile_conds, values[n_l:], strict=False)}
-                    )
-                    t_skips.update(
-                        {(k, t): not v for k, v in zip(skips, values[n_l + n_c :], strict=False)}
-                    )
-                size = base + tiles + sum(sum(v) for v in seq[:2])
-                val = Valuation(tiles, t_trips, t_conds, frozenset(), t_skips)
-                found.append((size, val))
+            found.extend(sequence_valuation(part, axes, glob, seq) for seq in seqs)
     found.sort(key=lambda x: x[0])
     return (v for _, v in found)
 
