@@ -21,7 +21,7 @@ from ts_ir import (
     iter_nodes,
 )
 
-__all__ = ["ValueKey", "carried_reads", "condition_key", "reads", "touched"]
+__all__ = ["carried_reads", "condition_key", "reads", "touched"]
 
 ValueKey = tuple[str, str]
 """A task-local value: (resource name, output name)."""

@@ -116,7 +116,7 @@ def skip_windows(
     ``S + 1`` tiles, each filling a stage, the ones between filling at most ``S - 1``. Every
     sequence of per-tile values that makes such a window runs, not only first/others: which
     tiles a consumer skips is what matters. Sequences grow a tile at a time, and a prefix
-    that no window extends (:func:`_may_extend`) is not grown, so the runs are the windows
+    that no window extends (``_may_extend``) is not grown, so the runs are the windows
     (a per-tile ``K`` gives few: the middle tiles' fills sum to at most ``S - 1``), not every
     sequence.
 
