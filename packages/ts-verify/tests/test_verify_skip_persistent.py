@@ -445,9 +445,22 @@ def test_verify_refuses_implies_oracle_bad(spec: Spec) -> None:
         assert found.bad, f"{spec}: verify {codes}, oracle {found}"
 
 
+def per_tile_grid() -> list[Spec]:
+    """Every per-tile-``k`` spec on three stages: protocol, prologue 0-2, shared, 1-2 token
+    stages (70; the oracle takes 5-60 s for each right one)."""
+    return [
+        Spec(3, p, prologue=pr, token_stages=d, per_tile=True, shared=sh)
+        for p in PROTOCOLS
+        for pr in (0, 1, 2)
+        for sh in ((False, True) if pr else (False,))
+        for d in (1, 2)
+    ]
+
+
 def main() -> None:
-    """Print every spec's oracle verdict, ``verify``'s codes and the time each took."""
-    for spec in SPECS:
+    """Print every spec's oracle verdict, ``verify``'s codes and the time each took
+    (``--grid``: the specs of :func:`per_tile_grid` instead)."""
+    for spec in per_tile_grid() if "--grid" in sys.argv else SPECS:
         t0 = time.perf_counter()
         found = oracle(spec)
         t1 = time.perf_counter()
