@@ -96,7 +96,8 @@ given (a tail split's restrictions)."""
 def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
     """``_schedule_for``'s configuration, with ``--tail-split S`` (``S > 1``) on it: the
     pick's tiles and cluster, with what a tail split runs on (cooperative, static, no
-    split-K) wherever the command line leaves that to the pick (``TAIL_SCHEDULE``).
+    split-K) wherever the command line leaves that to the pick (``TAIL_SCHEDULE``), and, on a
+    ping-pong pick, the most of its epilogue buffers that divide the cooperative sub-tiles.
     ``source`` then ends ``+tail_split``.
 
     Raises:
@@ -109,6 +110,12 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     fields: dict[str, Any] = {
         f: v for flag, f, v in TAIL_SCHEDULE if getattr(args, flag, None) is None
     }
+    if fields.get("kernel", cfg.kernel) != cfg.kernel and getattr(args, "epi_stages", None) is None:
+        # The pick's epilogue buffers divide its own kernel's sub-tiles (a ping-pong warpgroup
+        # stores 64-row ones): keep the most buffers that divide the cooperative kernel's.
+        subtiles = dataclasses.replace(cfg, epi_stages=2, **fields).epi_subtiles
+        fits = [d for d in range(2, cfg.epi_stages + 1) if subtiles % d == 0]
+        fields["epi_stages"] = fits[-1] if fits else 2
     return dataclasses.replace(cfg, tail_split=tail, **fields), source + "+tail_split"
 
 

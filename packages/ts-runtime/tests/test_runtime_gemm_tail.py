@@ -113,6 +113,19 @@ def test_cli_tail_split_on_the_table_pick(gemm: Any, capsys: pytest.CaptureFixtu
     assert (cfg["kernel"], cfg["scheduler"]) == ("cooperative", "static")
 
 
+def test_cli_tail_split_on_a_ping_pong_pick_fits_the_epilogue_buffers(
+    gemm: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ping-pong pick's 4 buffers divide its 12 sub-tiles of 64 x 32 (128 x 192), not the
+    cooperative kernel's 6: the tail split keeps 3 of them."""
+    table = importlib.import_module("_gemm_table")
+    pick = gemm.GemmConfig(tile_mn=(128, 192), cluster_mn=(2, 1), kernel="pingpong-skip")
+    monkeypatch.setattr(table, "pick", lambda *_a, **_k: (pick, "table:test"))
+    assert gemm.main(["--compile-only", "--mnk", "3000", "5000", "4000", "--tail-split", "2"]) == 0
+    cfg = json.loads(capsys.readouterr().out)["config"]
+    assert (cfg["kernel"], cfg["epi_stages"], cfg["tail_split"]) == ("cooperative", 3, 2)
+
+
 # -- the item mapping ---------------------------------------------------------------------------
 def _expected(tiles: int, workers: int, chunks: int) -> list[tuple[int, int, int]]:
     """Items in order as ``(tile, chunk, chunk count)``, written out from the definition."""
