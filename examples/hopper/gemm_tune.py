@@ -537,6 +537,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
     )
     args = parser.parse_args(argv)
+    if args.budget_s is not None and args.budget_s <= 0:
+        parser.error(f"--budget-s {args.budget_s:g}: give a positive number of seconds")
     try:  # GemmConfig's checks (typed TS errors) on the options: a usage error
         base_config(args)
     except ValueError as e:

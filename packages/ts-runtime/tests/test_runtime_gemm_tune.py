@@ -711,3 +711,9 @@ def test_a_time_budget_writes_the_shapes_timed_and_names_the_rest(
     written = table.load_table(out)
     assert written is not None
     assert {e["class"] for e in written["entries"]} == {SWEEP_CLASSES[s] for s in tune.SWEEP[:3]}
+
+
+def test_a_budget_that_is_not_positive_is_a_usage_error(tune: Any, capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        tune.main(["--dry-run", "--budget-s", "0"])
+    assert "give a positive number of seconds" in capsys.readouterr().err
