@@ -16,9 +16,10 @@ note), with ``--versus "FLAGS"`` (repeatable) other TS configurations given as s
 options on ``GemmConfig``'s defaults (``vs:tile=128x128,kernel=pingpong``: the TS kernel alone
 on the same problem, FP8 scales and epilogue options included, compiled once per configuration,
 the same tensors and rounds, checked the same way), and the ratios; interleaved rounds, best
-round each. A last line sums up: the geometric mean and the minimum of TS / torch (and TS /
-CuTe example, each ``--versus`` configuration / torch, TS / it) over the shapes. Every kernel
-is compiled once per configuration (dynamic shapes). Usage (GPU)::
+round each, each measurement at least ``--measure-s`` long (50 ms: no contender runs on the
+clocks that the one before it left). A last line sums up: the geometric mean and the minimum
+of TS / torch (and TS / CuTe example, each ``--versus`` configuration / torch, TS / it) over
+the shapes. Every kernel is compiled once per configuration (dynamic shapes). Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm_sweep.py
     source .gpu/setup.sh && python3 bench/gemm_sweep.py \\
@@ -75,9 +76,20 @@ def summary(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     gemm: Any = importlib.import_module("gemm")  # examples/hopper/gemm.py
+    timing: Any = importlib.import_module("_timing")
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iters", type=int, default=30, help="timed launches per round")
+    parser.add_argument(
+        "--iters", type=int, default=30, help="timed launches per measurement, at least"
+    )
+    parser.add_argument(
+        "--measure-s",
+        type=float,
+        default=timing.MEASURE_S,
+        metavar="S",
+        help="and at least S seconds per measurement, so that each contender runs on the "
+        "clocks of its own power draw (default %(default)s; 0: exactly --iters launches)",
+    )
     parser.add_argument("--rounds", type=int, default=6, help="interleaved rounds per shape")
     parser.add_argument(
         "--shape",
@@ -131,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             extras=extras,
             graph=args.graph,
             variants=more,
+            measure_s=args.measure_s,
         )
         r["bench"], r["config_source"] = "gemm_sweep", source
         for name in more:

@@ -60,3 +60,15 @@ def test_no_contender_keeps_its_place_or_its_predecessor() -> None:
 def test_nothing_to_time_gives_nothing() -> None:
     """A shape whose every candidate was wrong leaves the tuner nothing to time: no crash."""
     assert _timing().best_of_rounds({}, rounds=3) == {}
+
+
+def test_a_measurement_lasts_long_enough_for_the_clocks_to_settle() -> None:
+    """``steady_iters``: enough launches for ``MEASURE_S`` at the nominal rate, within bounds."""
+    t = _timing()
+    flop = 2.0 * 4096**3  # ~200 us a launch: 256 of them fill 50 ms
+    assert t.steady_iters(30, flop) * flop / t.NOMINAL_FLOPS >= t.MEASURE_S
+    assert (t.steady_iters(30, flop) - 1) * flop / t.NOMINAL_FLOPS < t.MEASURE_S
+    assert t.steady_iters(30, 2.0 * 1024**3) == t.MAX_ITERS  # a tiny problem: capped
+    assert t.steady_iters(10, 2.0 * 16384**3) == 10  # 12.6 ms a launch: the floor decides
+    assert t.steady_iters(30, 2.0 * 2048**3, seconds=0) == 30  # 0: exactly the floor
+    assert t.steady_iters(30, 0.0) == 30  # an empty problem: nothing to fill

@@ -19,7 +19,7 @@ import cutlass.cute as cute
 from _gemm_config import (
     GemmConfig,
 )
-from _timing import GraphTimer, best_of_rounds, cu_stream, time_ms
+from _timing import MEASURE_S, GraphTimer, best_of_rounds, cu_stream, steady_iters, time_ms
 from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
@@ -490,6 +490,7 @@ def run_case(
     extras: dict[str, Any] | None = None,
     graph: bool = False,
     variants: dict[str, tuple[GemmConfig, Any]] | None = None,
+    measure_s: float = MEASURE_S,
 ) -> dict[str, Any]:
     """Run the compiled kernels and torch's GEMM on the same inputs; check, time, TFLOP/s.
 
@@ -508,10 +509,13 @@ def run_case(
     checked against the fp32 reference (``check``). Operands are checked before any launch
     (``check_operands``). Timing interleaves the contenders (``rounds`` rounds of every kernel
     and torch, in an order shuffled every round) and keeps each one's best round, so clock /
-    power drift during the run biases none of them. ``graph`` also times every contender's
-    launches replayed from a CUDA graph (``_timing.GraphTimer``: the kernels without the host's
-    per-call work), in the same rounds: ``graph_ms`` / ``graph_tflops`` and the ``*_graph``
-    ratios; a contender that cannot be captured gets ``graph_error``.
+    power drift during the run biases none of them. A measurement is at least ``iters``
+    launches and lasts at least ``measure_s`` seconds (``_timing.steady_iters``; 0: exactly
+    ``iters``), so that each contender runs on the clocks its own power draw settles to.
+    ``graph`` also times every contender's launches replayed from a CUDA graph
+    (``_timing.GraphTimer``: the kernels without the host's per-call work), in the same rounds:
+    ``graph_ms`` / ``graph_tflops`` and the ``*_graph`` ratios; a contender that cannot be
+    captured gets ``graph_error``.
     """
     import torch
 
@@ -582,6 +586,8 @@ def run_case(
         calls["torch"] = lambda: torch.matmul(a, bt)
         binds["torch"] = lambda _s: calls["torch"]
         result["baseline"] = "torch.matmul"
+    iters = steady_iters(iters, flop, measure_s)
+    result["iters"] = iters
     timers = _graph_timers(binds, iters, result) if graph else {}
     measures: dict[str, Any] = {}
     for name, call in calls.items():  # eager and graph timing of a contender side by side

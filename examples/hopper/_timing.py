@@ -17,7 +17,26 @@ from typing import Any
 
 from task_scheduling.harness import time_ms
 
-__all__ = ["GraphTimer", "best_of_rounds", "cu_stream", "time_ms"]
+__all__ = ["MAX_ITERS", "MEASURE_S", "GraphTimer", "best_of_rounds", "cu_stream", "steady_iters"]
+__all__ += ["time_ms"]
+
+# A measurement of 5 ms is decided by the clocks that the contender before it left: the tuner's
+# rankings of session 9 were reversed by up to 14 % in the sweep's same-run A/B, and a 5 ms
+# sweep ranked the 128 x 128 ping-pong-skip 1 % ahead of the cooperative kernel on 4096^3 where
+# the 50 ms tuner put it 3-4 % behind (bench/RESULTS.md, sessions 9 and 13). At 50 ms the clocks
+# settle under the contender's own power draw: what a GEMM that runs for long sees.
+MEASURE_S = 0.05
+MAX_ITERS = 2000  # 50 ms of 2048^3 bf16 launches (~25 us each)
+NOMINAL_FLOPS = 700e12  # per second: the launches counted to fill MEASURE_S (bf16 on an H200)
+
+
+def steady_iters(iters: int, flop: float, seconds: float = MEASURE_S) -> int:
+    """Launches per measurement: at least ``iters``, and enough to last ``seconds`` at
+    ``NOMINAL_FLOPS`` (at most ``MAX_ITERS``); ``iters`` for an empty problem or ``seconds``
+    = 0."""
+    if flop <= 0 or seconds <= 0:
+        return iters
+    return max(iters, min(MAX_ITERS, math.ceil(seconds * NOMINAL_FLOPS / flop)))
 
 
 def best_of_rounds(

@@ -10,7 +10,7 @@ the GPU each accepted configuration is compiled once (dynamic shapes: one compil
 every shape; ``--jobs`` compiles in parallel processes first, filling the CuTe DSL's on-disk
 cache), run once per shape and checked against an fp32 reference (a wrong result is reported
 and not timed), then timed with ``torch.matmul`` in interleaved rounds (the order shuffled
-every round, at least ``MEASURE_S`` = 50 ms a measurement, so the clocks settle under each
+every round, at least ``_timing.MEASURE_S`` = 50 ms a measurement, so the clocks settle under each
 candidate's own power draw), best round each. The best configuration per shape class
 (``_gemm_table.shape_class``: over the class's tuned shapes, the best geometric mean of each
 shape's TFLOP/s over that shape's best) goes into a versioned JSON table (``-o``) with the
@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import shlex
 import sys
@@ -366,12 +365,6 @@ def compile_all(cfgs: list[GemmConfig], jobs: int, compile_only: bool) -> dict[G
     return results
 
 
-# Per measurement: 5 ms let the clocks of the candidate before decide (rankings that the
-# sweep's same-run A/B reversed by up to 14 %; bench/RESULTS.md, session 9).
-MEASURE_S = 0.05
-MAX_ITERS = 2000  # 50 ms of 2048^3 bf16 launches (~25 us each)
-
-
 def _time_shape(
     mnk: tuple[int, int, int],
     accepted: list[Candidate],
@@ -395,7 +388,7 @@ def _time_shape(
         on_stream,
         reference,
     )
-    from _timing import GraphTimer, best_of_rounds, time_ms
+    from _timing import GraphTimer, best_of_rounds, steady_iters, time_ms
 
     m, n, k = mnk
     a, b = make_inputs(base, mnk)
@@ -432,10 +425,10 @@ def _time_shape(
     flop = 2.0 * m * n * k
     if flop == 0:
         return {"tflops": {}, "wrong": wrong, "iters": 0}  # an empty problem: nothing to time
-    # At least MEASURE_S per measurement (at 700 TFLOP/s): the GPU's clocks settle under the
-    # candidate's own power draw, whatever ran before it, and neither a small problem's launch
-    # overhead nor the timer's resolution decides.
-    iters = max(iters, min(MAX_ITERS, math.ceil(MEASURE_S * 700e12 / flop)))
+    # At least MEASURE_S per measurement: the GPU's clocks settle under the candidate's own
+    # power draw, whatever ran before it, and neither a small problem's launch overhead nor the
+    # timer's resolution decides.
+    iters = steady_iters(iters, flop)
     if graph:  # kernel time without the host's per-call work (see _timing)
         timers = {name: GraphTimer(bind, iters) for name, bind in binds.items()}
         calls = dict(timers)
