@@ -79,25 +79,29 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 14 (no device) made every sweep measurement last >= 50 ms, as the tuner's did: the
-  # 5 ms ones ran on the clocks the contender before left (the sweep and the tuner disagreed on
-  # the 128 x 128 ping-pong-skip at 4096^3). First the table's session-13 changes again on
-  # steady timing, against the designs they replaced; then the sweeps on the shipped table.
+  # Session 14 (no device): the 128 x 320 tile (cuBLAS's widest; two 64 x 160 WGMMAs a
+  # warpgroup, B split over a 2 x 1 cluster) built and checked on the CPU only: first whether
+  # it is right, then a same-run A/B against the table's designs on the shapes where cuBLAS
+  # runs it; and every sweep measurement now lasts >= 50 ms (the tuner's rule), so the
+  # session-13 table changes are in the A/B again on steady timing.
+  run check.log 200 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k 320
+  run check.log 120 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
+    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5
   run ab.log 260 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 2048 2048 2048 --shape 4096 4096 4096 --shape 1024 8192 8192 \
+    --shape 8192 8192 8192 --shape 4096 4096 4096 --shape 2048 2048 2048 \
+    --shape 8192 28672 8192 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
     --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1" \
     --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1" \
-    --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1 --epi-stages 6"
-  run sweep.log 240 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+    --versus "--tile 128x256 --cluster 2x1"
   ;;
 pending2)
-  # The second half of pending (one device call each): the sweep again, and FP8.
-  run sweep.log 240 python3 bench/gemm_sweep.py --graph \
+  # The second call: the sweep on the shipped table, and FP8.
+  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

@@ -49,7 +49,22 @@ FP8_OUT = "bf16"
 # Scales of an FP8 (or any) GEMM, applied to the fp32 accumulator in the epilogue: none,
 # "tensor" (two fp32 scalars, scale_a * scale_b) or "rowwise" (scale_a[m] * scale_b[n]).
 SCALES = ("none", "tensor", "rowwise")
-TILES = ((128, 256), (256, 128), (128, 192), (128, 128), (64, 256), (64, 192), (64, 128))
+TILES = (
+    (128, 256),
+    (256, 128),
+    (128, 320),
+    (128, 192),
+    (128, 128),
+    (64, 256),
+    (64, 192),
+    (64, 128),
+)
+# One WGMMA is at most 256 wide, and a TMA box at most 256 rows a mode. A wider tile (128 x
+# 320, the largest cuBLAS's Hopper kernels use: 40 % more tile per loaded byte than 128 x 192)
+# gives each warpgroup two WGMMAs of BN / 2 per K step and needs a cluster whose CTAs split B
+# so that each loads at most 256 rows of it.
+WGMMA_MAX_N = 256
+TMA_MAX_BOX = 256
 CLUSTERS = ((1, 1), (2, 1), (1, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
 # B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
@@ -116,6 +131,8 @@ class GemmConfig:
             warpgroups (one for ``BM = 64``, two for ``BM = 128`` and ``256``: with 256 rows
             each issues two 64-row WGMMAs per K step, on rows ``64 w`` and ``128 + 64 w``);
             ping-pong: one warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
+            ``BN = 320`` (cooperative, a 2 x 1 cluster): two ``64 x 160`` WGMMAs a warpgroup
+            per K step (``mma_n``), and each CTA of the cluster loads 160 rows of B.
         cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
             along ``CM``.
         dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
@@ -212,6 +229,20 @@ class GemmConfig:
             )
         if self.cluster_mn not in CLUSTERS:
             raise _refused(f"cluster_mn={self.cluster_mn}", f"not one of {CLUSTERS}", "pick one")
+        if self.tile_mn[1] // self.cluster_mn[0] > TMA_MAX_BOX:
+            raise _refused(
+                f"tile_mn={self.tile_mn}, cluster_mn={self.cluster_mn}",
+                f"each CTA would TMA-load {self.tile_mn[1] // self.cluster_mn[0]} rows of B in "
+                f"one box, and a TMA box holds at most {TMA_MAX_BOX}",
+                "use cluster_mn=(2, 1): each CTA then loads half of B's rows and multicasts them",
+            )
+        if self.layout in LAYOUTS and self.b_layout == LayoutEnum.COL_MAJOR and self.mma_n % 64:
+            raise _refused(
+                f"tile_mn={self.tile_mn}, layout={self.layout!r}",
+                f"an N-major B is read in 64-column swizzle atoms, and a WGMMA {self.mma_n} "
+                "wide is not whole atoms",
+                "use a K-major B (layout 'tn' or 'nn') or another tile",
+            )
         if self.dtype not in DTYPES:
             raise _refused(f"dtype={self.dtype!r}", f"not one of {sorted(DTYPES)}", "pick one")
         if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
@@ -370,6 +401,13 @@ class GemmConfig:
         ``MAX_CONSUMER_WGS`` (cooperative), or one (ping-pong: a warpgroup alone on its tile
         issues ``BM / 64`` WGMMAs per K step)."""
         return consumer_warpgroups(self.tile_mn, self.pingpong)
+
+    @property
+    def mma_n(self) -> int:
+        """N of one WGMMA: ``BN``, or ``BN / 2`` for a tile wider than ``WGMMA_MAX_N`` (two
+        WGMMAs per warpgroup and K step, side by side)."""
+        bn = self.tile_mn[1]
+        return bn if bn <= WGMMA_MAX_N else bn // 2
 
     @property
     def acc_values(self) -> int:

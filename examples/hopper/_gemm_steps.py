@@ -34,7 +34,8 @@ from task_scheduling.tiles import PersistentTiles, TileRaster
 
 def make_tiled_mma(cfg: GemmConfig) -> Any:
     """WGMMA ``64 x BN x 16`` (16-bit) or ``64 x BN x 32`` (e4m3) atoms, one per consumer
-    warpgroup along M.
+    warpgroup along M (``64 x BN / 2`` for ``BN = 320``: a warpgroup issues two side by side,
+    ``GemmConfig.mma_n``).
 
     A and B are read from SMEM K-major or MN-major (``cfg.layout``; MN-major WGMMA operands
     exist for 16-bit types only).
@@ -46,7 +47,7 @@ def make_tiled_mma(cfg: GemmConfig) -> Any:
         cfg.b_layout.sm90_mma_major_mode(),
         cutlass.Float32,
         (cfg.consumer_wgs, 1, 1),
-        tiler_mn=(WGMMA_M, cfg.tile_mn[1]),
+        tiler_mn=(WGMMA_M, cfg.mma_n),
     )
 
 

@@ -186,9 +186,14 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # 16 blocks a tile) where the epilogue is a large share of a tile's time
         {"tile_mn": (128, 256), "cluster_mn": (2, 1), "epi_stages": 8},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 6},
+        # 128 x 320, cuBLAS's widest Hopper tile (its bf16 kernel on 8192^3 and 3072 x 5120 x
+        # 4096): more tile per loaded byte than 128 x 256, two 64 x 160 WGMMAs a warpgroup;
+        # 3000 x 5000 gives 384 tiles, three rounds as long as 128 x 192's five (five epilogue
+        # buffers of its ten sub-tiles leave the three A/B stages that two would)
+        {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 5},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (60 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (63 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 

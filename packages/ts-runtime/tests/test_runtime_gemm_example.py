@@ -15,6 +15,7 @@ import importlib
 import itertools
 import math
 import re
+import shutil
 from collections.abc import Callable
 from typing import Any
 
@@ -107,6 +108,64 @@ def test_256_row_tile_two_warpgroups_of_two_row_blocks(gemm: Any) -> None:
         gemm.GemmConfig(tile_mn=(256, 128), dtype="e4m3", promote_every=4)
     with pytest.raises(RuntimeConfigError, match="pingpong"):
         gemm.GemmConfig(tile_mn=(256, 128), kernel="pingpong")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"alpha": 0.5, "beta": 1.0, "bias": True},
+        {"dtype": "e4m3", "scale": "rowwise"},
+        {"tail_split": 2},
+    ],
+    ids=["plain", "fused", "e4m3-rowwise", "tail2"],
+)
+def test_320_wide_tile_two_wgmmas_side_by_side(gemm: Any, options: dict[str, Any]) -> None:
+    """128 x 320 in a 2 x 1 cluster (cuBLAS's widest Hopper tile): each consumer warpgroup
+    issues two 64 x 160 WGMMAs per K step (one WGMMA is at most 256 wide), each CTA TMA-loads
+    160 of B's rows (a box is at most 256) and multicasts them; ten 32-column epilogue
+    sub-tiles. No promotion (160 fp32 values a thread leave no room for a second tile)."""
+    cfg = gemm.GemmConfig(tile_mn=(128, 320), cluster_mn=(2, 1), epi_stages=2, **options)
+    assert (cfg.mma_n, cfg.acc_values, cfg.epi_subtiles, cfg.ab_stages) == (160, 160, 10, 3)
+    assert cfg.promotion == 0
+    out = gemm.compile_only(cfg)
+    _same(out)
+    half = gemm.compile_only(gemm.GemmConfig(tile_mn=(128, 128), **options))
+    assert out["ts"]["wgmma.mma_async"] == 2 * half["ts"]["wgmma.mma_async"]
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
+    k = 32 if cfg.fp8 else 16
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n160k{k}\.", ptx)
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
+def test_ptxas_keeps_the_320_wide_tile_in_registers(
+    gemm: Any, ptxas_log: Callable[..., str]
+) -> None:
+    """160 fp32 accumulator values a consumer thread and the fused epilogue's pointers: no
+    spill under setmaxnreg 232, and the two WGMMAs of a K step stay one chain (C7514 would
+    say ptxas serialized them)."""
+    cfg = gemm.GemmConfig(
+        tile_mn=(128, 320), cluster_mn=(2, 1), epi_stages=2, alpha=0.5, beta=1.0, bias=True
+    )
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
+    log = ptxas_log(ptx, "ts")
+    assert "0 bytes spill stores, 0 bytes spill loads" in log, log
+    assert log.count("C7519") <= 1 and "C7514" not in log, log
+
+
+def test_320_wide_tile_needs_b_split_over_the_cluster(gemm: Any) -> None:
+    """Without a 2 x 1 cluster one CTA would load all 320 rows of B in one TMA box; an
+    N-major B is read in 64-column atoms, which 160 is not whole of."""
+    from ts_runtime.errors import RuntimeConfigError
+
+    for cluster in ((1, 1), (1, 2)):
+        with pytest.raises(RuntimeConfigError, match="at most 256") as err:
+            gemm.GemmConfig(tile_mn=(128, 320), cluster_mn=cluster, epi_stages=2)
+        assert "cluster_mn=(2, 1)" in err.value.fix
+    with pytest.raises(RuntimeConfigError, match="64-column"):
+        gemm.GemmConfig(tile_mn=(128, 320), cluster_mn=(2, 1), epi_stages=2, layout="nt")
+    with pytest.raises(RuntimeConfigError, match="at most 192"):
+        gemm.GemmConfig(tile_mn=(128, 320), cluster_mn=(2, 1), kernel="pingpong")
 
 
 def test_plan_verifies(gemm: Any) -> None:
