@@ -83,7 +83,9 @@ pending)
   # warpgroup, B split over a 2 x 1 cluster) built and checked on the CPU only: first whether
   # it is right, then a same-run A/B against the table's designs on the shapes where cuBLAS
   # runs it; and every sweep measurement now lasts >= 50 ms (the tuner's rule), so the
-  # session-13 table changes are in the A/B again on steady timing.
+  # session-13 table changes are in the A/B again on steady timing, with the designs that
+  # session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
+  # (256 x 128 1 x 2); then gemm_tune.py --from-sweep ab.log decides the table.
   run check.log 200 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k 320
   run check.log 120 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
@@ -95,7 +97,8 @@ pending)
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
     --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1" \
     --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1"
+    --versus "--tile 128x256 --cluster 2x1" \
+    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2"
   ;;
 pending2)
   # The second call: the sweep on the shipped table, and FP8.
