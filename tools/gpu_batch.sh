@@ -87,7 +87,7 @@ pending)
   # session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
   # (256 x 128 1 x 2); then gemm_tune.py --from-sweep ab.log decides the table.
   run check.log 200 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k 320
+    -k "320 or 256x160"
   run check.log 120 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
     --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5
   run ab.log 260 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
@@ -98,7 +98,8 @@ pending)
     --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1" \
     --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
     --versus "--tile 128x256 --cluster 2x1" \
-    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2"
+    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2" \
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2"
   ;;
 pending2)
   # The second call: the sweep on the shipped table, and FP8.

@@ -191,9 +191,12 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # 3000 x 5000 gives 384 tiles, three rounds as long as 128 x 192's five (five epilogue
         # buffers of its ten sub-tiles leave the three A/B stages that two would)
         {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 5},
+        # ... and its transpose in area, 256 x 160 (the same WGMMAs on two 64-row blocks a
+        # warpgroup, any cluster; two epilogue buffers leave a fourth A/B stage)
+        {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (63 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (64 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 

@@ -137,6 +137,18 @@ def test_320_wide_tile_two_wgmmas_side_by_side(gemm: Any, options: dict[str, Any
     assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n160k{k}\.", ptx)
 
 
+@pytest.mark.parametrize("cluster", [(1, 1), (2, 1), (1, 2)])
+def test_256_by_160_tile_two_row_blocks_of_160(gemm: Any, cluster: tuple[int, int]) -> None:
+    """256 x 160: the same tile area and registers as 128 x 320 (two 64 x 160 WGMMAs a
+    warpgroup per K step, on its two 64-row blocks), with any cluster (B's 160 rows fit one
+    TMA box) and, with two epilogue buffers, a fourth A/B stage."""
+    cfg = gemm.GemmConfig(tile_mn=(256, 160), cluster_mn=cluster, epi_stages=2)
+    assert (cfg.mma_n, cfg.acc_values, cfg.epi_subtiles, cfg.ab_stages) == (160, 160, 10, 4)
+    out = gemm.compile_only(cfg)
+    _same(out)
+    assert out["ts"]["wgmma.mma_async"] == 8  # 2 per warpgroup and K step, 4 K steps a block
+
+
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
 def test_ptxas_keeps_the_320_wide_tile_in_registers(
     gemm: Any, ptxas_log: Callable[..., str]
