@@ -43,6 +43,7 @@ from cutlass.base_dsl.ast_helpers import range_constexpr
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cutlass_dsl import Constexpr
 
+from task_scheduling.harness import max_active_clusters
 from task_scheduling.tiles import TileRaster
 
 # ---------------------------------------------------------------------------------------------
@@ -306,7 +307,7 @@ def launcher(cfg: AttentionConfig, start: Callable[..., None]) -> Any:
             cu_k,
             table,
             counters,
-            grid=params.get_grid_shape(steps.SMS),
+            grid=params.get_grid_shape(max_active_clusters()),
             block=(cfg.block_threads, 1, 1),
             cluster=(1, 1, 1),
             stream=stream,

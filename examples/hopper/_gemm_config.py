@@ -18,9 +18,10 @@ os.environ.setdefault("CUTE_DSL_ARCH", "sm_90a")
 import cutlass
 from cutlass.tensor_utils import LayoutEnum
 
+from task_scheduling.harness import max_active_clusters
 from task_scheduling.kernel import RuntimeConfigError, UnsupportedOnTarget
 
-SMS = 132
+SMS = 132  # an H200's: the table's wave counts (grids ask the GPU: max_active_clusters)
 WARPGROUP = 128
 WGMMA_M = 64  # rows of one warpgroup's WGMMA
 # Cooperative consumer warpgroups: one per 64 tile rows, at most two (a 256-row tile gives each
@@ -527,8 +528,9 @@ class GemmConfig:
 
     @property
     def max_active_clusters(self) -> int:
-        """Persistent clusters: one CTA per SM."""
-        return SMS // self.cluster_size
+        """Persistent clusters, one CTA per SM: as many as this machine's GPU runs at once
+        (``SMS // cluster_size`` on an H200, and where there is no GPU)."""
+        return max_active_clusters(self.cluster_size)
 
 
 def fit_swizzle(cfg: GemmConfig, n: int, m: int | None = None) -> GemmConfig:

@@ -62,7 +62,6 @@ from _attention_steps import (
     CONSUMER_REGS,
     LOAD_WARP,
     PRODUCER_REGS,
-    SMS,
     WARPGROUP,
     WG_M,
     AttentionConfig,
@@ -77,6 +76,7 @@ from task_scheduling import (
     schedule,
     work_tile_loop,
 )
+from task_scheduling.harness import max_active_clusters
 from task_scheduling.kernel import (
     Kernel,
     KernelContext,
@@ -756,7 +756,7 @@ def _launcher(cfg: AttentionConfig, start: Callable[..., None]) -> Any:
             *layouts,
             params,
             lse,
-            grid=params.get_grid_shape(SMS),
+            grid=params.get_grid_shape(max_active_clusters()),
             block=(cfg.block_threads, 1, 1),
             cluster=(1, 1, 1),
             stream=stream,

@@ -22,6 +22,7 @@ __all__ = [
     "fake_tensor",
     "from_dlpack",
     "gmem_pointer_maker",
+    "max_active_clusters",
     "pointer_entry",
     "smem_allocator",
     "typed_view",
@@ -35,6 +36,16 @@ def compile_jit(fn: Any, *args: Any, options: str | None = None) -> Any:
     import cutlass.cute as cute
 
     return cute.compile(fn, *args) if options is None else cute.compile(fn, *args, options=options)
+
+
+def max_active_clusters(cluster_size: int) -> int:
+    """The driver's occupancy answer for a one-CTA-an-SM kernel in ``cluster_size`` clusters.
+
+    ``cutlass.utils.HardwareInfo``; it needs a current CUDA context.
+    """
+    import cutlass.utils
+
+    return int(cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size))
 
 
 def from_dlpack(tensor: Any, assumed_align: int | None = None) -> Any:

@@ -5,6 +5,7 @@ is the same everywhere, and lives here:
 
 * :func:`gpu_missing` / :func:`gpu_ready`: whether a GPU run can start here (torch, a CUDA
   GPU, a Hopper GPU), with a message that says what to do instead;
+* :func:`max_active_clusters`: the size of a persistent grid on this machine's GPU;
 * :func:`fake_tensor`: tensors with a dtype and a shape but no memory, to compile on the CPU;
 * :func:`verified`, :func:`compare_ptx` and :func:`compile_only`: verify the plan, compile the
   kernels for the target (``CUTE_DSL_ARCH``) and count their PTX instructions per kind, TS
@@ -46,6 +47,7 @@ __all__ = [
     "gpu_missing",
     "gpu_ready",
     "kernel_items",
+    "max_active_clusters",
     "ptx_counts",
     "ptx_of",
     "run_on_gpu",
@@ -102,6 +104,39 @@ def gpu_ready(script: str) -> bool:
     if problem is not None:
         print(f"{Path(script).name}: {problem}", file=sys.stderr)
     return problem is None
+
+
+FALLBACK_SMS = 132
+"""The SMs of an H100 / H200 SXM: the persistent grid of :func:`max_active_clusters` on a machine
+without a GPU (compiling on the CPU)."""
+
+_ACTIVE_CLUSTERS: dict[int, int] = {}
+
+
+def max_active_clusters(cluster_size: int = 1) -> int:
+    """The size of a persistent grid: clusters of ``cluster_size`` CTAs, one CTA an SM.
+
+    As many as this machine's GPU runs at once, asked of the driver once per size
+    (``cutlass.utils.HardwareInfo``, CUDA's occupancy query) where torch sees a CUDA GPU, so
+    that a GPU with fewer SMs than an H200 (an H100 PCIe has 114) gets no CTAs that wait for a
+    whole wave of the others to finish; ``FALLBACK_SMS // cluster_size`` where there is none.
+    The answer depends on the machine only, not on what ran before, so a kernel compiled and
+    its host sizes agree.
+    """
+    if cluster_size not in _ACTIVE_CLUSTERS:
+        try:
+            import torch
+
+            gpu = bool(torch.cuda.is_available())
+        except ImportError:
+            gpu = False
+        if not gpu:
+            return FALLBACK_SMS // cluster_size
+        from ts_runtime._dsl import max_active_clusters as ask_driver
+
+        torch.zeros(1, device="cuda")  # the current context the driver's query needs
+        _ACTIVE_CLUSTERS[cluster_size] = ask_driver(cluster_size)
+    return _ACTIVE_CLUSTERS[cluster_size]
 
 
 # -- compiling on the CPU -------------------------------------------------------------------------

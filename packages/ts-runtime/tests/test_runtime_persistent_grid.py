@@ -1,0 +1,52 @@
+"""``ts_runtime.harness.max_active_clusters``: the persistent grid follows the machine's GPU.
+
+Without a GPU (torch sees none, or is missing) the grid is an H200's; with one, the driver's
+occupancy answer (``ts_runtime._dsl.max_active_clusters``), asked once per cluster size. A
+stand-in torch and driver play the GPU here: a 114-SM H100 PCIe whose GPCs hold 56 clusters
+of two.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from ts_runtime import _dsl, harness
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(harness, "_ACTIVE_CLUSTERS", {})
+
+
+def _fake_gpu(monkeypatch: pytest.MonkeyPatch, answers: dict[int, int]) -> list[int]:
+    asked: list[int] = []
+    cuda = types.SimpleNamespace(is_available=lambda: True)
+    torch = types.SimpleNamespace(cuda=cuda, zeros=lambda *a, **k: None)
+
+    def ask_driver(size: int) -> int:
+        asked.append(size)
+        return answers[size]
+
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(_dsl, "max_active_clusters", ask_driver)
+    return asked
+
+
+def test_without_a_gpu_the_grid_is_an_h200s(monkeypatch: pytest.MonkeyPatch) -> None:
+    cuda = types.SimpleNamespace(is_available=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
+    assert [harness.max_active_clusters(s) for s in (1, 2)] == [132, 66]
+    assert harness.max_active_clusters(2) == harness.FALLBACK_SMS // 2
+    monkeypatch.setitem(sys.modules, "torch", None)  # not installed: ImportError
+    assert harness.max_active_clusters(1) == 132
+
+
+def test_with_a_gpu_the_driver_decides_once_per_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_gpu(monkeypatch, {1: 114, 2: 56})
+    assert harness.max_active_clusters() == 114
+    assert harness.max_active_clusters(2) == 56
+    assert harness.max_active_clusters(2) == 56
+    assert asked == [1, 2]  # cached: the compiled kernel and the host sizes see one answer
