@@ -5,7 +5,7 @@ K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> b
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
-own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, and the
+own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, 2 x 2 clusters, and the
 operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an N-major operand)
 refused with a typed error before any launch. Runs where torch, the CuTe DSL and a CUDA GPU
 are; skipped elsewhere.
@@ -120,6 +120,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # 32-column sub-tiles): plain, and FP8 with the fused epilogue reading C, bias and scales
     "bf16-128x320-2x1": {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 5},
     "bf16-256x160-1x2": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
+    # 2 x 2 clusters (A and B both multicast; 3 CTAs release each stage), FP8 promoted too
+    "bf16-2x2": {"cluster_mn": (2, 2)},
+    "e4m3-128x128-2x2-promoted": {
+        "dtype": "e4m3",
+        "scale": "rowwise",
+        "tile_mn": (128, 128),
+        "cluster_mn": (2, 2),
+    },
     "e4m3-128x320-2x1-rowwise-fused": {
         "dtype": "e4m3",
         "scale": "rowwise",

@@ -8,6 +8,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8   "$OUT"
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pending "$OUT" # what the last session changed
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pending2 "$OUT" # and its second call
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh pending3 "$OUT" # and its third
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -23,7 +24,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -79,33 +80,42 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 14 (no device): the 128 x 320 tile (cuBLAS's widest; two 64 x 160 WGMMAs a
-  # warpgroup, B split over a 2 x 1 cluster) built and checked on the CPU only: first whether
-  # it is right, then a same-run A/B against the table's designs on the shapes where cuBLAS
-  # runs it; and every sweep measurement now lasts >= 50 ms (the tuner's rule), so the
-  # session-13 table changes are in the A/B again on steady timing, with the designs that
-  # session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
-  # (256 x 128 1 x 2); then gemm_tune.py --from-sweep ab.log decides the table.
-  run check.log 200 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "320 or 256x160"
-  run check.log 120 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
-    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5
-  run ab.log 260 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 4096 4096 4096 --shape 2048 2048 2048 \
-    --shape 8192 28672 8192 \
+  # Session 14 (no device) built on the CPU only: the 128 x 320 tile (cuBLAS's widest; two
+  # 64 x 160 WGMMAs a warpgroup, B split over a 2 x 1 cluster), 256 x 160, 2 x 2 clusters
+  # (both operands multicast) and persistent grids sized by the driver. First whether they are
+  # right, then same-run A/Bs; and every sweep measurement now lasts >= 50 ms (the tuner's
+  # rule), so session 13's table changes are in the A/B again on steady timing, with the
+  # designs session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
+  # (256 x 128 1 x 2). Then gemm_tune.py --from-sweep ab.log decides the table.
+  # Three device calls: pending, pending2, pending3.
+  run check.log 240 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k "320 or 256x160 or 2x2"
+  run check.log 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
+    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5
+  run ab.log 240 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1" \
-    --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1" \
-    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2" \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2"
+    --versus "--tile 128x320 --cluster 2x2 --epi-stages 5" \
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
+    --versus "--tile 128x256 --cluster 2x2" \
+    --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1"
   ;;
 pending2)
-  # The second call: the sweep on the shipped table, and FP8.
+  run ab.log 240 python3 bench/gemm_sweep.py --graph --shape 2048 2048 2048 \
+    --shape 4096 4096 4096 --shape 1024 8192 8192 --shape 4096 4096 14336 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
+    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 128x256 --cluster 1x2" \
+    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 2x2"
   run sweep.log 300 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  ;;
+pending3)
+  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --versus "--tile 128x128 --cluster 2x2"
+  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
@@ -125,7 +135,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

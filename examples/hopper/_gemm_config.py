@@ -67,7 +67,7 @@ TILES = (
 # so that each loads at most 256 rows of it.
 WGMMA_MAX_N = 256
 TMA_MAX_BOX = 256
-CLUSTERS = ((1, 1), (2, 1), (1, 2))
+CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 # Operand majors, BLAS / CUTLASS style: the first letter is A (``M x K``), the second B, where
 # B is read as the ``K x N`` operand of ``A @ B``: "t" for A / "n" for B means K-major (K
 # contiguous), "n" for A means M-major, "t" for B means N-major. Values: (A, B) as LayoutEnum

@@ -149,6 +149,20 @@ def test_256_by_160_tile_two_row_blocks_of_160(gemm: Any, cluster: tuple[int, in
     assert out["ts"]["wgmma.mma_async"] == 8  # 2 per warpgroup and K step, 4 K steps a block
 
 
+@pytest.mark.parametrize("tile", [(128, 256), (128, 320)])
+def test_2x2_cluster_multicasts_both_operands(gemm: Any, tile: tuple[int, int]) -> None:
+    """A 2 x 2 cluster: A multicast along the cluster row, B along the column (both loads
+    ``.multicast::cluster``), and each consumer warp releases a stage in the 3 CTAs that
+    multicast into it: the empty barriers count 8 warps x 3."""
+    cfg = gemm.GemmConfig(tile_mn=tile, cluster_mn=(2, 2), epi_stages=5 if tile[1] == 320 else 4)
+    _same(gemm.compile_only(cfg))
+    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\S*", ptx)
+    assert len(loads) >= 2 and all("multicast::cluster" in op for op in loads)
+    init = r"mov\.b32\s+(%r\d+), 24;\s+mbarrier\.init\.shared\.b64\s+\[[^]]+\], \1;"
+    assert re.search(init, ptx), "no empty barrier counting 8 warps x 3 CTAs"
+
+
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
 def test_ptxas_keeps_the_320_wide_tile_in_registers(
     gemm: Any, ptxas_log: Callable[..., str]
