@@ -114,6 +114,11 @@ pending2)
 pending3)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
     --versus "--tile 128x128 --cluster 2x2"
+  # the steady tuner log's other leaders (8192^3: tail split 2 in 2 x 1; 8192 x 1024: raster n)
+  run ab.log 150 python3 bench/gemm_sweep.py --graph --shape 8192 8192 8192 \
+    --shape 8192 1024 8192 \
+    --versus "--tile 128x256 --cluster 2x1 --tail-split 2" \
+    --versus "--tile 128x256 --cluster 2x1 --raster n"
   run sweep.log 300 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
