@@ -5,10 +5,10 @@ K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> b
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
-own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, 2 x 2 clusters, and the
-operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an N-major operand)
-refused with a typed error before any launch. Runs where torch, the CuTe DSL and a CUDA GPU
-are; skipped elsewhere.
+own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, 2 x 2
+clusters, and the operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an
+N-major operand) refused with a typed error before any launch. Runs where torch, the CuTe DSL
+and a CUDA GPU are; skipped elsewhere.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ SHAPES = [
     (64, 64, 4096),
 ]
 
+# FP8 with per-row / column scales on 128 x 128 (promoted: the FP8 default on this tile)
+_FP8_ROWWISE: dict[str, Any] = {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 128)}
 _FP8_128X192 = {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 192), "epi_stages": 3}
 
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -48,7 +50,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "e4m3-tensor": {"dtype": "e4m3", "scale": "tensor"},
     "e4m3-rowwise": {"dtype": "e4m3", "scale": "rowwise"},
     # two-level accumulation (the FP8 default on 128 x 128 tiles: promote every 4 K blocks)
-    "e4m3-promoted": {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 128)},
+    "e4m3-promoted": _FP8_ROWWISE,
     # ping-pong, a warpgroup alone on a 128-row tile (64-row epilogue sub-tiles); in a 2 x 1
     # cluster (B multicast, both CTAs' turns in lockstep); 128 x 192 with the fused epilogue
     "bf16-pingpong128": {"kernel": "pingpong", "tile_mn": (128, 128)},
@@ -117,26 +119,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
     # the fused epilogue reading C, the bias and both scale vectors by those rows
     "bf16-256x128-2x1": {"tile_mn": (256, 128), "cluster_mn": (2, 1)},
     # 128 x 320 (two 64 x 160 WGMMAs a warpgroup, B split over the 2 x 1 cluster, ten
-    # 32-column sub-tiles): plain, and FP8 with the fused epilogue reading C, bias and scales
+    # 32-column sub-tiles): plain, and FP8 with the fused epilogue reading C, bias and scales;
+    # 256 x 160 (the same WGMMAs on two row blocks a warpgroup)
     "bf16-128x320-2x1": {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 5},
+    "e4m3-128x320-2x1-rowwise-fused": _FP8_ROWWISE
+    | {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 2, "beta": 1.0, "bias": True},
     "bf16-256x160-1x2": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
     # 2 x 2 clusters (A and B both multicast; 3 CTAs release each stage), FP8 promoted too
     "bf16-2x2": {"cluster_mn": (2, 2)},
-    "e4m3-128x128-2x2-promoted": {
-        "dtype": "e4m3",
-        "scale": "rowwise",
-        "tile_mn": (128, 128),
-        "cluster_mn": (2, 2),
-    },
-    "e4m3-128x320-2x1-rowwise-fused": {
-        "dtype": "e4m3",
-        "scale": "rowwise",
-        "tile_mn": (128, 320),
-        "cluster_mn": (2, 1),
-        "epi_stages": 2,
-        "beta": 1.0,
-        "bias": True,
-    },
+    "e4m3-128x128-2x2-promoted": _FP8_ROWWISE | {"cluster_mn": (2, 2)},
     "e4m3-256x128-rowwise-fused": {
         "dtype": "e4m3",
         "scale": "rowwise",
