@@ -302,11 +302,12 @@ def test_fp8_every_configuration_verifies(gemm: Any) -> None:
             # 128 x 192 (6 epilogue sub-tiles, the default 4 buffers)
         assert gemm.make_plan(cfg).name in ("gemm", "gemm_pingpong")
         verified += 1
-    # 5 tiles x 3 clusters x 3 scales (static cooperative: 128 x 256, 256 x 128, 128 x 128 and
-    # the 64-row tiles) + 5 x 3 (dynamic, 1x1) + 4 x 3 x 3 (ping-pong: 128 x 192, 128 x 128 and
-    # the 64-row tiles, every cluster, static), twice: waiting for the other's stages and
-    # skipping them (pingpong-skip)
-    assert verified == 45 + 15 + 36 + 36
+    # 5 tiles x 4 clusters x 3 scales (static cooperative: 128 x 256, 256 x 128, 128 x 128 and
+    # the 64-row tiles; 128 x 192, 128 x 320 and 256 x 160 need other epilogue buffers than the
+    # default 4) + 5 x 3 (dynamic, 1x1) + 4 x 4 x 3 (ping-pong: 128 x 192, 128 x 128 and the
+    # 64-row tiles, every cluster, static), twice: waiting for the other's stages and skipping
+    # them (pingpong-skip)
+    assert verified == 60 + 15 + 48 + 48
 
 
 def _ptx(gemm: Any, cfg: Any, name: str = "ts") -> str:
