@@ -133,8 +133,9 @@ class GemmConfig:
             warpgroups (one for ``BM = 64``, two for ``BM = 128`` and ``256``: with 256 rows
             each issues two 64-row WGMMAs per K step, on rows ``64 w`` and ``128 + 64 w``);
             ping-pong: one warpgroup holds the whole tile (``BM / 64`` WGMMAs per K step).
-            ``BN = 320`` (cooperative, a 2 x 1 cluster): two ``64 x 160`` WGMMAs a warpgroup
-            per K step (``mma_n``), and each CTA of the cluster loads 160 rows of B.
+            ``BN = 320`` (cooperative, a 2 x 1 or 2 x 2 cluster): two ``64 x 160`` WGMMAs a
+            warpgroup per K step (``mma_n``), and each CTA of a cluster column loads 160 rows
+            of B.
         cluster_mn: cluster shape ``(CM, CN)``; ``A`` is multicast along ``CN``, ``B``
             along ``CM``.
         dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
@@ -236,7 +237,8 @@ class GemmConfig:
                 f"tile_mn={self.tile_mn}, cluster_mn={self.cluster_mn}",
                 f"each CTA would TMA-load {self.tile_mn[1] // self.cluster_mn[0]} rows of B in "
                 f"one box, and a TMA box holds at most {TMA_MAX_BOX}",
-                "use cluster_mn=(2, 1): each CTA then loads half of B's rows and multicasts them",
+                "use cluster_mn=(2, 1) or (2, 2): each CTA then loads half of B's rows and "
+                "multicasts them",
             )
         if self.layout in LAYOUTS and self.b_layout == LayoutEnum.COL_MAJOR and self.mma_n % 64:
             raise _refused(
