@@ -121,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
+    if args.measure_s < 0:
+        parser.error(f"--measure-s {args.measure_s:g}: give 0 (exactly --iters) or more seconds")
     shapes = [tuple(s) for s in args.shape] if args.shape else list(SHAPES)
     cli: Any = importlib.import_module("_gemm_cli")
     extras, note = cute_example_column(args, cli.parse_config(args))

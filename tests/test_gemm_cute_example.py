@@ -114,6 +114,31 @@ def test_sweep_main_without_a_gpu(
     assert lines[2]["ts_over_cute_example_geomean"] == pytest.approx(2.0)
 
 
+def test_sweep_measures_at_least_measure_s(
+    driver: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """Every measurement lasts ``--measure-s`` (50 ms by default, 0: exactly ``--iters``); a
+    negative one is a usage error, not a silent 0."""
+    sweep = importlib.import_module("gemm_sweep")
+    gemm = importlib.import_module("gemm")
+    seen: list[float] = []
+
+    def run_case(cfg: Any, compiled: Any, mnk: Any, iters: int, **kw: Any) -> dict[str, Any]:
+        seen.append(kw["measure_s"])
+        ok = {"ok": True, "tflops": 1.0}
+        return {"mnk": list(mnk), "ts": ok, "twin": ok}
+
+    monkeypatch.setattr(gemm, "compile_for_gpu", lambda cfg: {"ts": None, "twin": None})
+    monkeypatch.setattr(gemm, "run_case", run_case)
+    shape = ["--shape", "256", "256", "256", "--config", "default"]
+    assert sweep.main(shape) == 0
+    assert sweep.main([*shape, "--measure-s", "0"]) == 0
+    assert seen == [importlib.import_module("_timing").MEASURE_S, 0.0]
+    with pytest.raises(SystemExit) as exit_:
+        sweep.main([*shape, "--measure-s", "-1"])
+    assert exit_.value.code == 2 and "--measure-s -1" in capsys.readouterr().err
+
+
 def test_sweep_versus_times_other_configurations_in_the_same_run(
     monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:

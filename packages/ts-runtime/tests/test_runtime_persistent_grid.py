@@ -50,3 +50,12 @@ def test_with_a_gpu_the_driver_decides_once_per_size(monkeypatch: pytest.MonkeyP
     assert harness.max_active_clusters(2) == 56
     assert harness.max_active_clusters(2) == 56
     assert asked == [1, 2]  # cached: the compiled kernel and the host sizes see one answer
+
+
+@pytest.mark.parametrize("size", [0, -2, 17, 2.0, True, "2"])
+def test_a_cluster_size_that_is_no_cluster_is_a_typed_error(size: object) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match="a cluster holds 1 to 16 CTAs") as err:
+        harness.max_active_clusters(size)  # type: ignore[arg-type]
+    assert repr(size) in str(err.value) and err.value.fix

@@ -122,7 +122,20 @@ def max_active_clusters(cluster_size: int = 1) -> int:
     whole wave of the others to finish; ``FALLBACK_SMS // cluster_size`` where there is none.
     The answer depends on the machine only, not on what ran before, so a kernel compiled and
     its host sizes agree.
+
+    Raises:
+        RuntimeConfigError: ``cluster_size`` is not an int from 1 to 16 (the most CTAs a
+            cluster may hold).
     """
+    ok = isinstance(cluster_size, int) and not isinstance(cluster_size, bool)
+    if not (ok and 1 <= cluster_size <= 16):
+        from ts_runtime.errors import RuntimeConfigError
+
+        raise RuntimeConfigError(
+            f"max_active_clusters(cluster_size=...): a cluster holds 1 to 16 CTAs, got "
+            f"{cluster_size!r}",
+            fix="pass the number of CTAs in one cluster, e.g. 2 for a 2 x 1 cluster",
+        )
     if cluster_size not in _ACTIVE_CLUSTERS:
         try:
             import torch
