@@ -88,6 +88,8 @@ pending)
   # designs session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
   # (256 x 128 1 x 2). Then gemm_tune.py --from-sweep ab.log decides the table.
   # Three device calls: pending, pending2, pending3.
+  run check.log 60 python3 -m pytest -q -p no:cacheprovider \
+    packages/ts-runtime/tests/test_runtime_persistent_grid.py
   run check.log 240 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k "320 or 256x160 or 2x2"
   run check.log 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \

@@ -59,3 +59,25 @@ def test_a_cluster_size_that_is_no_cluster_is_a_typed_error(size: object) -> Non
     with pytest.raises(RuntimeConfigError, match="a cluster holds 1 to 16 CTAs") as err:
         harness.max_active_clusters(size)  # type: ignore[arg-type]
     assert repr(size) in str(err.value) and err.value.fix
+
+
+def test_the_real_driver_agrees_with_the_dsl_and_answers_inside_a_trace() -> None:
+    """On a GPU: the probe's answer is the DSL's ``HardwareInfo`` one, and asking while a kernel
+    is being traced works (``HardwareInfo`` compiles a kernel itself, which may not nest)."""
+    torch = pytest.importorskip("torch")
+    hardware_info = pytest.importorskip("cutlass.utils").HardwareInfo
+    if harness.gpu_missing() is not None:
+        pytest.skip("needs a Hopper GPU")
+    import cutlass.cute as cute
+
+    torch.zeros(1, device="cuda")
+    for size in (1, 2, 4):
+        assert _dsl.max_active_clusters(size) == hardware_info().get_max_active_clusters(size)
+    seen: list[int] = []
+
+    @cute.jit
+    def traced() -> None:
+        seen.append(harness.max_active_clusters(2))
+
+    cute.compile(traced)
+    assert seen == [_dsl.max_active_clusters(2)] and seen[0] > 0

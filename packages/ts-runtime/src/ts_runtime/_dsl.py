@@ -38,14 +38,81 @@ def compile_jit(fn: Any, *args: Any, options: str | None = None) -> Any:
     return cute.compile(fn, *args) if options is None else cute.compile(fn, *args, options=options)
 
 
+# An empty kernel in PTX: the driver JITs it for the GPU at hand (sm_90 PTX runs on Hopper and
+# later), so the occupancy query needs no DSL compile, which may not nest inside one being traced.
+_PROBE_PTX = b""".version 7.8
+.target sm_90
+.address_size 64
+.visible .entry ts_occupancy_probe()
+{
+  ret;
+}
+"""
+
+
+def _checked(result: Any) -> Any:
+    """The value of a ``cuda.bindings.driver`` call; its error code raised as RuntimeError."""
+    from cuda.bindings import driver
+
+    err, *values = result
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"CUDA driver error {err!r}")
+    return values[0] if len(values) == 1 else tuple(values)
+
+
 def max_active_clusters(cluster_size: int) -> int:
     """The driver's occupancy answer for a one-CTA-an-SM kernel in ``cluster_size`` clusters.
 
-    ``cutlass.utils.HardwareInfo``; it needs a current CUDA context.
+    ``cuOccupancyMaxActiveClusters`` on a 128-thread probe kernel that asks for all of an SM's
+    shared memory; it needs a current CUDA context. Safe to call while a kernel is traced.
     """
-    import cutlass.utils
+    from cuda.bindings import driver
 
-    return int(cutlass.utils.HardwareInfo().get_max_active_clusters(cluster_size))
+    attr = driver.CUdevice_attribute
+    device = _checked(driver.cuCtxGetDevice())
+    major = _checked(
+        driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
+    )
+    if major < 9:  # no clusters before Hopper: one CTA an SM
+        sms = _checked(
+            driver.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device)
+        )
+        return int(sms) // cluster_size
+    module = _checked(driver.cuModuleLoadData(_PROBE_PTX))
+    try:
+        kernel = _checked(driver.cuModuleGetFunction(module, b"ts_occupancy_probe"))
+        smem = _checked(
+            driver.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, device
+            )
+        )
+        fattr = driver.CUfunction_attribute
+        _checked(
+            driver.cuFuncSetAttribute(
+                kernel, fattr.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem
+            )
+        )
+        _checked(
+            driver.cuFuncSetAttribute(
+                kernel, fattr.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1
+            )
+        )
+        cluster = driver.CUlaunchAttribute()
+        cluster.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        cluster.value.clusterDim.x, cluster.value.clusterDim.y, cluster.value.clusterDim.z = (
+            cluster_size,
+            1,
+            1,
+        )
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = cluster_size, 1, 1
+        config.blockDimX, config.blockDimY, config.blockDimZ = 128, 1, 1
+        config.sharedMemBytes = smem
+        config.numAttrs = 1
+        config.attrs = [cluster]
+        return int(_checked(driver.cuOccupancyMaxActiveClusters(kernel, config)))
+    finally:
+        _checked(driver.cuModuleUnload(module))
 
 
 def from_dlpack(tensor: Any, assumed_align: int | None = None) -> Any:

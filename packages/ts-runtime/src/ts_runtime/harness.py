@@ -117,7 +117,7 @@ def max_active_clusters(cluster_size: int = 1) -> int:
     """The size of a persistent grid: clusters of ``cluster_size`` CTAs, one CTA an SM.
 
     As many as this machine's GPU runs at once, asked of the driver once per size
-    (``cutlass.utils.HardwareInfo``, CUDA's occupancy query) where torch sees a CUDA GPU, so
+    (CUDA's ``cuOccupancyMaxActiveClusters`` on a probe kernel) where torch sees a CUDA GPU, so
     that a GPU with fewer SMs than an H200 (an H100 PCIe has 114) gets no CTAs that wait for a
     whole wave of the others to finish; ``FALLBACK_SMS // cluster_size`` where there is none.
     The answer depends on the machine only, not on what ran before, so a kernel compiled and
