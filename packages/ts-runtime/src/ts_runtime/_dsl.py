@@ -50,10 +50,16 @@ _PROBE_PTX = b""".version 7.8
 """
 
 
+def _driver() -> Any:
+    """``cuda.bindings.driver`` (CUDA's driver API; the DSL depends on it)."""
+    from cuda.bindings import driver  # type: ignore[import-untyped]
+
+    return driver
+
+
 def _checked(result: Any) -> Any:
     """The value of a ``cuda.bindings.driver`` call; its error code raised as RuntimeError."""
-    from cuda.bindings import driver
-
+    driver = _driver()
     err, *values = result
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"CUDA driver error {err!r}")
@@ -66,8 +72,7 @@ def max_active_clusters(cluster_size: int) -> int:
     ``cuOccupancyMaxActiveClusters`` on a 128-thread probe kernel that asks for all of an SM's
     shared memory; it needs a current CUDA context. Safe to call while a kernel is traced.
     """
-    from cuda.bindings import driver
-
+    driver = _driver()
     attr = driver.CUdevice_attribute
     device = _checked(driver.cuCtxGetDevice())
     major = _checked(
@@ -140,9 +145,7 @@ def dtype(name: str) -> Any:
 
 def cu_stream(raw: int) -> Any:
     """A ``cuda.CUstream`` over a raw stream handle."""
-    from cuda.bindings import driver as cuda  # type: ignore[import-untyped]
-
-    return cuda.CUstream(raw)
+    return _driver().CUstream(raw)
 
 
 # -- raw pointers (the torch operator's fast path) -------------------------------------------------
