@@ -24,7 +24,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, retable, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -124,6 +124,27 @@ pending3)
   run sweep.log 300 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+retable)
+  # Session 15 (H100 lent, two calls): the steady A/B of the new tiles and the steady tuner's
+  # leaders on six shapes; the table takes, per class, the best of this log and the first call's
+  # (bench/ab/session15/s15_ab1_h100.log, 2 % margin for the entry the table holds); then the
+  # sweep runs on that table (TS_GEMM_TABLE), which is written to the output folder.
+  run ab.log 270 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 4096 4096 4096 --shape 2048 2048 2048 \
+    --shape 1024 8192 8192 --shape 4096 4096 14336 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
+    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2" \
+    --versus "--tile 128x256 --cluster 2x1"
+  run table.log 60 python3 examples/hopper/gemm_tune.py --from-sweep \
+    bench/ab/session15/s15_ab1_h100.log "$out/ab.log" --dtype bf16 --margin 0.02 \
+    -o "$out/t15.json"
+  run table.log 30 python3 examples/hopper/gemm_tune.py --combine \
+    examples/hopper/gemm_table.json "$out/t15.json" -o "$out/gemm_table.json"
+  TS_GEMM_TABLE="$out/gemm_table.json" run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
   # the per-call host work), to tell launch-path costs from kernel ones on the short shapes.
@@ -142,7 +163,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, retable, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
