@@ -125,24 +125,13 @@ pending3)
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 retable)
-  # Session 15 (H100 lent, two calls): the steady A/B of the new tiles and the steady tuner's
-  # leaders on three shapes; the table takes, per class, the best of this log and the first call's
-  # (bench/ab/session15/s15_ab1_h100.log, 2 % margin for the entry the table holds); then the
-  # sweep runs on that table (TS_GEMM_TABLE), which is written to the output folder.
-  run ab.log 200 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 4096 4096 4096 \
+  # Session 15 (H100 lent; device time for one more call): the sweep on the shipped table with
+  # the two new tiles that led the first call's steady A/B (bench/ab/session15/s15_ab1_h100.log)
+  # in the same rounds on every shape. On the CPU after: gemm_tune.py --from-sweep on both logs.
+  run sweep.log 440 python3 bench/gemm_sweep.py --graph --rounds 5 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 128x256 --cluster 1x2" --versus "--tile 256x128 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1"
-  run table.log 60 python3 examples/hopper/gemm_tune.py --from-sweep \
-    bench/ab/session15/s15_ab1_h100.log "$out/ab.log" --dtype bf16 --margin 0.02 \
-    -o "$out/t15.json"
-  run table.log 30 python3 examples/hopper/gemm_tune.py --combine \
-    examples/hopper/gemm_table.json "$out/t15.json" -o "$out/gemm_table.json"
-  TS_GEMM_TABLE="$out/gemm_table.json" run sweep.log 230 python3 bench/gemm_sweep.py --graph \
-    --rounds 4 --cute-example .gpu/cute_example/dense_gemm_persistent.py
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
