@@ -125,13 +125,15 @@ pending3)
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 retable)
-  # Session 15 (H100 lent; device time for one more call): the sweep on the shipped table with
-  # the two new tiles that led the first call's steady A/B (bench/ab/session15/s15_ab1_h100.log)
-  # in the same rounds on every shape. On the CPU after: gemm_tune.py --from-sweep on both logs.
-  run sweep.log 440 python3 bench/gemm_sweep.py --graph --rounds 5 \
+  # Session 15 (H100 lent; device time left for one short call): the second steady A/B of the
+  # new tiles that led the first call's (bench/ab/session15/s15_ab1_h100.log) and of the steady
+  # tuner's 4096^3 leader. On the CPU after: gemm_tune.py --from-sweep on both logs.
+  run ab.log 250 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 4096 4096 4096 --shape 2048 2048 2048 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2"
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
+    --versus "--tile 256x128 --cluster 1x2"
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
