@@ -92,8 +92,9 @@ pending)
     packages/ts-runtime/tests/test_runtime_persistent_grid.py
   run check.log 240 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k "320 or 256x160 or 2x2"
-  run check.log 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
-    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5
+  timeout 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
+    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5 \
+    > "$out/sanitizer.log" 2>&1
   run ab.log 240 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
     --shape 8192 8192 8192 --shape 8192 28672 8192 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py \
