@@ -135,6 +135,9 @@ retable)
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
     --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
     --versus "--tile 256x128 --cluster 1x2"
+  timeout 80 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
+    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5 \
+    > "$out/sanitizer.log" 2>&1
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
