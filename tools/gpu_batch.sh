@@ -24,7 +24,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, retable, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -80,64 +80,45 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 14 (no device) built on the CPU only: the 128 x 320 tile (cuBLAS's widest; two
-  # 64 x 160 WGMMAs a warpgroup, B split over a 2 x 1 cluster), 256 x 160, 2 x 2 clusters
-  # (both operands multicast) and persistent grids sized by the driver. First whether they are
-  # right, then same-run A/Bs; and every sweep measurement now lasts >= 50 ms (the tuner's
-  # rule), so session 13's table changes are in the A/B again on steady timing, with the
-  # designs session 13's steady tuner log put first on 2048^3 (128 x 256 1 x 2) and 4096^3
-  # (256 x 128 1 x 2). Then gemm_tune.py --from-sweep ab.log decides the table.
-  # Three device calls: pending, pending2, pending3.
-  run check.log 60 python3 -m pytest -q -p no:cacheprovider \
-    packages/ts-runtime/tests/test_runtime_persistent_grid.py
-  run check.log 240 python3 -m pytest -q -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "320 or 256x160 or 2x2"
+  # Session 15 ran the new tiles on an H100 SXM (bench/ab/session15): the 128 x 320, 256 x 160
+  # and 2 x 2 edge shapes right, one steady A/B. 128 x 320 2 x 1 and 256 x 160 1 x 2 led the
+  # table's entry on 3000 x 5000 x 4000 (eager and graph), 2 x 2 clusters lost everywhere (30
+  # clusters of 4: 120 SMs). One sample on another GPU decides no entry: the same A/B on the
+  # H200, twice (pending, pending2), with the steady tuner's 2048^3 / 4096^3 leaders; then
+  # gemm_tune.py --from-sweep on both logs (bench/ab/README.md) and the sweep on that table.
   timeout 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
-    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5 \
+    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5 \
     > "$out/sanitizer.log" 2>&1
-  run ab.log 240 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 8192 28672 8192 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
+    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 128x320 --cluster 2x2 --epi-stages 5" \
     --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 128x256 --cluster 2x2" \
-    --versus "--kernel pingpong-skip --tile 128x192 --cluster 2x1"
+    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
+    --versus "--tile 128x256 --cluster 2x1"
+  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 pending2)
-  run ab.log 240 python3 bench/gemm_sweep.py --graph --shape 2048 2048 2048 \
-    --shape 4096 4096 4096 --shape 1024 8192 8192 --shape 4096 4096 14336 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--kernel pingpong-skip --tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 128x256 --cluster 1x2" \
-    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 2x2"
-  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  ;;
-pending3)
-  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
-    --versus "--tile 128x128 --cluster 2x2"
-  # the steady tuner log's other leaders (8192^3: tail split 2 in 2 x 1; 8192 x 1024: raster n)
-  run ab.log 150 python3 bench/gemm_sweep.py --graph --shape 8192 8192 8192 \
-    --shape 8192 1024 8192 \
-    --versus "--tile 128x256 --cluster 2x1 --tail-split 2" \
-    --versus "--tile 128x256 --cluster 2x1 --raster n"
-  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  ;;
-retable)
-  # Session 15 (H100 lent; device time left for one short call): the second steady A/B of the
-  # new tiles that led the first call's (bench/ab/session15/s15_ab1_h100.log) and of the steady
-  # tuner's 4096^3 leader. On the CPU after: gemm_tune.py --from-sweep on both logs.
-  run ab.log 250 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 4096 4096 4096 --shape 2048 2048 2048 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
+    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
     --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 256x128 --cluster 1x2"
-  timeout 80 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
-    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x2 --epi-stages 5 \
-    > "$out/sanitizer.log" 2>&1
+    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
+    --versus "--tile 128x256 --cluster 2x1"
+  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  ;;
+pending3)
+  # the steady tuner log's other leaders (8192^3: tail split 2 in 2 x 1; 8192 x 1024: raster n;
+  # 1024 x 8192^2: 2 x 1 swizzle 1), then the sweep (on the table the A/Bs gave, if any)
+  run ab.log 200 python3 bench/gemm_sweep.py --graph --shape 8192 8192 8192 \
+    --shape 8192 1024 8192 --shape 1024 8192 8192 \
+    --versus "--tile 128x256 --cluster 2x1 --tail-split 2" \
+    --versus "--tile 128x256 --cluster 2x1 --raster n" \
+    --versus "--tile 128x256 --cluster 2x1 --swizzle 1"
+  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
@@ -157,7 +138,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, retable, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
