@@ -194,14 +194,11 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # ... and its transpose in area, 256 x 160 (the same WGMMAs on two 64-row blocks a
         # warpgroup, any cluster; two epilogue buffers leave a fourth A/B stage)
         {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
-        # 2 x 2 clusters: A and B both multicast (a quarter less read from L2 than 2 x 1);
-        # 4-CTA clusters fit fewer SMs (the grid is the driver's answer), which under a power
-        # cap costs less than it seems: the idle SMs' power goes to the busy ones
-        {"tile_mn": (128, 256), "cluster_mn": (2, 2)},
-        {"tile_mn": (128, 320), "cluster_mn": (2, 2), "epi_stages": 5},
+        # (no 2 x 2 clusters: the driver runs 30 clusters of 4 on 132 SMs, and on an H100 SXM
+        # they lost 2-22 % to 2 x 1 on the shapes tried, bench/ab/session15)
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (66 of them; ``split_k``
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (64 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
