@@ -41,6 +41,18 @@ run() {
   } >> "$out/$log"
 }
 
+# The A/B that pending and pending2 run (two samples): session 15's new tiles and the steady
+# tuner's 2048^3 / 4096^3 leaders against the table on the shapes they could change.
+new_tiles_ab() {
+  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
+    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
+    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
+    --versus "--tile 128x256 --cluster 2x1"
+}
+
 case "$phase" in
 check)
   for args in grid_stride_copy.py tma_copy.py "tma_copy.py --variant tma_store" \
@@ -89,24 +101,12 @@ pending)
   timeout 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
     --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5 \
     > "$out/sanitizer.log" 2>&1
-  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
-    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1"
+  new_tiles_ab
   run sweep.log 280 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 pending2)
-  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
-    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1"
+  new_tiles_ab
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 pending3)
