@@ -104,11 +104,8 @@ def max_active_clusters(cluster_size: int) -> int:
         )
         cluster = driver.CUlaunchAttribute()
         cluster.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        cluster.value.clusterDim.x, cluster.value.clusterDim.y, cluster.value.clusterDim.z = (
-            cluster_size,
-            1,
-            1,
-        )
+        dim = cluster.value.clusterDim  # a view into the attribute's union
+        dim.x, dim.y, dim.z = cluster_size, 1, 1
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = cluster_size, 1, 1
         config.blockDimX, config.blockDimY, config.blockDimZ = 128, 1, 1
