@@ -52,6 +52,21 @@ def test_with_a_gpu_the_driver_decides_once_per_size(monkeypatch: pytest.MonkeyP
     assert asked == [1, 2]  # cached: the compiled kernel and the host sizes see one answer
 
 
+def test_a_failed_driver_query_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fake_gpu(monkeypatch, {})
+
+    def refuse(size: int) -> int:
+        raise RuntimeError("CUDA driver error <CUresult.CUDA_ERROR_INVALID_VALUE: 1>")
+
+    monkeypatch.setattr(_dsl, "max_active_clusters", refuse)
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=r"occupancy query failed.*INVALID_VALUE") as err:
+        harness.max_active_clusters(8)
+    assert "max_active_clusters(8)" in str(err.value) and err.value.fix
+    assert harness._ACTIVE_CLUSTERS == {}  # nothing cached: the next call asks again
+
+
 @pytest.mark.parametrize("size", [0, -2, 17, 2.0, True, "2"])
 def test_a_cluster_size_that_is_no_cluster_is_a_typed_error(size: object) -> None:
     from ts_runtime.errors import RuntimeConfigError

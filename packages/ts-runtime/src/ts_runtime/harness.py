@@ -125,7 +125,7 @@ def max_active_clusters(cluster_size: int = 1) -> int:
 
     Raises:
         RuntimeConfigError: ``cluster_size`` is not an int from 1 to 16 (the most CTAs a
-            cluster may hold).
+            cluster may hold), or the driver's query failed.
     """
     ok = isinstance(cluster_size, int) and not isinstance(cluster_size, bool)
     if not (ok and 1 <= cluster_size <= 16):
@@ -148,7 +148,17 @@ def max_active_clusters(cluster_size: int = 1) -> int:
         from ts_runtime._dsl import max_active_clusters as ask_driver
 
         torch.zeros(1, device="cuda")  # the current context the driver's query needs
-        _ACTIVE_CLUSTERS[cluster_size] = ask_driver(cluster_size)
+        try:
+            _ACTIVE_CLUSTERS[cluster_size] = ask_driver(cluster_size)
+        except RuntimeError as exc:  # a driver error code (_dsl._checked)
+            from ts_runtime.errors import RuntimeConfigError
+
+            raise RuntimeConfigError(
+                f"max_active_clusters({cluster_size}): the CUDA driver's occupancy query "
+                f"failed: {exc}",
+                fix="update the NVIDIA driver (clusters need CUDA 11.8 or later and a Hopper "
+                "or later GPU), or pick a smaller cluster",
+            ) from exc
     return _ACTIVE_CLUSTERS[cluster_size]
 
 
