@@ -28,10 +28,20 @@ phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, graph, 
 out="${2:?output folder}"
 mkdir -p "$out"
 
+# A device call ends at 600 s and takes what the phase wrote by then: every command's limit is
+# cut to what is left of GPU_BATCH_BUDGET_S (default 570) from the phase's start, so that the
+# last one is stopped in time to write its log rather than killed with the call.
+deadline=$((SECONDS + ${GPU_BATCH_BUDGET_S:-570}))
+
 # run LOG LIMIT CMD...: append CMD's output (its last 40 lines) and exit status to LOG.
 run() {
-  local log="$1" limit="$2"
+  local log="$1" limit="$2" left=$((deadline - SECONDS))
   shift 2
+  if ((left < limit)); then limit=$left; fi
+  if ((limit < 10)); then
+    echo "== $*"$'\n'"skipped: the phase's time is spent" >> "$out/$log"
+    return
+  fi
   {
     echo "== $*"
     timeout "$limit" "$@" > /tmp/gpu_batch_cmd.log 2>&1
