@@ -44,10 +44,11 @@ run() {
   fi
   {
     echo "== $*"
+    local t0=$SECONDS
     timeout "$limit" "$@" > /tmp/gpu_batch_cmd.log 2>&1
     local rc=$?
     tail -n 40 /tmp/gpu_batch_cmd.log
-    echo "rc=$rc"
+    echo "rc=$rc took=$((SECONDS - t0))s limit=${limit}s"
   } >> "$out/$log"
 }
 
