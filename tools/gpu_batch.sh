@@ -52,16 +52,16 @@ run() {
   } >> "$out/$log"
 }
 
-# The A/B that pending and pending2 run (two samples): session 15's new tiles and the steady
-# tuner's 2048^3 / 4096^3 leaders against the table on the shapes they could change.
-new_tiles_ab() {
+# The A/B that pending and pending2 run (two samples; session 16's, on an H100, left these
+# open): 256 x 160 1 x 2 on the ragged class, 128 x 256 2 x 1 and 256 x 128 1 x 2 on the
+# 8192 classes, and the ping-pong-skip that the 2048^3 / 4096^3 entries replaced.
+open_entries_ab() {
   run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 8192 8192 --shape 8192 28672 8192 --shape 4096 4096 4096 \
+    --shape 8192 28672 8192 --shape 8192 8192 8192 --shape 4096 4096 4096 \
     --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" \
     --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
-    --versus "--tile 256x128 --cluster 1x2" --versus "--tile 128x256 --cluster 1x2" \
-    --versus "--tile 128x256 --cluster 2x1"
+    --versus "--tile 128x256 --cluster 2x1" --versus "--tile 256x128 --cluster 1x2" \
+    --versus "--tile 128x128 --cluster 1x2 --kernel pingpong-skip"
 }
 
 case "$phase" in
@@ -103,33 +103,25 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 15 ran the new tiles on an H100 SXM (bench/ab/session15): the 128 x 320, 256 x 160
-  # and 2 x 2 edge shapes right, one steady A/B. 128 x 320 2 x 1 and 256 x 160 1 x 2 led the
-  # table's entry on 3000 x 5000 x 4000 (eager and graph), 2 x 2 clusters lost everywhere (30
-  # clusters of 4: 120 SMs). One sample on another GPU decides no entry: the same A/B on the
-  # H200, twice (pending, pending2), with the steady tuner's 2048^3 / 4096^3 leaders; then
-  # gemm_tune.py --from-sweep on both logs (bench/ab/README.md) and the sweep on that table.
-  timeout 100 compute-sanitizer --tool memcheck python3 examples/hopper/gemm.py \
-    --mnk 1003 1501 707 --config default --tile 128x320 --cluster 2x1 --epi-stages 5 \
-    > "$out/sanitizer.log" 2>&1
-  new_tiles_ab
+  # Session 16 ran session 15's A/Bs on an H100 SXM (bench/ab/session16) and moved the 2048^3
+  # and 4096^3 classes to cooperative 1 x 2 tiles; the table has not been swept on an H200
+  # since session 13. Each of these calls takes about 300 s (session 16: the A/B 117 s, the
+  # sweep 121 s, FP8 48 s): the open entries' A/B and both sweeps, twice, then a third sweep.
+  open_entries_ab
   run sweep.log 280 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 pending2)
-  new_tiles_ab
-  run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  open_entries_ab
+  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending3)
-  # the steady tuner log's other leaders (8192^3: tail split 2 in 2 x 1; 8192 x 1024: raster n;
-  # 1024 x 8192^2: 2 x 1 swizzle 1), then the sweep (on the table the A/Bs gave, if any)
-  run ab.log 200 python3 bench/gemm_sweep.py --graph --shape 8192 8192 8192 \
-    --shape 8192 1024 8192 --shape 1024 8192 8192 \
-    --versus "--tile 128x256 --cluster 2x1 --tail-split 2" \
-    --versus "--tile 128x256 --cluster 2x1 --raster n" \
-    --versus "--tile 128x256 --cluster 2x1 --swizzle 1"
-  run sweep.log 300 python3 bench/gemm_sweep.py --graph \
+  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
