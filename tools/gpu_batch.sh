@@ -54,14 +54,17 @@ run() {
 
 # The A/B that pending and pending2 run (two samples; session 16's, on an H100, left these
 # open): 256 x 160 1 x 2 on the ragged class, 128 x 256 2 x 1 and 256 x 128 1 x 2 on the
-# 8192 classes, and the ping-pong-skip that the 2048^3 / 4096^3 entries replaced.
+# 8192 classes, 2 x 1 with swizzle 1 on 1024 x 8192 x 8192 (+7 % in graph timing, one
+# sample), and the ping-pong-skip that the 2048^3 / 4096^3 entries replaced.
 open_entries_ab() {
   run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
     --shape 8192 28672 8192 --shape 8192 8192 8192 --shape 4096 4096 4096 \
-    --shape 2048 2048 2048 --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --shape 2048 2048 2048 --shape 1024 8192 8192 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
     --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
     --versus "--tile 128x256 --cluster 2x1" --versus "--tile 256x128 --cluster 1x2" \
-    --versus "--tile 128x128 --cluster 1x2 --kernel pingpong-skip"
+    --versus "--tile 128x128 --cluster 1x2 --kernel pingpong-skip" \
+    --versus "--tile 128x256 --cluster 2x1 --swizzle 1"
 }
 
 case "$phase" in
@@ -105,8 +108,8 @@ fp8)
 pending)
   # Session 16 ran session 15's A/Bs on an H100 SXM (bench/ab/session16) and moved the 2048^3
   # and 4096^3 classes to cooperative 1 x 2 tiles; the table has not been swept on an H200
-  # since session 13. Each of these calls takes about 300 s (session 16: the A/B 117 s, the
-  # sweep 121 s, FP8 48 s): the open entries' A/B and both sweeps, twice, then a third sweep.
+  # since session 13. Each of these calls takes about 350 s (session 16: a smaller A/B 117 s,
+  # the sweep 121 s, FP8 48 s): the open entries' A/B and both sweeps, twice, then a third sweep.
   open_entries_ab
   run sweep.log 280 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
