@@ -52,19 +52,24 @@ run() {
   } >> "$out/$log"
 }
 
-# The A/B that pending and pending2 run (two samples; session 16's, on an H100, left these
-# open): 256 x 160 1 x 2 on the ragged class, 128 x 256 2 x 1 and 256 x 128 1 x 2 on the
-# 8192 classes, 2 x 1 with swizzle 1 on 1024 x 8192 x 8192 (+7 % in graph timing, one
-# sample), and the ping-pong-skip that the 2048^3 / 4096^3 entries replaced.
+# The A/Bs that pending and pending2 run (session 17 left these open). bf16: 128 x 256 in
+# 2 x 1 on the 8192 classes (it led on an H100 in every sample, +0.5 % on the H200's
+# 8192 x 28672 x 8192, untimed there on 8192^3) and 256 x 160 in 1 x 2 on the ragged class.
+# FP8: the shapes under 0.97 of the accurate _scaled_mm against other tiles that promote
+# (at most 96 accumulator values a thread: 128 x 192, 128 x 128, 64-row tiles); a wider tile
+# accumulates like use_fast_accum and gemm_tune.py --from-sweep refuses it.
 open_entries_ab() {
-  run ab.log 300 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
-    --shape 8192 28672 8192 --shape 8192 8192 8192 --shape 4096 4096 4096 \
-    --shape 2048 2048 2048 --shape 1024 8192 8192 \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
-    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2" \
+  run ab.log 150 python3 bench/gemm_sweep.py --graph --shape 8192 8192 8192 \
+    --shape 8192 28672 8192 --shape 3000 5000 4000 \
     --versus "--tile 128x256 --cluster 2x1" --versus "--tile 256x128 --cluster 1x2" \
-    --versus "--tile 128x128 --cluster 1x2 --kernel pingpong-skip" \
-    --versus "--tile 128x256 --cluster 2x1 --swizzle 1"
+    --versus "--tile 256x160 --cluster 1x2 --epi-stages 2"
+  run fp8ab.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --shape 256 28672 8192 --shape 4096 4096 14336 --shape 8192 1024 8192 \
+    --shape 1024 8192 8192 --shape 4096 4096 4096 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" \
+    --versus "--tile 128x192 --cluster 1x2 --epi-stages 3" \
+    --versus "--tile 128x128 --cluster 2x1" --versus "--tile 128x128 --cluster 1x2" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 2"
 }
 
 case "$phase" in
@@ -106,25 +111,24 @@ fp8)
   run fp8.log 250 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending)
-  # Session 16 ran session 15's A/Bs on an H100 SXM (bench/ab/session16) and moved the 2048^3
-  # and 4096^3 classes to cooperative 1 x 2 tiles; the table has not been swept on an H200
-  # since session 13. Each of these calls takes about 350 s (session 16: a smaller A/B 117 s,
-  # the sweep 121 s, FP8 48 s): the open entries' A/B and both sweeps, twice, then a third sweep.
+  # Session 17 moved two bf16 classes to 2 x 1 clusters (1024 x 8192 x 8192, 256 x 28672 x
+  # 8192) and has swept that table only on an H100. Each call takes about 300 s (session
+  # 17 on an H200: the bf16 sweep 112 s, FP8 38 s, a 4-shape A/B 114 s).
   open_entries_ab
-  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 pending2)
   open_entries_ab
-  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
+  run fp8.log 80 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   ;;
 pending3)
-  run sweep.log 280 python3 bench/gemm_sweep.py --graph \
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without

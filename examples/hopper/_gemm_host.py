@@ -547,6 +547,9 @@ def run_case(
         result[name] = {"ok": ok, "rel_err": err}
         if name in (variants or {}):  # compiled's kernels run result["config"]
             result[name]["config"] = dataclasses.asdict(kcfg)
+            # FP8 on a tile with no registers to promote accumulates like use_fast_accum:
+            # the interval in effect tells such a contender from the entry it is timed against
+            result[name]["promotion"] = kcfg.promotion
         calls[name] = lambda kk=kernel, aa=args: kk(*aa)
         binds[name] = lambda s, kk=kernel, aa=args, kc=kcfg: on_stream(kc, kk, aa, s)
     plain = dataclasses.replace(cfg, alpha=1.0, beta=0.0, bias=False, scale="none")

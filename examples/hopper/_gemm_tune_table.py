@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from _gemm_cli import versus_config
-from _gemm_config import GemmConfig
+from _gemm_config import GemmConfig, fit_swizzle
 from _gemm_host import PROBLEM_FIELDS
 from _gemm_table import (
     SCHEMA,
@@ -86,14 +86,15 @@ def versus_words(name: str) -> list[str]:
     return words
 
 
-def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
+def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list[dict[str, Any]]:
     """Per shape of ``gemm_sweep.py`` runs on ``base``'s problem (dtype, scales, epilogue):
     ``{"mnk", "class", "dtype", "contenders": [(fields, tflops)], "torch": tflops}``.
 
     The contenders are the sweep's own configuration (``ts``) and each ``--versus`` one that
-    was right, as table fields; their swizzle is ``GemmConfig``'s maximum again (the sweep
-    ran it fitted to the shape, as ``fit_swizzle`` will fit the entry). TFLOP/s are the
-    CUDA-graph ones where every contender of the line has them, else the eager ones.
+    was right, as table fields; their swizzle is ``GemmConfig``'s maximum again where the
+    sweep ran it fitted to the shape (as ``fit_swizzle`` will fit the entry). TFLOP/s are the
+    CUDA-graph ones where every contender of the line has them (and not ``eager``), else the
+    eager ones: what a caller of ``gemm()`` gets, per-call host work included.
 
     Raises:
         RuntimeConfigError: No line of that problem with a right, timed contender.
@@ -107,7 +108,7 @@ def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
             continue
         names = ["ts", *(n for n in line if n.startswith("vs:") and isinstance(line[n], dict))]
         runs = {n: line[n] for n in names if line[n].get("ok") and "tflops" in line[n]}
-        graph = all("graph_tflops" in r for r in runs.values())
+        graph = not eager and all("graph_tflops" in r for r in runs.values())
         unit = "graph_tflops" if graph else "tflops"
         contenders = []
         mnk = tuple(line["mnk"])
@@ -118,7 +119,11 @@ def sweep_rows(paths: list[Path], base: GemmConfig) -> list[dict[str, Any]]:
                 one = config_of(run["config"])
             else:  # an older line: the variant as its name says, on the line's problem
                 one = versus_config(cfg, versus_words(name), mnk)
-            one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
+            table_one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
+            # A contender run with another swizzle than the fitted one ("--swizzle 1") is a
+            # schedule of its own: folding it into the table's would mix two timings.
+            if fit_swizzle(table_one, mnk[1], mnk[0]).swizzle == one.swizzle:
+                one = table_one
             contenders.append((tuned_fields(one), run[unit]))
         torch = next(
             (line[t][unit] for t in ("torch_accurate", "torch") if unit in line.get(t, {})), None

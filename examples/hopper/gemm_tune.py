@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import shlex
@@ -535,6 +536,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="no timing: the table from bench/gemm_sweep.py --versus output (the table's "
         "entry and the alternatives timed side by side), every contender verified first",
     )
+    parser.add_argument(
+        "--eager",
+        action="store_true",
+        help="--from-sweep: rank by the per-call (eager) timings, not the CUDA-graph ones",
+    )
     parser.add_argument("-o", "--out", type=Path, help="write the table here")
     source.add_argument(
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
@@ -584,7 +590,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     base = base_config(args)
     incumbents = _incumbents(base.dtype) if args.margin > 0 else {}
-    for logs, read in ((args.from_log, _rows_from_log), (args.from_sweep, _rows_from_sweep)):
+    from_sweep = functools.partial(_rows_from_sweep, eager=args.eager)
+    for logs, read in ((args.from_log, _rows_from_log), (args.from_sweep, from_sweep)):
         if logs:  # a table from earlier GPU runs' output, on any machine
             logged, keyed = read(logs, base)
             entries = best_per_class(logged, keyed, incumbents, args.margin)
@@ -690,25 +697,30 @@ def _rows_from_log(
 
 
 def _rows_from_sweep(
-    logs: list[Path], base: GemmConfig
+    logs: list[Path], base: GemmConfig, eager: bool = False
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """``--from-sweep``: a ``gemm_sweep.py --versus`` run's same-run timings as tuner rows
     (``_gemm_tune_table.sweep_rows``), every contender verified (``screen``) before it can win:
-    one whose plan fails is left out of its shape's line, with the reason printed."""
-    lines = sweep_rows(logs, base)
+    one whose plan fails is left out of its shape's line, with the reason printed. So is one
+    that cannot promote where the problem promotes (FP8 by default): it accumulates like
+    ``use_fast_accum`` (several times the error), so its timing is not the same product's."""
+    lines = sweep_rows(logs, base, eager)
     verified = {}
     for fields in {json.dumps(f, sort_keys=True) for r in lines for f, _ in r["contenders"]}:
         (cand,) = screen([json.loads(fields)], base)
+        if cand.cfg is not None and promotes(base) and not can_promote(json.loads(fields)):
+            why = f"no registers to promote (over {PROMOTE_MAX_ACC} accumulator values a thread)"
+            cand = Candidate(cand.fields, None, why)
         verified[fields] = cand
         if cand.cfg is None:
             print(json.dumps({"rejected": cand.key, "reason": cand.reason}))
     rows, by_key = [], {}
     for line in lines:
-        tflops = {}
+        tflops: dict[str, float] = {}
         for fields, value in line["contenders"]:
             cand = verified[json.dumps(fields, sort_keys=True)]
-            if cand.cfg is not None:
-                tflops[cand.key] = value
+            if cand.cfg is not None:  # a schedule timed twice in the line: its best timing
+                tflops[cand.key] = max(value, tflops.get(cand.key, 0.0))
                 by_key[cand.key] = tuned_fields(cand.cfg)
         if line["torch"] is not None:
             tflops["torch"] = line["torch"]

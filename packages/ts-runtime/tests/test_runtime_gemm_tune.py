@@ -563,6 +563,15 @@ def test_template_family_compiles_to_the_twins_code(
     assert out["ts"]["wgmma.mma_async"] > 0 and out["ts"]["cp.async.bulk.tensor"] > 0
 
 
+def test_shipped_fp8_entries_promote(gemm: Any, table: Any) -> None:
+    """Every FP8 entry keeps two-level accumulation: a tile without registers for it would
+    trade the accurate product (what ``torch_accurate`` is measured against) for speed."""
+    fp8 = gemm.GemmConfig(dtype="e4m3", scale="tensor")
+    for dtype, config in _shipped_families():
+        if dtype == "e4m3":
+            assert table.apply_fields(fp8, json.loads(config)).promotion > 0, config
+
+
 def _shipped_families() -> list[tuple[str, str]]:
     """The distinct ``(dtype, config)`` pairs of the shipped table (JSON config text)."""
     path = Path(__file__).resolve().parents[3] / "examples" / "hopper" / "gemm_table.json"
@@ -595,8 +604,13 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
 
     fp8 = tune.GemmConfig(dtype="e4m3", scale="tensor", tile_mn=(128, 128))
     table_cfg = dataclasses.replace(fp8, cluster_mn=(1, 2), tail_split=3)
-    fast = dataclasses.replace(fp8, tile_mn=(128, 192), epi_stages=3, raster="n", swizzle=1)
+    fast = dataclasses.replace(fp8, tile_mn=(128, 192), epi_stages=3, raster="n")
     wrong = dataclasses.replace(fp8, tile_mn=(128, 192), epi_stages=3)
+    # the same schedule run with another swizzle than the fitted one: a contender of its own,
+    # whose slower timing must not stand for the fitted schedule's
+    unfitted = dataclasses.replace(fast, swizzle=1)
+    # faster, but no registers to promote: fast-accumulation error, not the same product
+    wide = dataclasses.replace(fp8, tile_mn=(128, 256))
 
     def line(mnk: list[int], base: Any, speeds: tuple[float, float, float]) -> str:
         row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": mnk}
@@ -605,6 +619,8 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
         row["torch_accurate"] = {"ok": True, "tflops": 1250.0}
         row["vs:fast"] = {"ok": True, "tflops": speeds[1], "config": dataclasses.asdict(fast)}
         row["vs:wrong"] = {"ok": False, "tflops": speeds[2], "config": dataclasses.asdict(wrong)}
+        row["vs:unfitted"] = {"ok": True, "tflops": 900.0, "config": dataclasses.asdict(unfitted)}
+        row["vs:wide"] = {"ok": True, "tflops": 1500.0, "config": dataclasses.asdict(wide)}
         return json.dumps(row)
 
     rowwise = dataclasses.replace(table_cfg, scale="rowwise")
