@@ -74,6 +74,23 @@ def summary(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {f"{key}_geomean": geomean, f"{key}_min": min(values), f"{key}_shapes": len(values)}
 
 
+# Issue 16's targets, as same-run ratios: bf16 against cuBLAS (geomean, every shape) and the
+# CuTe example (every shape); FP8 against the accurate torch._scaled_mm. A sweep of some
+# shapes (--shape) judges those only.
+TARGETS = (
+    ("ts_over_torch_geomean", 1.00),
+    ("ts_over_torch_min", 0.97),
+    ("ts_over_cute_example_min", 1.00),
+)
+FP8_TARGETS = (("ts_over_torch_accurate_geomean", 1.00), ("ts_over_torch_accurate_min", 0.95))
+
+
+def targets(total: dict[str, Any]) -> dict[str, bool]:
+    """Each target the summary ``total`` has numbers for: whether it holds."""
+    wanted = FP8_TARGETS if "ts_over_torch_accurate_geomean" in total else TARGETS
+    return {f"{key} >= {bar:.2f}": total[key] >= bar for key, bar in wanted if key in total}
+
+
 def main(argv: list[str] | None = None) -> int:
     gemm: Any = importlib.import_module("gemm")  # examples/hopper/gemm.py
     timing: Any = importlib.import_module("_timing")
@@ -173,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         keys += [f"{versus_name(spec)}_over_torch", f"ts_over_{versus_name(spec)}"]
     for key in keys:
         total.update(summary(rows, key))
+    total["targets"] = targets(total)
     print(json.dumps(total, sort_keys=True), flush=True)
     return 0 if ok else 1
 

@@ -104,6 +104,11 @@ def test_sweep_main_without_a_gpu(
     assert [r["config_source"] for r in lines[:2]] == [source for _, source in picks]
     assert all("not found" in r["cute_example"]["skipped"] for r in lines[:2])
     assert lines[2]["summary"] and lines[2]["ok"] and "ts_over_cute_example_geomean" not in lines[2]
+    # no CuTe column: the targets judged are the two against cuBLAS, both held at 1.0
+    assert lines[2]["targets"] == {
+        "ts_over_torch_geomean >= 1.00": True,
+        "ts_over_torch_min >= 0.97": True,
+    }
     assert [c.tile_mn for c in compiled_cfgs] == [cfg.tile_mn for cfg, _ in picks]
 
     monkeypatch.setattr(sweep, "cute_example_column", lambda a, c: ({"cute_example": None}, ""))
@@ -202,3 +207,22 @@ def test_run_case_variants_must_compute_the_same_problem() -> None:
     with pytest.raises(RuntimeConfigError, match=r"'vs:x'.*'scale': 'tensor'") as info:
         host.same_problem(cfg, dataclasses.replace(cfg, scale="tensor"), "vs:x")
     assert info.value.resource == "vs:x" and "only the schedule" in info.value.fix
+
+
+def test_targets_name_each_bar_and_whether_it_holds(driver: Any) -> None:
+    """Issue 16's bars, read off a summary: bf16 against cuBLAS and the CuTe example, FP8
+    against the accurate _scaled_mm (its presence makes the summary an FP8 one)."""
+    sweep = importlib.import_module("gemm_sweep")
+    bf16 = {"ts_over_torch_geomean": 0.994, "ts_over_torch_min": 0.973}
+    bf16["ts_over_cute_example_min"] = 0.982
+    assert sweep.targets(bf16) == {
+        "ts_over_torch_geomean >= 1.00": False,
+        "ts_over_torch_min >= 0.97": True,
+        "ts_over_cute_example_min >= 1.00": False,
+    }
+    fp8 = {"ts_over_torch_geomean": 0.9, "ts_over_torch_accurate_geomean": 1.02}
+    fp8["ts_over_torch_accurate_min"] = 0.931
+    assert sweep.targets(fp8) == {
+        "ts_over_torch_accurate_geomean >= 1.00": True,
+        "ts_over_torch_accurate_min >= 0.95": False,
+    }
