@@ -92,7 +92,9 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
 
     The contenders are the sweep's own configuration (``ts``) and each ``--versus`` one that
     was right, as table fields; their swizzle is ``GemmConfig``'s maximum again where the
-    sweep ran it fitted to the shape (as ``fit_swizzle`` will fit the entry). TFLOP/s are the
+    sweep ran it fitted to the shape (as ``fit_swizzle`` will fit the entry). A contender
+    run with another ``promote_every`` than ``base``'s is left out: the table's entry would
+    not run it. TFLOP/s are the
     CUDA-graph ones where every contender of the line has them (and not ``eager``), else the
     eager ones: what a caller of ``gemm()`` gets, per-call host work included.
 
@@ -119,6 +121,8 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
                 one = config_of(run["config"])
             else:  # an older line: the variant as its name says, on the line's problem
                 one = versus_config(cfg, versus_words(name), mnk)
+            if one.promote_every != base.promote_every:
+                continue  # another promotion interval: not what the entry would run
             table_one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
             # A contender run with another swizzle than the fitted one ("--swizzle 1") is a
             # schedule of its own: folding it into the table's would mix two timings.

@@ -611,6 +611,8 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
     unfitted = dataclasses.replace(fast, swizzle=1)
     # faster, but no registers to promote: fast-accumulation error, not the same product
     wide = dataclasses.replace(fp8, tile_mn=(128, 256))
+    # the table's own schedule without promotion: its fields, another promotion interval
+    asdict_unpromoted = dataclasses.asdict(dataclasses.replace(table_cfg, promote_every=0))
 
     def line(mnk: list[int], base: Any, speeds: tuple[float, float, float]) -> str:
         row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": mnk}
@@ -621,6 +623,7 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
         row["vs:wrong"] = {"ok": False, "tflops": speeds[2], "config": dataclasses.asdict(wrong)}
         row["vs:unfitted"] = {"ok": True, "tflops": 900.0, "config": dataclasses.asdict(unfitted)}
         row["vs:wide"] = {"ok": True, "tflops": 1500.0, "config": dataclasses.asdict(wide)}
+        row["vs:unpromoted"] = {"ok": True, "tflops": 1600.0, "config": asdict_unpromoted}
         return json.dumps(row)
 
     rowwise = dataclasses.replace(table_cfg, scale="rowwise")
