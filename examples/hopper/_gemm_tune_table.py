@@ -93,10 +93,11 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
     The contenders are the sweep's own configuration (``ts``) and each ``--versus`` one that
     was right, as table fields; their swizzle is ``GemmConfig``'s maximum again where the
     sweep ran it fitted to the shape (as ``fit_swizzle`` will fit the entry). A contender
-    run with another ``promote_every`` than ``base``'s is left out: the table's entry would
-    not run it. TFLOP/s are the
-    CUDA-graph ones where every contender of the line has them (and not ``eager``), else the
-    eager ones: what a caller of ``gemm()`` gets, per-call host work included.
+    run with another ``promote_every`` than ``base``'s is left out (the table's entry would
+    not run it) and named in the row's ``left_out``, as is one that is no valid
+    configuration of this code (a tile since removed). TFLOP/s are the CUDA-graph ones where
+    every contender of the line has them (and not ``eager``), else the eager ones: what a
+    caller of ``gemm()`` gets, per-call host work included.
 
     Raises:
         RuntimeConfigError: No line of that problem with a right, timed contender.
@@ -112,17 +113,23 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
         runs = {n: line[n] for n in names if line[n].get("ok") and "tflops" in line[n]}
         graph = not eager and all("graph_tflops" in r for r in runs.values())
         unit = "graph_tflops" if graph else "tflops"
-        contenders = []
+        contenders, left_out = [], []
         mnk = tuple(line["mnk"])
         for name, run in runs.items():
-            if name == "ts":
-                one = cfg
-            elif "config" in run:
-                one = config_of(run["config"])
-            else:  # an older line: the variant as its name says, on the line's problem
-                one = versus_config(cfg, versus_words(name), mnk)
-            if one.promote_every != base.promote_every:
-                continue  # another promotion interval: not what the entry would run
+            try:
+                if name == "ts":
+                    one = cfg
+                elif "config" in run:
+                    one = config_of(run["config"])
+                else:  # an older line: the variant as its name says, on the line's problem
+                    one = versus_config(cfg, versus_words(name), mnk)
+            except (RuntimeConfigError, ValueError) as e:  # e.g. a tile no longer in TILES
+                left_out.append((name, str(e).splitlines()[0]))
+                continue
+            if one.promote_every != base.promote_every:  # not what the entry would run
+                why = f"promote_every={one.promote_every}, the problem's {base.promote_every}"
+                left_out.append((name, why))
+                continue
             table_one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
             # A contender run with another swizzle than the fitted one ("--swizzle 1") is a
             # schedule of its own: folding it into the table's would mix two timings.
@@ -133,7 +140,7 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
             (line[t][unit] for t in ("torch_accurate", "torch") if unit in line.get(t, {})), None
         )
         row = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
-        rows.append(dict(row, contenders=contenders, torch=torch))
+        rows.append(dict(row, contenders=contenders, torch=torch, left_out=left_out))
     if not any(r["contenders"] for r in rows):
         fix = "pass the output of bench/gemm_sweep.py --versus ... with the same problem options"
         raise _none_found("--from-sweep", paths, f"timed {base.dtype} sweep lines", fix)

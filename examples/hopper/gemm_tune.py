@@ -546,6 +546,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--combine", type=Path, nargs="+", metavar="TABLE", help="merge tables into -o"
     )
     args = parser.parse_args(argv)
+    if args.eager and not args.from_sweep:
+        parser.error("--eager ranks --from-sweep's timings: give --from-sweep LOG ... too")
     if args.budget_s is not None and args.budget_s <= 0:
         parser.error(f"--budget-s {args.budget_s:g}: give a positive number of seconds")
     try:  # GemmConfig's checks (typed TS errors) on the options: a usage error
@@ -705,6 +707,8 @@ def _rows_from_sweep(
     that cannot promote where the problem promotes (FP8 by default): it accumulates like
     ``use_fast_accum`` (several times the error), so its timing is not the same product's."""
     lines = sweep_rows(logs, base, eager)
+    for name, why in dict.fromkeys(x for r in lines for x in r["left_out"]):
+        print(json.dumps({"left_out": name, "reason": why}))
     verified = {}
     for fields in {json.dumps(f, sort_keys=True) for r in lines for f, _ in r["contenders"]}:
         (cand,) = screen([json.loads(fields)], base)

@@ -593,7 +593,42 @@ def test_every_configuration_the_table_picks_compiles_to_the_twins_code(
     assert out["ts"]["wgmma.mma_async"] > 0 and out["ts"]["cp.async.bulk.tensor"] > 0
 
 
-def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) -> None:
+def test_from_sweep_ranks_graph_timings_or_with_eager_per_call_ones(
+    tune: Any, table: Any, tmp_path: Path, capsys: Any
+) -> None:
+    """Graph timing where every contender has it; ``--eager`` the per-call one; ``--eager``
+    alone (nothing to rank) is a usage error."""
+    import dataclasses
+
+    plain = tune.GemmConfig(tile_mn=(128, 256))
+    other = dataclasses.replace(plain, cluster_mn=(2, 1))
+    row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": [1024, 8192, 8192]}
+    row["config"] = dataclasses.asdict(plain)
+    row["ts"] = {"ok": True, "tflops": 666.0, "graph_tflops": 680.0}
+    row["torch"] = {"ok": True, "tflops": 668.0, "graph_tflops": 670.0}
+    row["vs:c2x1"] = {"ok": True, "tflops": 725.0, "graph_tflops": 677.0}
+    row["vs:c2x1"]["config"] = dataclasses.asdict(other)
+    log = tmp_path / "ab.log"
+    log.write_text(json.dumps(row) + "\n")
+    winners = {}
+    for extra in ([], ["--eager"]):
+        out = tmp_path / f"t{len(extra)}.json"
+        argv = ["--from-sweep", str(log), "--margin", "0", *extra, "-o", str(out)]
+        assert tune.main(argv) == 0
+        (entry,) = table.load_table(out)["entries"]
+        winners[bool(extra)] = (entry["winner"], entry["tflops"])
+    assert winners == {
+        False: ("128x256-c1x1-coop-sta", [680.0]),
+        True: ("128x256-c2x1-coop-sta", [725.0]),
+    }
+    with pytest.raises(SystemExit):
+        tune.main(["--eager", "--dry-run"])
+    assert "--eager ranks --from-sweep" in capsys.readouterr().err
+
+
+def test_table_from_a_sweeps_same_run_ab(
+    tune: Any, table: Any, tmp_path: Path, capsys: Any
+) -> None:
     """``--from-sweep``: the entry from a ``gemm_sweep.py --versus`` run, each contender
     verified first; the swizzle the sweep fitted to the shape is the default maximum again;
     lines of another problem (here rowwise scales) and wrong contenders take no part; within
@@ -613,6 +648,7 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
     wide = dataclasses.replace(fp8, tile_mn=(128, 256))
     # the table's own schedule without promotion: its fields, another promotion interval
     asdict_unpromoted = dataclasses.asdict(dataclasses.replace(table_cfg, promote_every=0))
+    asdict_gone = {**dataclasses.asdict(table_cfg), "tile_mn": [128, 224]}
 
     def line(mnk: list[int], base: Any, speeds: tuple[float, float, float]) -> str:
         row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": mnk}
@@ -624,6 +660,8 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
         row["vs:unfitted"] = {"ok": True, "tflops": 900.0, "config": dataclasses.asdict(unfitted)}
         row["vs:wide"] = {"ok": True, "tflops": 1500.0, "config": dataclasses.asdict(wide)}
         row["vs:unpromoted"] = {"ok": True, "tflops": 1600.0, "config": asdict_unpromoted}
+        # a tile this code no longer has (session 17 timed a 128 x 224 added for one A/B)
+        row["vs:gone"] = {"ok": True, "tflops": 1700.0, "config": asdict_gone}
         return json.dumps(row)
 
     rowwise = dataclasses.replace(table_cfg, scale="rowwise")
@@ -642,6 +680,9 @@ def test_table_from_a_sweeps_same_run_ab(tune: Any, table: Any, tmp_path: Path) 
     out = tmp_path / "t.json"
     argv = ["--from-sweep", str(log), "--dtype", "e4m3", "--scale", "tensor", "-o", str(out)]
     assert tune.main([*argv, "--margin", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert '"left_out": "vs:unpromoted"' in printed
+    assert '"left_out": "vs:gone"' in printed and "TS-R005" in printed
     made = table.load_table(out)
     assert made is not None
     (entry,) = made["entries"]
