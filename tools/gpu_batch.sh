@@ -9,6 +9,9 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pending "$OUT" # what the last session changed
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pending2 "$OUT" # and its second call
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pending3 "$OUT" # and its third
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh confirm "$OUT" # session 18's table change
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh pdl "$OUT"     # PDL: GPU check, sweeps on/off
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8tail "$OUT" # FP8 A/B, adopt, both sweeps
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -24,7 +27,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -130,6 +133,51 @@ pending3)
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   ;;
+confirm)
+  # Session 18 moved two bf16 classes on two H100 A/Bs: the ragged 3000 x 5000 x 4000 to
+  # 256 x 160 in 1 x 2 (epi 2), the 8192 class to 128 x 256 in 2 x 1 (static). The A/B
+  # times the entries they replaced in the same run; then both sweeps.
+  run ab.log 150 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
+    --shape 8192 8192 8192 --shape 8192 28672 8192 \
+    --versus "--tile 128x192 --cluster 2x1 --kernel pingpong-skip" \
+    --versus "--tile 128x256 --scheduler dynamic"
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  ;;
+pdl)
+  # Session 18: the GEMM launches with PDL by default. Its GPU check (back-to-back GEMMs on
+  # one stream see each other's writes), then each sweep with PDL and without.
+  run pdl.log 100 python3 tools/gemm_pdl_check.py
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run sweep_nopdl.log 110 python3 bench/gemm_sweep.py --graph --pdl off
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8_nopdl.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --pdl off
+  ;;
+fp8tail)
+  # Session 18: the two FP8 shapes under 0.95 of the accurate _scaled_mm against tiles that
+  # promote with a tail split that fills the last wave (4096 x 4096 x 14336 on 128 x 192:
+  # 704 tiles, 5 waves and 44 tiles, cut in 3 = 132 items) and two-box K blocks (M = 256
+  # streams B once); the per-call winner, if it leads by the margin, goes into this copy of
+  # the table (returned as gemm_table.json), and both sweeps run on it (FP8 first).
+  run fp8ab.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 --shape 256 28672 8192 \
+    --versus "--tile 128x192 --epi-stages 3 --tail-split 3" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3" \
+    --versus "--tile 128x192 --epi-stages 3 --raster n --tail-split 3" \
+    --versus "--tile 128x128 --cluster 2x1 --k-block-bytes 256 --tail-split 2" \
+    --versus "--tile 128x128 --cluster 1x2 --k-block-bytes 256" \
+    --versus "--tile 128x128 --k-block-bytes 256 --tail-split 2"
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
+    --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
+    "$out/t_fp8.json" -o "$out/gemm_table.json"
+  if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
   # the per-call host work), to tell launch-path costs from kernel ones on the short shapes.
@@ -148,7 +196,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

@@ -72,7 +72,8 @@ def parse_config(args: argparse.Namespace) -> GemmConfig:
 
 
 def _math_config(args: argparse.Namespace) -> GemmConfig:
-    """The options that set what is computed (dtype, layout, epilogue, scales), no schedule."""
+    """The options that set what is computed (dtype, layout, epilogue, scales) and how it is
+    launched (``--pdl``), no schedule: a table pick keeps them."""
     return GemmConfig(
         dtype=DTYPE_ALIASES.get(args.dtype, args.dtype),
         layout=args.layout,
@@ -81,6 +82,7 @@ def _math_config(args: argparse.Namespace) -> GemmConfig:
         bias=args.bias,
         scale=args.scale,
         promote_every=getattr(args, "promote_every", None),
+        pdl=getattr(args, "pdl", "on") == "on",
     )
 
 
@@ -133,6 +135,7 @@ def versus_config(problem: GemmConfig, words: list[str], mnk: tuple[int, int, in
     flags = ["--config", "default", "--dtype", problem.dtype, "--layout", problem.layout]
     flags += ["--scale", problem.scale, "--alpha", repr(problem.alpha)]
     flags += ["--beta", repr(problem.beta), *(["--bias"] if problem.bias else [])]
+    flags += ["--pdl", "on" if problem.pdl else "off"]  # words may say otherwise
     fix = "give schedule options of gemm.py, e.g. --tile 128x192 --epi-stages 3"
     try:
         args, unknown = parser.parse_known_args([*flags, *words])
@@ -267,6 +270,13 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         choices=(128, 256),
         help="bytes of each operand row per K block: 128 (one swizzle atom) or 256 (two TMA "
         "boxes per operand and stage, half the stages)",
+    )
+    parser.add_argument(
+        "--pdl",
+        choices=("on", "off"),
+        default="on",
+        help="programmatic dependent launch: the kernel's launch and prologue overlap the "
+        "previous kernel's tail on the stream (on, as cuBLAS), or plain stream order (off)",
     )
     parser.add_argument(
         "--promote-every",

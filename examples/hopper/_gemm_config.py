@@ -196,6 +196,13 @@ class GemmConfig:
             ``T mod P`` are each cut into ``tail_split`` K chunks summed as split-K's
             (``TileRaster(tail_split=...)``, ``_gemm_split``). The same restrictions as
             ``split_k``, and not with it.
+        pdl: programmatic dependent launch (on by default, as cuBLAS's Hopper kernels): the
+            kernel is launched with ``use_pdl`` and every task waits for the previous kernel on
+            the stream (``griddepcontrol.wait``) before its first global read or write, and the
+            load task lets the next kernel launch (``griddepcontrol.launch_dependents``) once
+            it has waited. Back-to-back kernels then overlap one's launch and prologue (SMEM
+            carve-out, barrier init, descriptor prefetch) with the other's last tiles. Off:
+            plain stream order, no grid-dependency instructions.
     """
 
     tile_mn: tuple[int, int] = (128, 256)
@@ -217,6 +224,7 @@ class GemmConfig:
     split_k: int = 1
     k_block_bytes: int = K_BLOCK_BYTES
     tail_split: int = 1
+    pdl: bool = True
 
     def __post_init__(self) -> None:
         self._check_promotion()

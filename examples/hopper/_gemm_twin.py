@@ -49,6 +49,17 @@ from task_scheduling.tiles import TileRaster
 
 
 @cute.jit
+def _grid_dependency(cfg: Constexpr[GemmConfig], trigger: Constexpr[bool]) -> None:
+    """PDL: a warp role waits for the previous kernel's grid before its first global access
+    (with K = 0 the math warps store C without waiting on the ring); the load warp then lets
+    the next kernel launch."""
+    if const_expr(cfg.pdl):
+        cute.arch.griddepcontrol_wait()
+        if const_expr(trigger):
+            cute.arch.griddepcontrol_launch_dependents()
+
+
+@cute.jit
 def _load_tiles(
     cfg: Constexpr[GemmConfig],
     pipe: Any,
@@ -71,6 +82,7 @@ def _load_tiles(
     With the dynamic scheduler it also claims the next tile and hands it over (``qpipe``,
     ``slots``, the counters ``ctr``); with split-K or a tail split a work item loads its chunk.
     """
+    _grid_dependency(cfg, True)
     ta_g, ta_s, tb_g, tb_s = partition_ab_for_tma(cfg, atom_a, atom_b, t_a, t_b, s_a, s_b, coord)
     mask_a, mask_b = mcast_masks(cfg, coord)
     state = cpipe.make_pipeline_state(cpipe.PipelineUserType.Producer, cfg.ab_stages)
@@ -237,6 +249,7 @@ def twin_kernel(
     if (warp >= WARPGROUP // 32) & (warp < cfg.block_threads // 32):
         if const_expr(cfg.consumer_regs is not None):
             cute.arch.setmaxregister_increase(cfg.consumer_regs)
+        _grid_dependency(cfg, False)
         consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - 1
         t_ra, t_rb = make_mma_fragments(tiled_mma, s_a, s_b, consumer_wg)
         acc = make_accumulator(cfg, tiled_mma, consumer_wg)
@@ -347,6 +360,7 @@ def _pingpong_math(
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     if const_expr(cfg.consumer_regs is not None):
         cute.arch.setmaxregister_increase(cfg.consumer_regs)
+    _grid_dependency(cfg, False)
     # Each warpgroup its own TiledMma: the accumulate flag it carries is set per warpgroup.
     tiled_mma = make_tiled_mma(cfg)
     consumer_wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - (1 + i)

@@ -145,6 +145,7 @@ from task_scheduling.kernel import (
     tile_queue,
 )
 from task_scheduling.plan import KernelPlan
+from task_scheduling.resources import PdlLaunchBarrier, PdlWaitBarrier
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
 from task_scheduling.task import Task
 
@@ -200,7 +201,10 @@ def gemm_kernel(
     load warp also claims the tiles and hands them to the math task through the queue's ring.
     ``mma`` replaces the cooperative math task's schedule ``(wq, ab, acc, c)``, ``turns_of``
     the ping-pong math tasks' guards (the even tiles', the odd tiles'; each passes over the
-    stages of the other's); tests build deliberately broken ones.
+    stages of the other's); tests build deliberately broken ones. With ``cfg.pdl`` every task
+    waits for the previous kernel on the stream before its tile loop (the math tasks too: with
+    K = 0 they store C without ever waiting on the ring) and the load task then lets the next
+    kernel launch; a replaced ``mma`` schedule runs without the wait.
     """
     math_tasks = 2 if cfg.pingpong else 1
 
@@ -240,6 +244,17 @@ def gemm_kernel(
             params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
         turns = [TileTurns(name="turns")] if cfg.pingpong else []
+        # PDL: each task's wait for the previous kernel's grid; the load task's launch trigger.
+        waits = [
+            PdlWaitBarrier(name=f"pdl_wait{i}") for i in range(1 + math_tasks if cfg.pdl else 0)
+        ]
+        trigger = [PdlLaunchBarrier(name="pdl_launch")] if cfg.pdl else []
+
+        def grid_wait(*pdl: ResourceProxy) -> None:  # before a task's first global access
+            if pdl:
+                pdl[0].wait_griddep()
+            if pdl[1:]:
+                pdl[1].launch_griddep()  # the next kernel's CTAs may take the SMs ours leave
 
         def fuse(acc: Any, thr_mma: Any, m: Any, n: Any) -> None:
             epilogue_fuse(cfg, acc, thr_mma, t_c, c_in, bias, m, n, scale_a, scale_b)
@@ -347,8 +362,9 @@ def gemm_kernel(
                 c.store()
 
         @schedule
-        def load(wq: ResourceProxy, ab: ResourceProxy) -> None:
+        def load(wq: ResourceProxy, ab: ResourceProxy, *pdl: ResourceProxy) -> None:
             ab.setup()
+            grid_wait(*pdl)
             with work_tile_loop(wq):
                 if cfg.dynamic:  # claim the next tile, hand it to the math task
                     wq.acquire()
@@ -358,10 +374,15 @@ def gemm_kernel(
 
         @schedule
         def mma_tiles(
-            wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy
+            wq: ResourceProxy,
+            ab: ResourceProxy,
+            acc: ResourceProxy,
+            c: ResourceProxy,
+            *pdl: ResourceProxy,
         ) -> None:
             acc.setup()
             c.setup()
+            grid_wait(*pdl)
             with work_tile_loop(wq):
                 if cfg.dynamic:
                     wq.wait()
@@ -389,10 +410,12 @@ def gemm_kernel(
                 ab: ResourceProxy,
                 acc: ResourceProxy,
                 c: ResourceProxy,
-                *order: ResourceProxy,  # pingpong-skip: (the turn we take, the one we pass)
+                *rest: ResourceProxy,  # pingpong-skip: (the turn we take, the one we pass); PDL
             ) -> None:
+                order = rest[:2] if cfg.skip_turns else ()
                 acc.setup()
                 c.setup()
+                grid_wait(*rest[len(order) :])
                 n = turns.start()
                 with work_tile_loop(wq):
                     n, odd = turns.take(count=n)
@@ -411,17 +434,17 @@ def gemm_kernel(
         queue_in, queue_out = ([], [wq]) if cfg.dynamic else ([wq], [])
         tasks = [
             GemmTask(
-                queue_in,
-                [ab, *queue_out],
+                [*queue_in, *waits[:1]],
+                [ab, *queue_out, *trigger],
                 LOAD_WARP,
                 1,
-                schedule=load(wq, ab),
+                schedule=load(wq, ab, *waits[:1], *trigger),
                 num_registers=PRODUCER_REGS,
                 name="load",
                 blocks=blocks,
             )
         ]
-        graph: dict[Any, list[Any]] = {ab: [wq]}
+        graph: dict[Any, list[Any]] = {ab: [wq, *waits[:1]], **{t: [] for t in trigger}}
         # pingpong-skip: math-order tokens, t0 passed from mma0 to mma1, t1 back.
         order = [
             MathTurn(name=f"t{i}", pipeline_config=MathTurn.pipeline(WARPGROUP))
@@ -430,14 +453,15 @@ def gemm_kernel(
         graph.update({t: [ab] for t in order})
         for i, (acc, c) in enumerate(zip(accs, outs, strict=True)):
             taken, passed = order[1 - i : 2 - i], order[i : i + 1]
+            wait = waits[1 + i : 2 + i] if mma is None else []
             if cfg.pingpong:
                 turn = mma_turn(turns_of[i], turns_of[1 - i])
-                sched = turn(wq, *turns, ab, acc, c, *taken, *passed)
+                sched = turn(wq, *turns, ab, acc, c, *taken, *passed, *wait)
             else:
-                sched = (mma or mma_tiles)(wq, ab, acc, c)
+                sched = mma(wq, ab, acc, c) if mma else mma_tiles(wq, ab, acc, c, *wait)
             tasks.append(
                 GemmTask(
-                    [wq, *turns, ab, acc, *taken],
+                    [wq, *turns, ab, acc, *taken, *wait],
                     [c, *passed],
                     (1 + i) * WARPGROUP // 32,
                     cfg.consumer_threads // 32,
@@ -448,7 +472,7 @@ def gemm_kernel(
                     acc=acc if cfg.pingpong else None,
                 )
             )
-            graph[c] = [ab, acc, wq, *turns]
+            graph[c] = [ab, acc, wq, *turns, *wait]
         return Tasks(tasks, graph)
 
     name = "gemm_pingpong" if cfg.pingpong else "gemm"
@@ -528,6 +552,7 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
             block=(cfg.block_threads, 1, 1),
             cluster=(*cfg.cluster_mn, 1),
             stream=stream,
+            use_pdl=cfg.pdl,
         )
 
     # The parameters cfg does not use are compile-time Nones (Constexpr): not arguments of the
@@ -549,6 +574,8 @@ def _twin_launcher(cfg: GemmConfig) -> Any:
     twin = twin_pingpong_kernel if cfg.pingpong else twin_kernel
 
     def start(*values: Any, **launch: Any) -> None:
+        if not launch["use_pdl"]:
+            launch.pop("use_pdl")
         if launch.get("stream") is None:
             launch.pop("stream", None)  # the default stream
         twin(*values[:6], make_tiled_mma(cfg), *values[6:], cfg).launch(**launch)
