@@ -276,7 +276,7 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         choices=("on", "off"),
         default="on",
         help="programmatic dependent launch: the kernel's launch and prologue overlap the "
-        "previous kernel's tail on the stream (on, as cuBLAS), or plain stream order (off)",
+        "previous kernel's tail on the stream (on), or plain stream order (off)",
     )
     parser.add_argument(
         "--promote-every",

@@ -196,7 +196,7 @@ class GemmConfig:
             ``T mod P`` are each cut into ``tail_split`` K chunks summed as split-K's
             (``TileRaster(tail_split=...)``, ``_gemm_split``). The same restrictions as
             ``split_k``, and not with it.
-        pdl: programmatic dependent launch (on by default, as cuBLAS's Hopper kernels): the
+        pdl: programmatic dependent launch (on by default; a bool): the
             kernel is launched with ``use_pdl`` and every task waits for the previous kernel on
             the stream (``griddepcontrol.wait``) before its first global read or write, and the
             load task lets the next kernel launch (``griddepcontrol.launch_dependents``) once
@@ -227,6 +227,8 @@ class GemmConfig:
     pdl: bool = True
 
     def __post_init__(self) -> None:
+        if not isinstance(self.pdl, bool):  # "off" would be truthy: PDL on, silently
+            raise _refused(f"pdl={self.pdl!r}", "not a bool", "pass pdl=True or pdl=False")
         self._check_promotion()
         self._check_split()
         if self.tile_mn not in TILES:

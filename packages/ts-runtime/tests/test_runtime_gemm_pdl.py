@@ -12,6 +12,7 @@ The GPU check that back-to-back GEMMs see each other's writes is ``tools/gemm_pd
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 from collections.abc import Callable
 from typing import Any
@@ -88,7 +89,16 @@ def test_pdl_option_reaches_table_picks_and_versus(gemm: Any) -> None:
     on, source = cli.config_for(_args(), mnk)
     off, _ = cli.config_for(_args("--pdl", "off"), mnk)
     assert source.startswith("table:") and on.pdl and not off.pdl
-    assert off == on.__class__(**{**on.__dict__, "pdl": False})  # the same pick otherwise
+    assert off == dataclasses.replace(on, pdl=False)  # the same pick otherwise
     assert not cli.versus_config(on, ["--tile", "128x128", "--pdl", "off"], mnk).pdl
     assert cli.versus_config(on, ["--tile", "128x128"], mnk).pdl  # the problem's, by default
     assert not cli.versus_config(off, ["--tile", "128x128"], mnk).pdl
+
+
+@pytest.mark.parametrize("value", ["off", 0, None])
+def test_pdl_must_be_a_bool(gemm: Any, value: Any) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match=r"GemmConfig\(pdl=.*not a bool") as info:
+        gemm.GemmConfig(pdl=value)
+    assert "pdl=False" in info.value.fix
