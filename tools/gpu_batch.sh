@@ -27,7 +27,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -180,6 +180,28 @@ fp8tail)
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+n160)
+  # Session 19: a 128 x 160 tile (80 promoted values a thread). On 256 x 28672 x 8192 in a
+  # 2 x 1 cluster it has 180 cluster tiles, 2.7 rounds of 66 clusters, as long as 3.75 rounds
+  # of 128 x 128 against that tile's 3.4 rounds taking 4; and the session's H100 A/B winner on
+  # 4096 x 4096 x 14336 (128 x 192 2 x 1 tail split 3, +7 %). Adopts as fp8tail does.
+  run fp8ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --shape 256 28672 8192 --shape 4096 4096 14336 --shape 8192 28672 8192 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-n 80 --epi-stages 2" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5 --tail-split 2" \
+    --versus "--tile 128x160 --cluster 1x2 --epi-stages 5" \
+    --versus "--tile 128x160 --epi-stages 5"
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
+    --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
+    "$out/t_fp8.json" -o "$out/gemm_table.json"
+  if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
   # the per-call host work), to tell launch-path costs from kernel ones on the short shapes.
@@ -198,7 +220,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

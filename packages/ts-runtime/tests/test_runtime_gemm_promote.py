@@ -79,6 +79,7 @@ PROMOTED: list[dict[str, Any]] = [
     {"tile_mn": (128, 128), "scheduler": "dynamic", "promote_every": 3},
     {"tile_mn": (128, 128), "alpha": 0.5, "beta": 1.0, "bias": True, "promote_every": 2},
     {"tile_mn": (128, 192), "epi_stages": 3, "cluster_mn": (2, 1), "scale": "tensor"},
+    {"tile_mn": (128, 160), "epi_stages": 5, "cluster_mn": (2, 1), "scale": "tensor"},
     {"tile_mn": (64, 192), "kernel": "pingpong", "epi_stages": 3, "cluster_mn": (2, 1)},
     {"tile_mn": (64, 192), "epi_stages": 3},  # cooperative: one consumer warpgroup
 ]
@@ -96,6 +97,13 @@ WIDE: dict[str, dict[str, Any]] = {
         "bias": True,
     },
     "128x192-tail": {"tile_mn": (128, 192), "epi_stages": 3, "scale": "tensor", "tail_split": 2},
+    "128x160-2x1-tail": {
+        "tile_mn": (128, 160),
+        "epi_stages": 5,
+        "cluster_mn": (2, 1),
+        "scale": "tensor",
+        "tail_split": 2,
+    },
     # (with beta and a bias on top, ptxas spills 16 bytes here: the fused epilogue's pointers)
     "pingpong-64x192-rowwise": {
         "tile_mn": (64, 192),
