@@ -125,6 +125,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "e4m3-128x320-2x1-rowwise-fused": _FP8_ROWWISE
     | {"tile_mn": (128, 320), "cluster_mn": (2, 1), "epi_stages": 2, "beta": 1.0, "bias": True},
     "bf16-256x160-1x2": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
+    # 128 x 160 (five 32-column sub-tiles): FP8 promoted (80 + 80 registers) in a 2 x 1
+    # cluster with the fused epilogue; bf16 with two 80-column buffers in a 1 x 2 cluster
+    "e4m3-128x160-2x1-promoted-fused": _FP8_ROWWISE
+    | {"tile_mn": (128, 160), "cluster_mn": (2, 1), "epi_stages": 5, "beta": 1.0, "bias": True},
+    "bf16-128x160-1x2-epi80": {"tile_mn": (128, 160), "cluster_mn": (1, 2)}
+    | {"epi_n": 80, "epi_stages": 2},
     # 2 x 2 clusters (A and B both multicast; 3 CTAs release each stage), FP8 promoted too
     "bf16-2x2": {"cluster_mn": (2, 2)},
     "e4m3-128x128-2x2-promoted": _FP8_ROWWISE | {"cluster_mn": (2, 2)},
@@ -204,6 +210,12 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
         {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 192), "cluster_mn": (2, 1)}
         | {"epi_stages": 3, "tail_split": 3},
         [(4096, 4096, 1536), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    # 256 x 28672: 2 x 180 tiles of 128 x 160, 180 cluster tiles, 2 rounds of 66 and 48 left
+    "e4m3-128x160-tail2-c2x1-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 160), "cluster_mn": (2, 1)}
+        | {"epi_stages": 5, "tail_split": 2},
+        [(256, 28672, 1024), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
     ),
     "bf16-256x128-tail2-c2x1": (
         {"tile_mn": (256, 128), "cluster_mn": (2, 1), "tail_split": 2},

@@ -201,6 +201,8 @@ n160)
   run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run edge.log 200 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k 128x160
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
