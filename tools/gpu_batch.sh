@@ -27,7 +27,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -204,6 +204,17 @@ n160)
   run edge.log 200 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k 128x160
   ;;
+final19)
+  # Session 19's table: the two FP8 entries it moved against the ones they replaced (128 x 128
+  # in 1 x 2; 128 x 128 in 2 x 1 with tail split 2), then both sweeps.
+  run fp8ab.log 100 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --shape 256 28672 8192 --shape 4096 4096 14336 \
+    --versus "--tile 128x128 --cluster 1x2" \
+    --versus "--tile 128x128 --cluster 2x1 --tail-split 2"
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
   # the per-call host work), to tell launch-path costs from kernel ones on the short shapes.
@@ -222,7 +233,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
