@@ -206,12 +206,12 @@ n160)
   ;;
 final19)
   # Session 19's table: the two FP8 entries it moved against the ones they replaced (128 x 128
-  # in 1 x 2; 128 x 128 in 2 x 1 with tail split 2), then both sweeps.
+  # in 1 x 2; 128 x 128 in 2 x 1 with tail split 2) after the FP8 sweep, then the bf16 one.
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run fp8ab.log 100 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
     --shape 256 28672 8192 --shape 4096 4096 14336 \
     --versus "--tile 128x128 --cluster 1x2" \
     --versus "--tile 128x128 --cluster 2x1 --tail-split 2"
-  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
