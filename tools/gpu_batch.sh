@@ -75,6 +75,19 @@ open_entries_ab() {
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 2"
 }
 
+# After an FP8 A/B into fp8ab.log: its per-call winner (by the margin) goes into this copy of
+# the table (returned as gemm_table.json), then the FP8 and bf16 sweeps run on it.
+adopt_fp8_and_sweep() {
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
+    --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
+  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
+    "$out/t_fp8.json" -o "$out/gemm_table.json"
+  if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+}
+
 case "$phase" in
 check)
   for args in grid_stride_copy.py tma_copy.py "tma_copy.py --variant tma_store" \
@@ -171,20 +184,13 @@ fp8tail)
     --versus "--tile 128x128 --cluster 2x1 --k-block-bytes 256 --tail-split 2" \
     --versus "--tile 128x128 --cluster 1x2 --k-block-bytes 256" \
     --versus "--tile 128x128 --k-block-bytes 256 --tail-split 2"
-  run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
-    --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
-  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
-    "$out/t_fp8.json" -o "$out/gemm_table.json"
-  if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
-  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
-  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  adopt_fp8_and_sweep
   ;;
 n160)
   # Session 19: a 128 x 160 tile (80 promoted values a thread). On 256 x 28672 x 8192 in a
-  # 2 x 1 cluster it has 180 cluster tiles, 2.7 rounds of 66 clusters, as long as 3.75 rounds
-  # of 128 x 128 against that tile's 3.4 rounds taking 4; and the session's H100 A/B winner on
-  # 4096 x 4096 x 14336 (128 x 192 2 x 1 tail split 3, +7 %). Adopts as fp8tail does.
+  # 2 x 1 cluster its 180 cluster tiles take 3 rounds of 66 clusters, as long as 3.75 rounds
+  # of 128 x 128, whose 224 take 4; and the session's H100 A/B winner on 4096 x 4096 x 14336
+  # (128 x 192 2 x 1 tail split 3, +7 %). Adopts as fp8tail does.
   run fp8ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
     --shape 256 28672 8192 --shape 4096 4096 14336 \
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3" \
@@ -193,14 +199,7 @@ n160)
     --versus "--tile 128x160 --cluster 2x1 --epi-stages 5 --tail-split 2" \
     --versus "--tile 128x160 --cluster 1x2 --epi-stages 5" \
     --versus "--tile 128x160 --epi-stages 5"
-  run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
-    --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
-  run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
-    "$out/t_fp8.json" -o "$out/gemm_table.json"
-  if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
-  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
-  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
-    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  adopt_fp8_and_sweep
   run edge.log 200 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k 128x160
   ;;
