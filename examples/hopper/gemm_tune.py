@@ -178,8 +178,8 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3, "tail_split": 3},
         {"tile_mn": (128, 192), "cluster_mn": (1, 2), "epi_stages": 3, "tail_split": 3},
         # 128 x 160 (80 + 80 promoted FP8 values a thread; five 32-column sub-tiles): 28672
-        # is 179.2 columns of it, 2.7 rounds of 66 clusters on 256 x 28672 against 224
-        # columns of 128 x 128, 3.4 rounds that take 4
+        # is 179.2 columns of it, so 256 x 28672 in 2 x 1 has 180 cluster tiles, 3 rounds of
+        # 66 clusters, as long as 3.75 rounds of 128 x 128, whose 224 take 4
         {"tile_mn": (128, 160), "cluster_mn": (2, 1), "epi_stages": 5},
         {"tile_mn": (128, 160), "cluster_mn": (1, 1), "epi_stages": 5},
         # ... along N: 8192 / 192 gives 43 tile columns, which no swizzle > 1 divides, so
