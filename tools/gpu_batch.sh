@@ -12,6 +12,8 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh confirm "$OUT" # session 18's table change
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh pdl "$OUT"     # PDL: GPU check, sweeps on/off
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8tail "$OUT" # FP8 A/B, adopt, both sweeps
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh n160 "$OUT"    # 128 x 160 FP8 A/B, adopt, sweeps
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh final19 "$OUT" # session 19's table on an H200
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
