@@ -8,8 +8,14 @@ GEMMs on one stream, each launched with PDL, must still see each other's results
   the last one must win. Then a ``K = 0`` GEMM (its math task stores zeros without ever
   waiting on the A/B ring) after a full one: ``C`` must end all zero.
 
-One JSON line per configuration (``ok`` and the largest relative error); exit status 1 when
-any is wrong. Usage (GPU)::
+* **Negative control** (``negative_control``): the read-after-write chain once more, with the
+  second GEMM launched on another stream and no event, so nothing orders it after the first
+  (a long one: K = 16384). Its small grid leaves most SMs free, so it runs at once and reads a
+  ``C1`` not yet written. The check must see that (``detected``), else it could not see a lost
+  dependency either, and it fails.
+
+One JSON line per configuration (``ok`` and the largest relative error) and one for the
+control; exit status 1 when any is wrong or the control goes unseen. Usage (GPU)::
 
     python tools/gemm_pdl_check.py
 """
@@ -40,24 +46,38 @@ def rel_err(got: Any, want: Any) -> float:
     return float((got.float() - want).norm() / want.norm().clamp_min(1e-30))
 
 
-def check_config(gemm: Any, host: Any, fields: dict[str, Any]) -> dict[str, Any]:
-    import torch
-
-    cfg = gemm.GemmConfig(**fields)
+def launchers(gemm: Any, host: Any, cfg: Any) -> Any:
+    """``launcher(a, b, c, stream=None)``: a call of the TS GEMM ``c = a @ b^T`` (on torch's
+    current stream, or on the torch ``stream``)."""
     kernel = gemm.compile_for_gpu(cfg, only=("ts",))["ts"]
 
-    def launcher(a: Any, b: Any, c: Any) -> Any:
+    def launcher(a: Any, b: Any, c: Any, stream: Any = None) -> Any:
         m, n = c.shape
         counters = host.make_counters_tensor(cfg, m, n)
         workspace = host.make_workspace(cfg, m, n)
         args = host.kernel_args(cfg, a, b, c, None, counters, None, None, workspace)
+        if stream is not None:
+            return host.on_stream(cfg, kernel, args, stream)
         return lambda: kernel(*args)
 
-    gen = torch.Generator(device="cuda").manual_seed(7)
+    return launcher
 
-    def rand(rows: int, cols: int) -> Any:
-        return torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16, generator=gen)
 
+def randn(seed: int) -> Any:
+    """``rand(rows, cols)``: bf16 normal values on the GPU, from one seeded generator."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return lambda rows, cols: torch.randn(
+        rows, cols, device="cuda", dtype=torch.bfloat16, generator=gen
+    )
+
+
+def check_config(gemm: Any, host: Any, fields: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    cfg = gemm.GemmConfig(**fields)
+    launcher, rand = launchers(gemm, host, cfg), randn(7)
     m, n, k, p = 1000, 768, 512, 640  # ragged, and short kernels: the most overlap
     b, e = rand(n, k), rand(p, n)
     c1 = host.make_output(cfg, m, n)
@@ -95,6 +115,39 @@ def check_config(gemm: Any, host: Any, fields: dict[str, Any]) -> dict[str, Any]
     return {"config": fields, "pdl": cfg.pdl, "max_rel_err": worst, "k0_zeros": zeros_ok, "ok": ok}
 
 
+def negative_control(gemm: Any, host: Any) -> dict[str, Any]:
+    """The read-after-write chain with nothing ordering its second GEMM after the first (see
+    the module docstring): ``detected`` when some ``D`` is wrong, as it must be."""
+    import torch
+
+    cfg = gemm.GemmConfig()
+    launcher, rand = launchers(gemm, host, cfg), randn(11)
+    m, n, k, p = 1000, 768, 16384, 640  # a long first GEMM, a short second one
+    b, e = rand(n, k), rand(p, n)
+    other = torch.cuda.Stream()
+    errs = []
+    for _ in range(ROUNDS):
+        a, c1, d = rand(m, k), host.make_output(cfg, m, n), host.make_output(cfg, m, p)
+        c1.zero_()
+        first, second = launcher(a, b, c1), launcher(c1, e, d, stream=other)
+        torch.cuda.synchronize()  # C1 is zero and nothing runs when the round starts
+        first()
+        second()  # on the other stream, no event: it may read C1 before the first wrote it
+        torch.cuda.synchronize()
+        mid = (a.float() @ b.float().T).to(torch.bfloat16)
+        errs.append(rel_err(d, mid.float() @ e.float().T))
+    wrong = sum(err >= 1e-2 for err in errs)
+    detected = wrong > 0
+    return {
+        "control": "second GEMM on another stream, no event",
+        "rounds_wrong": wrong,
+        "rounds": ROUNDS,
+        "max_rel_err": max(errs),
+        "detected": detected,
+        "ok": detected,
+    }
+
+
 def main() -> int:
     host = importlib.import_module("_gemm_host")  # examples/hopper/, on sys.path above
     gemm = importlib.import_module("gemm")
@@ -107,7 +160,12 @@ def main() -> int:
             r = {"config": fields, "ok": False, "error": f"{type(ex).__name__}: {ex}"[:500]}
         ok = ok and r["ok"]
         print(json.dumps(r), flush=True)
-    return 0 if ok else 1
+    try:
+        r = negative_control(gemm, host)
+    except Exception as ex:
+        r = {"control": "error", "ok": False, "error": f"{type(ex).__name__}: {ex}"[:500]}
+    print(json.dumps(r), flush=True)
+    return 0 if ok and r["ok"] else 1
 
 
 if __name__ == "__main__":
