@@ -222,8 +222,8 @@ ragged20)
   # tile the kernels take gives the same rounds x area there (92.5 % useful work), so what is
   # left to win is the cooperative kernel's epilogue, which ping-pong overlaps with the other
   # warpgroup's main loop; 128 x 160 (160 accumulator values a warpgroup) was never timed in
-  # it. Adopts the winner (1.5 % margin) for the bf16 sweep, then the FP8 sweep and the PDL
-  # check (whose negative control is new).
+  # it. Adopts the winner (1.5 % margin) for the bf16 sweep, then the FP8 sweeps (tensor and
+  # rowwise scales) and the PDL check (whose negative control is new).
   run ab.log 200 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
     --versus "--tile 128x160 --kernel pingpong --cluster 1x2 --epi-stages 5" \
     --versus "--tile 128x160 --kernel pingpong --cluster 2x1 --epi-stages 5" \
@@ -239,6 +239,7 @@ ragged20)
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
   run pdl.log 100 python3 tools/gemm_pdl_check.py # with its negative control
   ;;
 graph)
