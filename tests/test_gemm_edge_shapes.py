@@ -6,9 +6,9 @@ and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
 own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, 2 x 2
-clusters, and the operands FP8 cannot take (K-contiguous rows not a multiple of 16 bytes, an
-N-major operand) refused with a typed error before any launch. Runs where torch, the CuTe DSL
-and a CUDA GPU are; skipped elsewhere.
+clusters, staggered promotion groups, and the operands FP8 cannot take (K-contiguous rows
+not a multiple of 16 bytes, an N-major operand) refused with a typed error before any launch.
+Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
 """
 
 from __future__ import annotations
@@ -232,6 +232,30 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
 }
 
 
+# Staggered promotion groups (the second consumer warpgroup's start half a group later): every
+# K block count from 0 to 7 (FP8 blocks of 128; 64 for bf16 promoted every 4), a fused
+# epilogue, a 1 x 2 cluster, and a tail split whose chunks are short groups of their own.
+STAGGER_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
+    "e4m3-128x128-1x2-stagger-fused": (
+        _FP8_ROWWISE | {"cluster_mn": (1, 2), "promote_stagger": True, "beta": 1.0, "bias": True},
+        [
+            *[(1003, 1501, 0), (129, 257, 128), (129, 257, 256), (129, 257, 384)],
+            *[(300, 200, 512), (1003, 1501, 640), (1003, 1501, 768), (129, 257, 896)],
+            (7, 9, 4096),
+        ],
+    ),
+    "e4m3-128x192-2x1-stagger-tail3": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 192), "cluster_mn": (2, 1)}
+        | {"epi_stages": 3, "tail_split": 3, "promote_stagger": True},
+        [(4096, 4096, 1536), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    "bf16-128x128-promote4-stagger": (
+        {"tile_mn": (128, 128), "promote_every": 4, "promote_stagger": True},
+        [(1003, 1501, 0), (129, 257, 64), (129, 257, 192), (300, 200, 320), (1003, 1501, 707)],
+    ),
+}
+
+
 def _module() -> Any:
     sys.path.insert(0, str(EXAMPLES))  # the example imports its sibling modules
     return importlib.import_module("gemm")
@@ -275,6 +299,12 @@ def test_split_k_shapes(name: str) -> None:
 def test_tail_split_shapes(name: str) -> None:
     """Whole tiles and tail chunks in one launch."""
     _twice_each(name, *TAIL_CONFIGS[name])
+
+
+@pytest.mark.parametrize("name", list(STAGGER_CONFIGS))
+def test_staggered_promotion_shapes(name: str) -> None:
+    """Each warpgroup's groups, their short first and last ones included, reach the total."""
+    _twice_each(name, *STAGGER_CONFIGS[name])
 
 
 def test_fp8_operands_fp8_cannot_take_are_refused_before_launch() -> None:

@@ -14,6 +14,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fp8tail "$OUT" # FP8 A/B, adopt, both sweeps
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh n160 "$OUT"    # 128 x 160 FP8 A/B, adopt, sweeps
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh final19 "$OUT" # session 19's table on an H200
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger "$OUT"  # FP8 staggered promotion
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh ragged20 "$OUT" # ping-pong on 3000x5000x4000
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
@@ -30,7 +31,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -80,13 +81,16 @@ open_entries_ab() {
 
 # After an FP8 A/B into fp8ab.log: its per-call winner (by the margin) goes into this copy of
 # the table (returned as gemm_table.json), then the FP8 and bf16 sweeps run on it.
-adopt_fp8_and_sweep() {
+adopt_fp8_and_sweep_only() {
   run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/fp8ab.log" \
     --dtype e4m3 --scale tensor --margin 0.015 --eager -o "$out/t_fp8.json"
   run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
     "$out/t_fp8.json" -o "$out/gemm_table.json"
   if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
   run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+}
+adopt_fp8_and_sweep() {
+  adopt_fp8_and_sweep_only
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
 }
@@ -217,20 +221,38 @@ final19)
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+stagger)
+  # Session 20: staggered promotion groups (FP8; --promote-stagger on: the second consumer
+  # warpgroup's groups half a group later, so the two drain their WGMMAs in turns) against the
+  # same schedules in step, on the shapes FP8 is lowest on; the GPU edge shapes of it; then the
+  # per-call winners into the device's table (1.5 % margin), the FP8 sweep on it, and the PDL
+  # check (whose negative control is new).
+  run fp8ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 --shape 256 28672 8192 --shape 8192 8192 8192 \
+    --shape 2048 2048 2048 \
+    --versus "--tile 128x128 --cluster 1x2" \
+    --versus "--tile 128x128 --cluster 1x2 --promote-stagger on" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5 --promote-stagger on"
+  run edge.log 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k stagger
+  adopt_fp8_and_sweep_only
+  run pdl.log 100 python3 tools/gemm_pdl_check.py # with its negative control
+  ;;
 ragged20)
   # Session 20: ping-pong on the ragged bf16 shape (the only one under 0.97 of cuBLAS). Every
   # tile the kernels take gives the same rounds x area there (92.5 % useful work), so what is
   # left to win is the cooperative kernel's epilogue, which ping-pong overlaps with the other
   # warpgroup's main loop; 128 x 160 (160 accumulator values a warpgroup) was never timed in
-  # it. Adopts the winner (1.5 % margin) for the bf16 sweep, then the FP8 sweeps (tensor and
-  # rowwise scales) and the PDL check (whose negative control is new).
+  # it. Adopts the winner (1.5 % margin) for the bf16 sweep, then the rowwise FP8 sweep.
   run ab.log 200 python3 bench/gemm_sweep.py --graph --shape 3000 5000 4000 \
     --versus "--tile 128x160 --kernel pingpong --cluster 1x2 --epi-stages 5" \
     --versus "--tile 128x160 --kernel pingpong --cluster 2x1 --epi-stages 5" \
     --versus "--tile 128x160 --kernel pingpong-skip --cluster 1x2 --epi-stages 5" \
     --versus "--tile 128x160 --kernel pingpong-skip --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 128x192 --kernel pingpong-skip --cluster 2x1 --epi-stages 3" \
-    --versus "--tile 128x160 --cluster 1x2 --epi-stages 5"
+    --versus "--tile 128x192 --kernel pingpong-skip --cluster 2x1 --epi-stages 3"
   run tune.log 30 python3 examples/hopper/gemm_tune.py --from-sweep "$out/ab.log" \
     --margin 0.015 --eager -o "$out/t_bf16.json"
   run tune.log 30 python3 examples/hopper/gemm_tune.py --combine examples/hopper/gemm_table.json \
@@ -238,9 +260,7 @@ ragged20)
   if [ -s "$out/gemm_table.json" ]; then cp "$out/gemm_table.json" examples/hopper/gemm_table.json; fi
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
-  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
   run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale rowwise
-  run pdl.log 100 python3 tools/gemm_pdl_check.py # with its negative control
   ;;
 graph)
   # The GEMM sweep with every contender also replayed from CUDA graphs (kernel time without
@@ -260,7 +280,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

@@ -42,6 +42,7 @@ SCHEDULE_FLAGS = (
     "epi_stages",
     "split_k",
     "k_block_bytes",
+    "promote_stagger",
 )
 """The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
 whichever of them the command line does not give from the per-shape table."""
@@ -57,6 +58,8 @@ def _explicit(args: argparse.Namespace) -> dict[str, Any]:
         if flag in ("tile", "cluster"):
             m, n = (int(x) for x in value.split("x"))
             out[f"{flag}_mn"] = (m, n)
+        elif flag == "promote_stagger":
+            out[flag] = value == "on"
         else:
             out[flag] = value
     return out
@@ -285,4 +288,11 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         help="two-level accumulation: add the WGMMA accumulator into an fp32 total every this "
         "many K blocks (0: off; default: 4 for FP8 on 128x192, 128x128, 64x128 and ping-pong "
         "64x192 and 64x128 tiles, else off)",
+    )
+    parser.add_argument(
+        "--promote-stagger",
+        choices=("on", "off"),
+        default=None,
+        help="two-level accumulation in a cooperative 128-row tile: the second consumer "
+        "warpgroup's groups start half a group later, so the two drain their WGMMAs in turns",
     )

@@ -184,6 +184,10 @@ class GemmConfig:
             tile (``acc_values <= PROMOTE_MAX_ACC``: cooperative 128 x 192, 128 x 128 and
             64 x 128, ping-pong 64 x 192 and 64 x 128), else off (16-bit WGMMAs accumulate
             in fp32 already; ``promotion`` is the value in effect). Works for every dtype.
+        promote_stagger: with two-level accumulation (an even interval) in a cooperative
+            tile of two consumer warpgroups: the second warpgroup's groups are shifted by half
+            a group (``WgmmaAccumulator(promote_stagger=True)``), so the two wait for their
+            WGMMAs and add them up in turns instead of at once, when the tensor cores idle.
         split_k: split-K (1: off): the K blocks of every output tile are cut into
             ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
             ``(tile, chunk)`` is a work item of the persistent schedule (the chunk is the
@@ -222,6 +226,7 @@ class GemmConfig:
     scale: str = "none"
     raster: str = "m"
     promote_every: int | None = None
+    promote_stagger: bool = False
     split_k: int = 1
     k_block_bytes: int = K_BLOCK_BYTES
     tail_split: int = 1
@@ -308,6 +313,7 @@ class GemmConfig:
                 fix="give A as M x K and B as N x K, both K-contiguous (e.g. "
                 "b.t().contiguous()), and use layout='tn'",
             )
+        self._check_stagger()
 
     def _check_promotion(self) -> None:
         every = self.promote_every
@@ -329,6 +335,22 @@ class GemmConfig:
                 resource="acc",
                 fix="use a cooperative 128x192, 128x128 or 64x128 tile or a 64-row "
                 "ping-pong tile, or promote_every=0",
+            )
+
+    def _check_stagger(self) -> None:
+        if not isinstance(self.promote_stagger, bool):
+            raise _refused(
+                f"promote_stagger={self.promote_stagger!r}", "not a bool", "pass True or False"
+            )
+        every = self.promotion
+        if self.promote_stagger and (every < 2 or every % 2 or self.math_wgs != 2 or self.pingpong):
+            raise RuntimeConfigError(
+                f"GemmConfig(promote_stagger=True, promote_every={every}, kernel={self.kernel!r}, "
+                f"tile_mn={self.tile_mn}): staggered groups shift the second of two cooperative "
+                "consumer warpgroups by half a group, an even count of K blocks",
+                resource="acc",
+                fix="use an FP8 cooperative 128-row tile (promote_every 4, the default), or "
+                "promote_stagger=False",
             )
 
     def _check_split(self) -> None:

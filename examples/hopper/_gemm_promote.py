@@ -28,13 +28,23 @@ def make_fresh_mma(cfg: GemmConfig) -> Any:
     return fresh
 
 
-def group_end(k: Any, every: int) -> Any:
+def group_end(k: Any, every: int, shift: Any = None) -> Any:
     """Whether K block ``k`` ends a group of ``every`` blocks (``k >= every - 1`` and
-    ``(k - every + 1) % every == 0``, the test TS writes for ``every(every, start=every - 1)``)."""
+    ``(k - every + 1) % every == 0``, the test TS writes for ``every(every, start=every - 1)``);
+    with ``shift`` (``group_shift``) whether ``(k + 1 + shift) % every == 0``."""
+    if shift is not None:
+        return (k + 1 + shift) % every == 0
     cond = k >= every - 1
     if every > 1:
         cond = cond & ((k - (every - 1)) % every == 0)
     return cond
+
+
+def group_shift(cfg: GemmConfig, consumer_wg: Any) -> Any:
+    """The K-block shift of consumer warpgroup ``consumer_wg``'s groups: with
+    ``cfg.promote_stagger`` the second's start half a group later (its first group is half as
+    long), so the two wait for their WGMMAs in turns; else None (no shift)."""
+    return consumer_wg * (cfg.promotion // 2) if cfg.promote_stagger else None
 
 
 @cute.jit
@@ -49,10 +59,18 @@ def mma_promote(total: Any, acc: Any) -> None:
 
 
 @cute.jit
-def mma_promote_rest(total: Any, acc: Any, k_tiles: Any, every: Constexpr[int]) -> None:
+def mma_promote_rest(
+    total: Any, acc: Any, k_tiles: Any, every: Constexpr[int], shift: Any = None
+) -> None:
     """Consumer, after the K loop (whose last block waited for every WGMMA): promote a last
-    group shorter than ``every`` blocks. No fence: the next tile's ``mma_begin_tile`` fences."""
-    if const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
+    group shorter than ``every`` blocks (``shift``: the groups' ``group_shift``; none when
+    ``K = 0``). No fence: the next tile's ``mma_begin_tile`` fences."""
+    if const_expr(shift is not None):
+        if ((k_tiles + shift) % every != 0) & (k_tiles > 0):
+            for lo, hi in value_chunks(cute.size(acc)):
+                for i in range_constexpr(lo, hi):
+                    total[i] = total[i] + acc[i]
+    elif const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
         if k_tiles % every != 0:
             for lo, hi in value_chunks(cute.size(acc)):
                 for i in range_constexpr(lo, hi):

@@ -328,6 +328,7 @@ def mma_k_block(
     k: Any = None,
     every: Constexpr[int] = 0,
     fresh_mma: Any = None,
+    shift: Any = None,
 ) -> None:
     """Consumer: issue the WGMMAs of one K block from ``stage`` (4 x k16 or 4 x k32); commit.
 
@@ -335,14 +336,17 @@ def mma_k_block(
     WGMMA of every block is issued with ``fresh_mma``, a copy of the tiled MMA whose
     accumulate flag is set to ``k % every != 0`` first: a group's first block overwrites
     ``acc``. A runtime predicate, not a branch between two WGMMAs (which breaks ptxas's WGMMA
-    chain in every block).
+    chain in every block). ``shift`` (``_gemm_promote.group_shift``): groups also start where
+    ``(k + shift) % every == 0``.
     """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
         a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
         if const_expr(every == 0 or kk > 0):
             cute.gemm(tiled_mma, acc, a, b, acc)
         else:
-            if const_expr(every > 1):
+            if const_expr(shift is not None):
+                fresh_mma.set(warpgroup.Field.ACCUMULATE, ((k + shift) % every != 0) & (k != 0))
+            elif const_expr(every > 1):
                 fresh_mma.set(warpgroup.Field.ACCUMULATE, k % every != 0)
             cute.gemm(fresh_mma, acc, a, b, acc)
     warpgroup.commit_group()

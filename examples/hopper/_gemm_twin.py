@@ -16,7 +16,13 @@ import cutlass.cute as cute
 import cutlass.pipeline as cpipe
 from _gemm_config import LOAD_WARP, PRODUCER_REGS, QUEUE_STAGES, STORE_WARP, WARPGROUP, GemmConfig
 from _gemm_epilogue import epilogue_drain, epilogue_store
-from _gemm_promote import group_end, make_fresh_mma, mma_promote, mma_promote_rest
+from _gemm_promote import (
+    group_end,
+    group_shift,
+    make_fresh_mma,
+    mma_promote,
+    mma_promote_rest,
+)
 from _gemm_split import item_blocks, split_reduce, tail_chunk_blocks, tail_reduce
 from _gemm_steps import (
     chunk_blocks,
@@ -258,6 +264,7 @@ def twin_kernel(
         if const_expr(cfg.promotion > 0):
             summed = make_accumulator(cfg, tiled_mma, consumer_wg)
             fresh_mma = make_fresh_mma(cfg)
+        shift = group_shift(cfg, consumer_wg)
         out = acc if const_expr(summed is None) else summed
         views = make_epilogue_views(cfg, tiled_mma, out, s_c, tidx - WARPGROUP)
         bar = epilogue_barrier(cfg)
@@ -283,7 +290,7 @@ def twin_kernel(
                 pipe.consumer_wait(read)
                 stage = read.index
                 read.advance()
-                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage, k, cfg.promotion, fresh_mma)
+                mma_k_block(tiled_mma, acc, t_ra, t_rb, stage, k, cfg.promotion, fresh_mma, shift)
                 # Keep this block's WGMMAs in flight; the previous block's are done, so its
                 # stage can go back to the producer (from the second block on).
                 mma_wait(1)
@@ -291,7 +298,7 @@ def twin_kernel(
                     pipe.consumer_release(release)
                     release.advance()
                 if const_expr(cfg.promotion > 0):  # noqa: SIM102 (DSL: no dynamic `and`)
-                    if group_end(k, cfg.promotion):  # the group's WGMMAs retire, then add up
+                    if group_end(k, cfg.promotion, shift):  # its WGMMAs retire, then add up
                         mma_promote(summed, acc)
                 if k == blocks - 1:
                     mma_wait(0)
@@ -301,7 +308,7 @@ def twin_kernel(
             # WGMMAs in flight and serializes them all (C7514); at run time it waits for nothing.
             mma_wait(0)
             if const_expr(cfg.promotion > 0):
-                mma_promote_rest(summed, acc, blocks, cfg.promotion)
+                mma_promote_rest(summed, acc, blocks, cfg.promotion, shift)
             if const_expr(cfg.tail):
                 # A whole tile stores; a tail chunk hands over, the tile's last sums and stores.
                 tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads

@@ -277,6 +277,7 @@ def gemm_kernel(
                 fresh_mma=k.value(f"fresh_mma{tag}", lambda: make_fresh_mma(cfg))
                 if cfg.promotion
                 else None,
+                promote_stagger=cfg.promote_stagger,
             )
             accs.append(acc)
             outs.append(
@@ -338,7 +339,9 @@ def gemm_kernel(
                 ab.mma_wait_prior()  # the previous K block's MMAs are done ...
                 with kb.every(1, start=1):
                     ab.release()  # ... so its stage goes back to the producer
-                if every:
+                if every and cfg.promote_stagger:  # each warpgroup at its own groups' ends
+                    acc.promote()
+                elif every:
                     with kb.every(every, start=every - 1):  # a group's last block: once
                         acc.promote()  # its WGMMAs retired, its sum goes into the fp32 total
                 with kb.last_iter():

@@ -10,6 +10,7 @@ registers - that every K block reaches the total exactly once for every K block 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 import shutil
@@ -82,6 +83,10 @@ PROMOTED: list[dict[str, Any]] = [
     {"tile_mn": (128, 160), "epi_stages": 5, "cluster_mn": (2, 1), "scale": "tensor"},
     {"tile_mn": (64, 192), "kernel": "pingpong", "epi_stages": 3, "cluster_mn": (2, 1)},
     {"tile_mn": (64, 192), "epi_stages": 3},  # cooperative: one consumer warpgroup
+    # staggered groups (the second warpgroup's half a group later), with a tail split too
+    {"tile_mn": (128, 128), "cluster_mn": (1, 2), "promote_stagger": True},
+    {"tile_mn": (128, 192), "epi_stages": 3, "cluster_mn": (2, 1), "promote_stagger": True}
+    | {"scale": "tensor", "tail_split": 3},
 ]
 
 # The widest promoted tiles, the fused epilogue and the tail split included: 96 + 96 fp32
@@ -103,6 +108,15 @@ WIDE: dict[str, dict[str, Any]] = {
         "cluster_mn": (2, 1),
         "scale": "tensor",
         "tail_split": 2,
+    },
+    "128x192-2x1-stagger-tail-fused": {
+        "tile_mn": (128, 192),
+        "epi_stages": 3,
+        "cluster_mn": (2, 1),
+        "scale": "rowwise",
+        "beta": 1.0,
+        "tail_split": 3,
+        "promote_stagger": True,
     },
     # (with beta and a bias on top, ptxas spills 16 bytes here: the fused epilogue's pointers)
     "pingpong-64x192-rowwise": {
@@ -197,7 +211,7 @@ def _labels(nodes: tuple[Any, ...]) -> list[str]:
     return [n.describe() for n in nodes if isinstance(n, Step)]
 
 
-def _blocks_in_total(plan: Any, n: int, every: int) -> list[int]:
+def _blocks_in_total(plan: Any, n: int, every: int, shift: int | None = None) -> list[int]:
     """Run the schedule's K loop over ``n`` blocks on a model of the registers.
 
     The model is the kernel's arithmetic written out: ``acc.zero`` empties the total, a
@@ -205,10 +219,16 @@ def _blocks_in_total(plan: Any, n: int, every: int) -> list[int]:
     group) and add to them otherwise; ``acc.promote`` adds them into the total;
     ``acc.promote_rest`` does when ``n % every != 0``. Which steps run when comes from the
     plan's guards (``fires``), not from the model.
+
+    With ``shift`` (staggered groups, a warpgroup's ``w * every / 2``): a group starts at block
+    0 and where ``(k + shift) % every == 0``, ``acc.promote`` adds only where
+    ``(k + 1 + shift) % every == 0``, and ``acc.promote_rest`` when ``n > 0`` and
+    ``(n + shift) % every != 0``. No promoted group is longer than ``every`` blocks.
     """
     loop, after = _math_loop(plan)
     regs: list[int] = []
     total: list[int] = []
+    s = 0 if shift is None else shift
     for k in range(n):
         for node in loop:
             steps = _labels((node,))
@@ -217,11 +237,13 @@ def _blocks_in_total(plan: Any, n: int, every: int) -> list[int]:
                 steps = _labels(node.body) if node.guard.fires(k, n) else []
             for label in steps:
                 if label == "ab.mma":
-                    regs = [k] if k % every == 0 else [*regs, k]
-                elif label == "acc.promote":
+                    regs = [k] if k == 0 or (k + s) % every == 0 else [*regs, k]
+                elif label == "acc.promote" and (shift is None or (k + 1 + s) % every == 0):
+                    assert len(regs) <= every, (k, regs)
                     total += regs
     for label in _labels(after):
-        if label == "acc.promote_rest" and n % every:
+        if label == "acc.promote_rest" and n > 0 and (n + s) % every:
+            assert len(regs) <= every, (n, regs)
             total += regs
     return total
 
@@ -233,6 +255,56 @@ def test_every_block_is_promoted_once(gemm: Any, every: int) -> None:
     assert "acc.promote_rest" in _labels(after)
     for n in range(0, 4 * every + 3):  # K = 0, shorter than a group, ragged, whole groups
         assert sorted(_blocks_in_total(plan, n, every)) == list(range(n)), n
+
+
+@pytest.mark.parametrize("every", [2, 4, 6])
+def test_staggered_groups_promote_every_block_once(gemm: Any, every: int) -> None:
+    """Both warpgroups' groups (shift 0 and every / 2) on the plan's own guards."""
+    cfg = gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_every=every)
+    plan = gemm.make_plan(dataclasses.replace(cfg, promote_stagger=True))
+    for shift in (0, every // 2):
+        for n in range(0, 4 * every + 3):
+            assert sorted(_blocks_in_total(plan, n, every, shift)) == list(range(n)), (shift, n)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"tile_mn": (128, 128), "kernel": "pingpong"},  # a warpgroup alone on its tile
+        {"tile_mn": (64, 128)},  # one consumer warpgroup
+        {"tile_mn": (128, 128), "promote_every": 3},  # no half group
+        {"tile_mn": (128, 128), "promote_every": 0},  # no groups
+        {"tile_mn": (128, 256)},  # FP8 unpromoted there
+    ],
+    ids=lambda o: "-".join(map(str, o.values())),
+)
+def test_stagger_where_it_cannot_be_is_a_typed_error(gemm: Any, options: dict[str, Any]) -> None:
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match="staggered groups") as err:
+        gemm.GemmConfig(dtype="e4m3", promote_stagger=True, **options)
+    assert "promote_stagger=False" in err.value.fix
+
+
+def test_stagger_not_a_bool_and_odd_accumulator_group_are_typed_errors(gemm: Any) -> None:
+    from ts_runtime.blocks import WgmmaAccumulator
+    from ts_runtime.errors import RuntimeConfigError
+
+    with pytest.raises(RuntimeConfigError, match="not a bool"):
+        gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_stagger="yes")
+    with pytest.raises(RuntimeConfigError, match="even count of K blocks") as err:
+        WgmmaAccumulator(
+            name="acc",
+            tiled_mma=None,
+            tile_mn=(128, 128),
+            smem_a=None,
+            smem_b=None,
+            promote_every=3,
+            k_blocks=8,
+            fresh_mma=object(),
+            promote_stagger=True,
+        )
+    assert "promote_stagger=False" in err.value.fix
 
 
 def test_unpromoted_plan_has_no_promotion(gemm: Any) -> None:

@@ -287,6 +287,12 @@ class WgmmaAccumulator(MemoryResource):
         fresh_mma: With ``promote_every``: a second ``TiledMma`` like ``tiled_mma`` whose
             accumulate flag is off (``set(warpgroup.Field.ACCUMULATE, False)``), for the first
             WGMMA of a group.
+        promote_stagger: With ``promote_every`` (even) and a task of two warpgroups: the second
+            warpgroup's groups are shifted by ``promote_every / 2`` blocks (its first group is
+            half as long), so the warpgroups end their groups in turns and one's WGMMAs keep
+            the tensor cores busy while the other waits for its own and adds them up. The
+            schedule then calls :meth:`promote` every K block; each warpgroup promotes at its
+            own groups' ends only.
         split: Split-K (:class:`SplitK`), or None: work items ``(m, n, chunk)`` each hold a
             partial sum of tile ``(m, n)``, which :meth:`reduce` hands over.
 
@@ -309,6 +315,7 @@ class WgmmaAccumulator(MemoryResource):
     promote_every: int = 0
     k_blocks: Any = None
     fresh_mma: Any = None
+    promote_stagger: bool = False
     split: SplitK | None = None
     last: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
@@ -328,18 +335,27 @@ class WgmmaAccumulator(MemoryResource):
                 resource=self.name,
                 fix="pass fresh_mma=k.value(...) and k_blocks=<the K loop's bound>",
             )
+        if self.promote_stagger and (every < 2 or every % 2):
+            raise RuntimeConfigError(
+                f"WgmmaAccumulator(promote_every={every}, promote_stagger=True): staggered "
+                "groups shift the second warpgroup's by half a group, an even count of K blocks",
+                resource=self.name,
+                fix="pass an even promote_every (e.g. 4), or promote_stagger=False",
+            )
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
         """Once per thread: the WGMMA descriptors and the register tile."""
         from ts_codegen.dsl import wgmma
 
-        self.frag_a, self.frag_b, self.regs, self.tidx = wgmma.accumulator_setup(
+        self.frag_a, self.frag_b, self.regs, self.tidx, wg = wgmma.accumulator_setup(
             self.tiled_mma, self.tile_mn, self.smem_a, self.smem_b, self.warpgroup
         )
-        self.total = None
+        self.total = self.shift = None
         if self.promote_every:
             self.total = wgmma.make_accumulator(self.tiled_mma, self.tile_mn, 0)
+        if self.promote_stagger:
+            self.shift = wgmma.stagger_shift(wg, self.promote_every)
         if self.split is not None:
             self.split_barrier = wgmma.task_barrier(self.tiled_mma, self.split.barrier_id)
 
@@ -365,7 +381,8 @@ class WgmmaAccumulator(MemoryResource):
         """
         from ts_codegen.dsl import wgmma
 
-        wgmma.promote(self.total, self.regs)
+        k = stage_info.loop_offset  # the K block (staggered groups: is it this one's end?)
+        wgmma.promote(self.total, self.regs, k, self.promote_every, self.shift)
 
     @consumer_work(returns=last, work_attrs=WorkAttr.AUXILIARY)
     def reduce(self, stage_info: Any) -> Any:
@@ -427,7 +444,7 @@ class WgmmaAccumulator(MemoryResource):
         k_blocks = self.k_blocks
         if callable(k_blocks):  # a per-item count
             k_blocks = k_blocks(stage_info.work_tile.tile_idx)
-        wgmma.promote_rest(self.total, self.regs, k_blocks, self.promote_every)
+        wgmma.promote_rest(self.total, self.regs, k_blocks, self.promote_every, self.shift)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -563,7 +580,7 @@ class WgmmaRing(WgmmaWaits):
         acc, stage, k = self.acc_of(stage_info), stage_info.stage_idx, stage_info.loop_offset
         every = acc.promote_every  # a group's first block overwrites the WGMMA registers
         regs, frags = acc.regs, (acc.frag_a, acc.frag_b)
-        wgmma.mma_k_block(acc.tiled_mma, regs, *frags, stage, k, every, acc.fresh_mma)
+        wgmma.mma_k_block(acc.tiled_mma, regs, *frags, stage, k, every, acc.fresh_mma, acc.shift)
 
 
 Fuse = Callable[[Any, Any, Any, Any], None]

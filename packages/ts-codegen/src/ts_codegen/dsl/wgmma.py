@@ -50,6 +50,7 @@ __all__ = [
     "promote",
     "promote_rest",
     "split_reduce",
+    "stagger_shift",
     "task_barrier",
 ]
 
@@ -164,17 +165,17 @@ def make_accumulator(tiled_mma: Any, tile_mn: tuple[int, int], wg: Any) -> Any:
 
 def accumulator_setup(
     tiled_mma: Any, tile_mn: tuple[int, int], s_a: Any, s_b: Any, first_wg: int
-) -> tuple[Any, Any, Any, Any]:
+) -> tuple[Any, Any, Any, Any, Any]:
     """The accumulator of this thread of a task that starts at warpgroup ``first_wg``.
 
-    Returns ``(frag_a, frag_b, regs, tidx)``: the WGMMA descriptors, the register tile and the
-    thread's index in the task.
+    Returns ``(frag_a, frag_b, regs, tidx, wg)``: the WGMMA descriptors, the register tile, the
+    thread's index in the task and its warpgroup's (warp-uniform).
     """
     tidx, _, _ = cute.arch.thread_idx()
     wg = cute.arch.make_warp_uniform(tidx // WARPGROUP) - first_wg
     frag_a, frag_b = mma_fragments(tiled_mma, s_a, s_b, wg)
     regs = make_accumulator(tiled_mma, tile_mn, wg)
-    return frag_a, frag_b, regs, tidx - WARPGROUP * first_wg
+    return frag_a, frag_b, regs, tidx - WARPGROUP * first_wg, wg
 
 
 @cute.jit
@@ -202,6 +203,7 @@ def mma_k_block(
     k: Any = None,
     every: Constexpr[int] = 0,
     fresh_mma: Any = None,
+    shift: Any = None,
 ) -> None:
     """Issue the WGMMAs of one K block of ``stage`` (one per ``k`` step of the atom); commit.
 
@@ -212,26 +214,52 @@ def mma_k_block(
     WGMMA on each side of a branch, ptxas ended the WGMMA chain after the first and injected
     a ``warpgroup.arrive`` before the second (C7519) in every K block, which cost 128 x 192
     FP8 tiles 15 % on the H200. ``promote`` has moved the previous group into the fp32 total,
-    so no register needs zeroing.
+    so no register needs zeroing. ``shift`` (staggered groups, :func:`stagger_shift`): this
+    warpgroup's groups start at blocks ``0`` and ``k`` with ``(k + shift) % every == 0``.
     """
     for kk in range_constexpr(cute.size(t_ra, mode=[2])):
         a, b = t_ra[(None, None, kk, stage)], t_rb[(None, None, kk, stage)]
         if const_expr(every == 0 or kk > 0):
             cute.gemm(tiled_mma, acc, a, b, acc)
         else:
-            if const_expr(every > 1):  # every == 1: the flag stays off
+            if const_expr(every > 1 and shift is None):  # every == 1: the flag stays off
                 fresh_mma.set(warpgroup.Field.ACCUMULATE, k % every != 0)
+            if const_expr(shift is not None):
+                fresh_mma.set(warpgroup.Field.ACCUMULATE, ((k + shift) % every != 0) & (k != 0))
             cute.gemm(fresh_mma, acc, a, b, acc)
     warpgroup.commit_group()
 
 
+def stagger_shift(wg: Any, every: int) -> Any:
+    """The K-block shift of the groups of the task's warpgroup ``wg`` (``accumulator_setup``).
+
+    Warpgroup ``w`` shifts its groups by ``w * every / 2`` K blocks, so two warpgroups on one
+    tile end their groups in turns: while one waits for its WGMMAs and adds them up, the
+    other's keep the tensor cores busy (in step, both drain at once and the tensor cores idle).
+    """
+    return wg * (every // 2)
+
+
 @cute.jit
-def promote(total: Any, acc: Any) -> None:
+def promote(
+    total: Any, acc: Any, k: Any = None, every: Constexpr[int] = 0, shift: Any = None
+) -> None:
     """Two-level accumulation: ``total += acc`` in fp32 once the WGMMAs writing ``acc`` retired.
 
     It waits for them itself (``wgmma.wait_group 0``), so it can never read a register a WGMMA
     still writes; the fence orders these reads of ``acc`` before the next WGMMA overwrites it.
+    With ``shift`` (staggered groups, called every block) only where this warpgroup's group
+    ends: K block ``k`` with ``(k + 1 + shift) % every == 0``.
     """
+    if const_expr(shift is None):
+        _promote_now(total, acc)
+    else:
+        if (k + 1 + shift) % every == 0:
+            _promote_now(total, acc)
+
+
+@cute.jit
+def _promote_now(total: Any, acc: Any) -> None:
     warpgroup.wait_group(0)
     add_into(total, acc)
     warpgroup.fence()
@@ -251,14 +279,20 @@ def add_into(total: Any, acc: Any) -> None:
 
 
 @cute.jit
-def promote_rest(total: Any, acc: Any, k_blocks: Any, every: Constexpr[int]) -> None:
+def promote_rest(
+    total: Any, acc: Any, k_blocks: Any, every: Constexpr[int], shift: Any = None
+) -> None:
     """After a tile's K loop, whose last block waited for every WGMMA: the last, short group.
 
-    It is promoted when ``k_blocks`` is not a multiple of ``every`` (no group end promoted it);
-    nothing for ``K = 0``. No fence: the next tile's ``begin_tile`` fences the registers.
+    It is promoted when ``k_blocks`` is not a multiple of ``every`` (no group end promoted it;
+    with ``shift``: ``k_blocks + shift``); nothing for ``K = 0``. No fence: the next tile's
+    ``begin_tile`` fences the registers.
     """
-    if const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
+    if const_expr(every > 1 and shift is None):  # noqa: SIM102 (DSL: no dynamic `and`)
         if k_blocks % every != 0:
+            add_into(total, acc)
+    if const_expr(shift is not None):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
+        if ((k_blocks + shift) % every != 0) & (k_blocks > 0):
             add_into(total, acc)
 
 
