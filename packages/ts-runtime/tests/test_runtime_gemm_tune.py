@@ -702,6 +702,35 @@ def test_table_from_a_sweeps_same_run_ab(
         tune.main(["--from-sweep", str(log), "-o", str(out)])
 
 
+@pytest.mark.parametrize("stagger_wins", [True, False])
+def test_from_sweep_tells_staggered_groups_apart(
+    tune: Any, table: Any, tmp_path: Path, stagger_wins: bool
+) -> None:
+    """The same schedule with and without staggered promotion groups are two candidates (one
+    key once merged their timings and kept the other's fields): the faster one's fields win."""
+    import dataclasses
+
+    plain = tune.GemmConfig(dtype="e4m3", scale="tensor", tile_mn=(128, 192), epi_stages=3)
+    staggered = dataclasses.replace(plain, promote_stagger=True)
+    assert (
+        tune.Candidate(table.tuned_fields(plain), None).key
+        != tune.Candidate(table.tuned_fields(staggered), None).key
+    )
+    fast, slow = (1300.0, 1200.0) if stagger_wins else (1200.0, 1300.0)
+    row = {"bench": "gemm_sweep", "mnk": [8192, 8192, 8192], "config": dataclasses.asdict(plain)}
+    row |= {"ts": {"ok": True, "tflops": slow}, "torch_accurate": {"ok": True, "tflops": 1250.0}}
+    row["vs:s"] = {"ok": True, "tflops": fast, "config": dataclasses.asdict(staggered)}
+    log, out = tmp_path / "ab.log", tmp_path / "t.json"
+    log.write_text(json.dumps(row))
+    argv = ["--from-sweep", str(log), "--dtype", "e4m3", "--scale", "tensor", "-o", str(out)]
+    assert tune.main([*argv, "--margin", "0"]) == 0
+    made = table.load_table(out)
+    assert made is not None
+    (entry,) = made["entries"]
+    assert entry["config"].get("promote_stagger", False) is stagger_wins
+    assert entry["tflops"] == [1300.0]
+
+
 def test_from_sweep_names_a_class_it_leaves_out_and_takes_one_source(
     tune: Any, tmp_path: Path, capsys: Any
 ) -> None:
