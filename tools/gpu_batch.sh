@@ -95,6 +95,13 @@ adopt_fp8_and_sweep() {
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
 }
 
+# Session 20's stagger A/Bs: three FP8 schedules, each plain and with staggered groups.
+STAGGER_VERSUS=()
+for sched in "--tile 128x128 --cluster 1x2" "--tile 128x192 --cluster 2x1 --epi-stages 3" \
+  "--tile 128x160 --cluster 2x1 --epi-stages 5"; do
+  STAGGER_VERSUS+=(--versus "$sched" --versus "$sched --promote-stagger on")
+done
+
 case "$phase" in
 check)
   for args in grid_stride_copy.py tma_copy.py "tma_copy.py --variant tma_store" \
@@ -229,13 +236,7 @@ stagger)
   # check (whose negative control is new).
   run fp8ab.log 200 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor \
     --shape 4096 4096 14336 --shape 256 28672 8192 --shape 8192 8192 8192 \
-    --shape 2048 2048 2048 \
-    --versus "--tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x128 --cluster 1x2 --promote-stagger on" \
-    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" \
-    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on" \
-    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5" \
-    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5 --promote-stagger on"
+    --shape 2048 2048 2048 "${STAGGER_VERSUS[@]}"
   run edge.log 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k stagger
   adopt_fp8_and_sweep_only
@@ -248,13 +249,7 @@ stagger2)
   for i in 1 2; do
     run "fp8ab$i.log" 150 python3 bench/gemm_sweep.py --graph --dtype e4m3 --scale tensor \
       --shape 4096 4096 14336 --shape 8192 8192 8192 --shape 4096 4096 4096 \
-      --shape 2048 2048 2048 --shape 8192 28672 8192 \
-      --versus "--tile 128x128 --cluster 1x2" \
-      --versus "--tile 128x128 --cluster 1x2 --promote-stagger on" \
-      --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" \
-      --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on" \
-      --versus "--tile 128x160 --cluster 2x1 --epi-stages 5" \
-      --versus "--tile 128x160 --cluster 2x1 --epi-stages 5 --promote-stagger on"
+      --shape 2048 2048 2048 --shape 8192 28672 8192 "${STAGGER_VERSUS[@]}"
   done
   ;;
 ragged20)
