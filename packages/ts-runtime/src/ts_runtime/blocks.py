@@ -377,7 +377,8 @@ class WgmmaAccumulator(MemoryResource):
         """End of a group: add the WGMMA registers into the total.
 
         It waits for the group's WGMMAs itself (``wgmma.wait_group 0``) and fences the
-        registers for the next group's first WGMMA.
+        registers for the next group's first WGMMA. With ``promote_stagger`` it runs in every
+        K block and does so only where the thread's warpgroup ends a group.
         """
         from ts_codegen.dsl import wgmma
 
