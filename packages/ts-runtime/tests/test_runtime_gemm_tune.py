@@ -134,6 +134,28 @@ def test_an_explicit_promotion_interval_tunes_the_tiles_that_take_it(
         assert all(tune.can_promote({"kernel": "cooperative", "tile_mn": t}) for t in tiles)
 
 
+@pytest.mark.parametrize(
+    ("options", "staggered"),
+    [
+        ({"dtype": "e4m3"}, 3),
+        ({"dtype": "bf16"}, 0),
+        ({"dtype": "e4m3", "promote_every": 3, "tile_mn": (128, 128)}, 0),
+    ],
+)
+def test_staggered_templates_join_promoted_problems_only(
+    tune: Any, gemm: Any, options: dict[str, Any], staggered: int
+) -> None:
+    """FP8 (an even interval) gets the stagger templates as well, each verified; 16-bit
+    problems (no groups) and odd intervals (no half group) do not."""
+    base = gemm.GemmConfig(**options)
+    cands = tune.candidates((4096, 4096, 14336), base)
+    assert sum(bool(c.get("promote_stagger")) for c in cands) == staggered
+    if staggered:
+        screened = tune.screen(tune.STAGGER_TEMPLATES, base)
+        assert [c.reason for c in screened if c.cfg is None] == []
+        assert all(c.cfg is not None and c.cfg.promote_stagger for c in screened)
+
+
 @pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
 def test_every_template_verifies(tune: Any, gemm: Any, dtype: str) -> None:
     screened = tune.screen(tune.TEMPLATES, gemm.GemmConfig(dtype=dtype))
