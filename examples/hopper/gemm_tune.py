@@ -269,8 +269,9 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
     SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. A promoted
     GEMM (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``), and
-    ``STAGGER_TEMPLATES`` too when its interval is even. The rule's own choice (``_gemm_table.rule_config``) is always a candidate, so the table is
-    never worse than the fallback on a tuned shape.
+    ``STAGGER_TEMPLATES`` too when its interval is even. The rule's own choice
+    (``_gemm_table.rule_config``) is always a candidate, so the table is never worse than the
+    fallback on a tuned shape.
     """
     m, n, k = mnk
     out: list[dict[str, Any]] = []
