@@ -5,7 +5,8 @@ retired) the group goes into a second fp32 register tile, and the next group's f
 overwrites the WGMMA registers. Checked on the CPU: the option's defaults and its typed errors,
 the TS kernel's PTX against the hand-written twin's in every family, what the promotion adds to
 the PTX, and - walking the verified plan's schedule with an independent model of the
-registers - that every K block reaches the total exactly once for every K block count.
+registers - that every K block reaches the total exactly once for every K block count, for
+both warpgroups when their groups are staggered (``promote_stagger``).
 """
 
 from __future__ import annotations
