@@ -306,6 +306,18 @@ def test_stagger_not_a_bool_and_odd_accumulator_group_are_typed_errors(gemm: Any
             promote_stagger=True,
         )
     assert "promote_stagger=False" in err.value.fix
+    with pytest.raises(RuntimeConfigError, match="not a bool"):
+        WgmmaAccumulator(
+            name="acc",
+            tiled_mma=None,
+            tile_mn=(128, 128),
+            smem_a=None,
+            smem_b=None,
+            promote_every=4,
+            k_blocks=8,
+            fresh_mma=object(),
+            promote_stagger="off",  # type: ignore[arg-type]
+        )
 
 
 def test_unpromoted_plan_has_no_promotion(gemm: Any) -> None:

@@ -134,28 +134,6 @@ def test_an_explicit_promotion_interval_tunes_the_tiles_that_take_it(
         assert all(tune.can_promote({"kernel": "cooperative", "tile_mn": t}) for t in tiles)
 
 
-@pytest.mark.parametrize(
-    ("options", "staggered"),
-    [
-        ({"dtype": "e4m3"}, 3),
-        ({"dtype": "bf16"}, 0),
-        ({"dtype": "e4m3", "promote_every": 3, "tile_mn": (128, 128)}, 0),
-    ],
-)
-def test_staggered_templates_join_promoted_problems_only(
-    tune: Any, gemm: Any, options: dict[str, Any], staggered: int
-) -> None:
-    """FP8 (an even interval) gets the stagger templates as well, each verified; 16-bit
-    problems (no groups) and odd intervals (no half group) do not."""
-    base = gemm.GemmConfig(**options)
-    cands = tune.candidates((4096, 4096, 14336), base)
-    assert sum(bool(c.get("promote_stagger")) for c in cands) == staggered
-    if staggered:
-        screened = tune.screen(tune.STAGGER_TEMPLATES, base)
-        assert [c.reason for c in screened if c.cfg is None] == []
-        assert all(c.cfg is not None and c.cfg.promote_stagger for c in screened)
-
-
 @pytest.mark.parametrize("dtype", ["bf16", "e4m3"])
 def test_every_template_verifies(tune: Any, gemm: Any, dtype: str) -> None:
     screened = tune.screen(tune.TEMPLATES, gemm.GemmConfig(dtype=dtype))
@@ -722,35 +700,6 @@ def test_table_from_a_sweeps_same_run_ab(
     assert kept["winner"] == incumbent
     with pytest.raises(RuntimeConfigError, match="no timed bf16 sweep lines"):
         tune.main(["--from-sweep", str(log), "-o", str(out)])
-
-
-@pytest.mark.parametrize("stagger_wins", [True, False])
-def test_from_sweep_tells_staggered_groups_apart(
-    tune: Any, table: Any, tmp_path: Path, stagger_wins: bool
-) -> None:
-    """The same schedule with and without staggered promotion groups are two candidates (one
-    key once merged their timings and kept the other's fields): the faster one's fields win."""
-    import dataclasses
-
-    plain = tune.GemmConfig(dtype="e4m3", scale="tensor", tile_mn=(128, 192), epi_stages=3)
-    staggered = dataclasses.replace(plain, promote_stagger=True)
-    assert (
-        tune.Candidate(table.tuned_fields(plain), None).key
-        != tune.Candidate(table.tuned_fields(staggered), None).key
-    )
-    fast, slow = (1300.0, 1200.0) if stagger_wins else (1200.0, 1300.0)
-    row = {"bench": "gemm_sweep", "mnk": [8192, 8192, 8192], "config": dataclasses.asdict(plain)}
-    row |= {"ts": {"ok": True, "tflops": slow}, "torch_accurate": {"ok": True, "tflops": 1250.0}}
-    row["vs:s"] = {"ok": True, "tflops": fast, "config": dataclasses.asdict(staggered)}
-    log, out = tmp_path / "ab.log", tmp_path / "t.json"
-    log.write_text(json.dumps(row))
-    argv = ["--from-sweep", str(log), "--dtype", "e4m3", "--scale", "tensor", "-o", str(out)]
-    assert tune.main([*argv, "--margin", "0"]) == 0
-    made = table.load_table(out)
-    assert made is not None
-    (entry,) = made["entries"]
-    assert entry["config"].get("promote_stagger", False) is stagger_wins
-    assert entry["tflops"] == [1300.0]
 
 
 def test_from_sweep_names_a_class_it_leaves_out_and_takes_one_source(

@@ -335,6 +335,12 @@ class WgmmaAccumulator(MemoryResource):
                 resource=self.name,
                 fix="pass fresh_mma=k.value(...) and k_blocks=<the K loop's bound>",
             )
+        if not isinstance(self.promote_stagger, bool):  # "off" would be truthy: on, silently
+            raise RuntimeConfigError(
+                f"WgmmaAccumulator(promote_stagger={self.promote_stagger!r}): not a bool",
+                resource=self.name,
+                fix="pass promote_stagger=True or False",
+            )
         if self.promote_stagger and (every < 2 or every % 2):
             raise RuntimeConfigError(
                 f"WgmmaAccumulator(promote_every={every}, promote_stagger=True): staggered "
