@@ -5,9 +5,10 @@ K = 0 must give C = beta * C (+ bias), here 0. The same shapes in FP8 (e4m3 -> b
 and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch), ping-pong
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
-own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, 2 x 2
-clusters, staggered promotion groups, and the operands FP8 cannot take (K-contiguous rows
-not a multiple of 16 bytes, an N-major operand) refused with a typed error before any launch.
+own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, the
+fitted 256 x 152 (an epilogue sub-tile overlapping the one before), 2 x 2 clusters, staggered
+promotion groups, and the operands FP8 cannot take (K-contiguous rows not a multiple of 16
+bytes, an N-major operand) refused with a typed error before any launch.
 Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
 """
 
@@ -131,6 +132,17 @@ CONFIGS: dict[str, dict[str, Any]] = {
     | {"tile_mn": (128, 160), "cluster_mn": (2, 1), "epi_stages": 5, "beta": 1.0, "bias": True},
     "bf16-128x160-1x2-epi80": {"tile_mn": (128, 160), "cluster_mn": (1, 2)}
     | {"epi_n": 80, "epi_stages": 2},
+    # Fitted widths: 256 x 152 (19 swizzle atoms of B rows a stage; five 32-column sub-tiles
+    # a row block, the last at columns 120-151 overlapping the fourth); in a 2 x 1 cluster
+    # (each CTA multicasts 76 rows of B) with the fused epilogue; FP8 rowwise in a 1 x 2
+    # cluster; and 256 x 160 in 64-column sub-tiles (the third at columns 96-159)
+    "bf16-256x152": {"tile_mn": (256, 152), "epi_stages": 2},
+    "bf16-256x152-2x1-fused": {"tile_mn": (256, 152), "cluster_mn": (2, 1), "epi_stages": 5}
+    | {"alpha": 0.5, "beta": 1.0, "bias": True},
+    "e4m3-256x152-1x2-rowwise-fused": {"dtype": "e4m3", "scale": "rowwise", "beta": 1.0}
+    | {"tile_mn": (256, 152), "cluster_mn": (1, 2), "epi_stages": 2, "bias": True},
+    "bf16-256x160-1x2-epi64": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_n": 64}
+    | {"epi_stages": 2},
     # 2 x 2 clusters (A and B both multicast; 3 CTAs release each stage), FP8 promoted too
     "bf16-2x2": {"cluster_mn": (2, 2)},
     "e4m3-128x128-2x2-promoted": _FP8_ROWWISE | {"cluster_mn": (2, 2)},

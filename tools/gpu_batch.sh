@@ -16,6 +16,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh final19 "$OUT" # session 19's table on an H200
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger "$OUT"  # FP8 staggered promotion
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh ragged20 "$OUT" # ping-pong on 3000x5000x4000
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger21 "$OUT" # FP8 table entries staggered
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -31,7 +32,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -252,6 +253,25 @@ stagger2)
       --shape 2048 2048 2048 --shape 8192 28672 8192 "${STAGGER_VERSUS[@]}"
   done
   ;;
+stagger21)
+  # Session 21: each FP8 table entry on a promoted 128-row tile against itself with staggered
+  # promotion groups, on its own sweep shapes, graph timing too (session 20/21's A/Bs had
+  # staggering 2-3 % ahead of 128 x 192 and 128 x 160 in step, never ahead of the table).
+  fp8=(python3 bench/gemm_sweep.py --graph --dtype e4m3 --scale tensor)
+  for entry in "8192 8192 8192|8192 28672 8192|--tile 128x192 --epi-stages 3 --raster n" \
+    "8192 8192 28672|--tile 128x192 --cluster 2x1 --epi-stages 3 --raster n" \
+    "4096 4096 14336|--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3" \
+    "3000 5000 4000|--tile 128x192 --cluster 2x1 --epi-stages 3" \
+    "16384 16384 1024|--tile 128x192 --cluster 2x1 --epi-stages 6" \
+    "4096 4096 4096|8192 1024 8192|2048 2048 2048|--tile 128x128 --cluster 1x2"; do
+    IFS='|' read -r -a parts <<< "$entry"
+    sched="${parts[-1]}"
+    shapes=()
+    for s in "${parts[@]::${#parts[@]}-1}"; do shapes+=(--shape $s); done
+    run fp8ab.log 90 "${fp8[@]}" "${shapes[@]}" --versus "$sched" \
+      --versus "$sched --promote-stagger on"
+  done
+  ;;
 ragged20)
   # Session 20: ping-pong on the ragged bf16 shape (the only one under 0.97 of cuBLAS). Every
   # tile the kernels take gives the same rounds x area there (92.5 % useful work), so what is
@@ -291,7 +311,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

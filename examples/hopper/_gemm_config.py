@@ -54,6 +54,10 @@ TILES = (
     (128, 256),
     (256, 128),
     (256, 160),
+    # A fitted width (cuBLAS picks it for 3000 x 5000): 12 x 33 = 396 tiles of 3000 x 5000 are
+    # exactly three rounds of 132 SMs, 97 % of the work useful against 92.5 % for any width
+    # that is a multiple of 16. Its epilogue's last sub-tile overlaps the one before.
+    (256, 152),
     (128, 320),
     (128, 192),
     (128, 160),
@@ -142,7 +146,10 @@ class GemmConfig:
         dtype: ``"bf16"`` or ``"fp16"`` (A, B and C), or ``"e4m3"`` (FP8 A and B, read by
             WGMMA K-major only, in K blocks of 128; bf16 C and bias).
         stages: A/B ring depth; 0 picks the most that fit next to the epilogue buffers.
-        epi_n: columns of one epilogue sub-tile (the sub-tile is ``BM x epi_n``).
+        epi_n: columns of one epilogue sub-tile (the sub-tile is ``BM x epi_n``): a
+            multiple of 16 (``stmatrix`` x4 stores 16 columns) up to ``BN``. When it does not
+            divide ``BN`` (a fitted width, e.g. 152), the last sub-tile of a row ends at the
+            tile's edge and overlaps the one before it (``ceil(BN / epi_n)`` columns).
         epi_stages: epilogue SMEM buffers (stores in flight); must divide the sub-tile count.
         swizzle: tile-scheduler swizzle: groups of ``swizzle`` cluster columns are walked
             column-major, so one wave of CTAs shares A and B rows in L2 (1 = plain
@@ -265,6 +272,18 @@ class GemmConfig:
             )
         if self.dtype not in DTYPES:
             raise _refused(f"dtype={self.dtype!r}", f"not one of {sorted(DTYPES)}", "pick one")
+        if (
+            isinstance(self.epi_n, bool)
+            or not isinstance(self.epi_n, int)
+            or self.epi_n % 16
+            or not 16 <= self.epi_n <= self.tile_mn[1]
+        ):
+            raise _refused(
+                f"epi_n={self.epi_n!r}, tile_mn={self.tile_mn}",
+                f"an epilogue sub-tile is a multiple of 16 columns (stmatrix x4 stores 16) and "
+                f"at most the tile's {self.tile_mn[1]}",
+                "pass epi_n=32 (the default) or another multiple of 16 up to BN",
+            )
         if self.epi_stages < 2 or self.epi_subtiles % self.epi_stages:
             fits = [d for d in range(2, self.epi_subtiles + 1) if self.epi_subtiles % d == 0]
             raise _refused(
@@ -543,9 +562,15 @@ class GemmConfig:
         return (WGMMA_M * self.consumer_wgs, self.epi_n)
 
     @property
+    def epi_columns(self) -> int:
+        """Epilogue sub-tiles per row block: ``ceil(BN / epi_n)`` (the last one ends at the
+        tile's edge, overlapping the one before when ``epi_n`` does not divide ``BN``)."""
+        return -(-self.tile_mn[1] // self.epi_n)
+
+    @property
     def epi_subtiles(self) -> int:
         """Epilogue sub-tiles per CTA tile (row blocks of ``epi_tile`` times columns)."""
-        return self.tile_mn[0] // self.epi_tile[0] * (self.tile_mn[1] // self.epi_n)
+        return self.tile_mn[0] // self.epi_tile[0] * self.epi_columns
 
     @property
     def stage_bytes(self) -> int:

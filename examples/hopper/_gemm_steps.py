@@ -62,6 +62,19 @@ def make_smem_layouts(cfg: GemmConfig) -> tuple[Any, Any, Any]:
     return a, b, c
 
 
+def stage_layout(layout: Any) -> Any:
+    """Stage 0 of a staged SMEM layout ``(rows, k, stages)``, as a TMA box's SMEM layout.
+
+    A swizzled layout is cut as its plain part and composed again: the CuTe DSL aborts the
+    process slicing a composed layout whose stage stride is an odd number of swizzle atoms
+    (a 152-row bf16 B stage, 19 atoms of 8 rows)."""
+    if isinstance(layout, cute.ComposedLayout):
+        return cute.make_composed_layout(
+            layout.inner, 0, cute.slice_(layout.outer, (None, None, 0))
+        )
+    return cute.slice_(layout, (None, None, 0))
+
+
 def make_tma_atoms(
     cfg: GemmConfig, a: Any, b: Any, c: Any, layouts: tuple[Any, Any, Any]
 ) -> tuple[Any, Any, Any, Any, Any, Any]:
@@ -80,13 +93,13 @@ def make_tma_atoms(
         return cpasync.CopyBulkTensorTileG2SMulticastOp()
 
     atom_a, t_a = cpasync.make_tiled_tma_atom(
-        load_op(cn), a, cute.slice_(a_layout, (None, None, 0)), (bm, cfg.tile_k), num_multicast=cn
+        load_op(cn), a, stage_layout(a_layout), (bm, cfg.tile_k), num_multicast=cn
     )
     atom_b, t_b = cpasync.make_tiled_tma_atom(
-        load_op(cm), b, cute.slice_(b_layout, (None, None, 0)), (bn, cfg.tile_k), num_multicast=cm
+        load_op(cm), b, stage_layout(b_layout), (bn, cfg.tile_k), num_multicast=cm
     )
     atom_c, t_c = cpasync.make_tiled_tma_atom(
-        cpasync.CopyBulkTensorTileS2GOp(), c, cute.slice_(c_layout, (None, None, 0)), cfg.epi_tile
+        cpasync.CopyBulkTensorTileS2GOp(), c, stage_layout(c_layout), cfg.epi_tile
     )
     return atom_a, t_a, atom_b, t_b, atom_c, t_c
 
@@ -226,7 +239,9 @@ class EpilogueViews:
 
     Attributes:
         r2s: tiled register -> SMEM copy (``stmatrix``).
-        acc: the accumulator re-tiled for ``r2s``; sub-tile ``j`` is a contiguous run of it.
+        acc: the accumulator in its MMA layout (its flat order is ``r2s``'s; a sub-tile is a
+            contiguous run of it). ``r2s.retile(acc)`` would pad a 152-wide tile's 19 column
+            groups a row block to 20, and its flat index would run into the padding.
         frag: registers of one converted sub-tile (output dtype).
         s_c: ``r2s`` destination view of the epilogue buffers, ``[(None, None, None, buf)]``.
         thr_mma: this thread's slice of the tiled MMA (partitions global C / bias like the
@@ -256,9 +271,9 @@ def make_epilogue_views(
     frag_shape = cute.shape(thr.partition_S(s_c))[:3]
     frag = cute.make_rmem_tensor(frag_shape, out)
     if not cfg.fused_epilogue:
-        return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(s_c))
+        return EpilogueViews(r2s, acc, frag, thr.partition_D(s_c))
     thr_mma = tiled_mma.get_slice(consumer_tidx)
-    return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(s_c), thr_mma, acc)
+    return EpilogueViews(r2s, acc, frag, thr.partition_D(s_c), thr_mma, acc)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -75,6 +75,13 @@ RULE_SPLITS = True
 # 128 x 8192 x 8192 (128 tiles) a 2 x 1 cluster of them ran 16 % (bf16) and 22 % (e4m3) faster
 # than split-K 2 on 128 x 128 (bench/RESULTS.md, 2026-12-03): no partial tiles to write back.
 HALF_TILE_FILL = 0.9
+# Tiles that trade for each other per problem (``fit_width``): the same rows and clusters,
+# widths 8 apart. A table entry of one takes the width whose tiles run the problem in the
+# fewest rounds x width (rounds of the launch's persistent clusters: padded columns and the
+# last round's idle SMs both count): 3000 x 5000 in 2 x 1 clusters of 256 x 152 is 198 cluster
+# tiles, three whole rounds of 66 (cuBLAS's pick there too), against 256 x 160's 192, three
+# rounds of 8 columns more.
+WIDTH_FAMILIES = (((256, 160), (256, 152)),)
 # Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
 # the other warpgroup's main loop) ties the cooperative picks on the H200 (session 11): the
 # tuner generates and times it, the rule keeps cooperative 128 x 256 on many-wave shapes.
@@ -106,6 +113,30 @@ def shape_class(mnk: tuple[int, int, int]) -> str:
     if wb == "1" and 0 < w % 1 < RAGGED_FILL:
         wb = "1r"
     return f"M{_bucket(m, MN_EDGES)}-N{_bucket(n, MN_EDGES)}-K{_bucket(k, K_EDGES)}-W{wb}"
+
+
+def fit_width(cfg: GemmConfig, mnk: tuple[int, int, int]) -> GemmConfig:
+    """``cfg`` with the tile of its ``WIDTH_FAMILIES`` family that runs ``M x N`` in the
+    fewest rounds x width (``cfg``'s own on a tie; unchanged outside the families)."""
+    family = next((f for f in WIDTH_FAMILIES if cfg.tile_mn in f), None)
+    if family is None:
+        return cfg
+    m, n, _ = mnk
+    cm, cn = cfg.cluster_mn
+
+    def cost(tile: tuple[int, int]) -> int:  # rounds x width
+        tiles_m, tiles_n = -(-m // tile[0]), -(-n // tile[1])
+        clusters = -(-tiles_m // cm) * -(-tiles_n // cn)
+        return -(-clusters // cfg.max_active_clusters) * tile[1]
+
+    best = cfg
+    for tile in family:
+        if cost(tile) < cost(best.tile_mn):
+            try:
+                best = dataclasses.replace(cfg, tile_mn=tile)
+            except RuntimeConfigError:  # the other width does not build with these fields
+                continue
+    return best
 
 
 def tuned_fields(cfg: GemmConfig) -> dict[str, Any]:
@@ -285,8 +316,9 @@ def pick(
     ``base`` gives the non-schedule fields (dtype, layout, epilogue, scales); ``table`` is a
     loaded table, True for ``table_path()``'s (``$TS_GEMM_TABLE`` or the shipped one) or
     False / None for the rule alone. ``source`` is
-    ``"table:<class>"`` or ``"rule:<class>"``. The swizzle is the maximum: fit it to the
-    problem with ``fit_swizzle``.
+    ``"table:<class>"`` or ``"rule:<class>"``. A tile of ``WIDTH_FAMILIES`` is fitted to
+    the problem (``fit_width``). The swizzle is the maximum: fit it to the problem with
+    ``fit_swizzle``.
     """
     base = base or GemmConfig()
     data = load_table(table_path()) if table is True else (table or None)
@@ -294,4 +326,4 @@ def pick(
     entry = lookup(data, base.dtype, klass)
     if entry is None:
         return rule_config(mnk, base), f"rule:{klass}"
-    return apply_fields(base, entry["config"]), f"table:{klass}"
+    return fit_width(apply_fields(base, entry["config"]), mnk), f"table:{klass}"

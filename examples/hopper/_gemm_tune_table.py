@@ -26,6 +26,7 @@ from _gemm_table import (
     SCHEMA,
     TABLE_KIND,
     TUPLE_FIELDS,
+    fit_width,
     shape_class,
     tuned_fields,
     validate_table,
@@ -128,6 +129,10 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
                 continue
             if one.promote_every != base.promote_every:  # not what the entry would run
                 why = f"promote_every={one.promote_every}, the problem's {base.promote_every}"
+                left_out.append((name, why))
+                continue
+            if fit_width(one, mnk).tile_mn != one.tile_mn:  # the table would run another
+                why = f"the table fits {one.tile_mn} to {fit_width(one, mnk).tile_mn} here"
                 left_out.append((name, why))
                 continue
             table_one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)

@@ -200,6 +200,10 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # ... and its transpose in area, 256 x 160 (the same WGMMAs on two 64-row blocks a
         # warpgroup, any cluster; two epilogue buffers leave a fourth A/B stage)
         {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_stages": 2},
+        # ... 8 columns narrower, cuBLAS's pick for 3000 x 5000: 396 tiles, three whole rounds
+        # (B's 19 swizzle atoms a stage, the last 32-column epilogue sub-tile overlapping the
+        # one before); a table entry of either width is fitted per problem (fit_width)
+        {"tile_mn": (256, 152), "cluster_mn": (2, 1), "epi_stages": 2},
         # (no 2 x 2 clusters: the driver runs 30 clusters of 4 on 132 SMs, and on an H100 SXM
         # they lost 2-22 % to 2 x 1 on the shapes tried, bench/ab/session15)
     )

@@ -613,8 +613,10 @@ class TmaEpilogue(MemoryResource):
         sub_tile: ``(EM, EN)``: ``EM`` is ``BM`` when each of the task's warpgroups holds one
             64-row WGMMA block (``BM = 64 x warpgroups``), 64 when one warpgroup holds several
             (a 128-row tile: each thread's values of a block are one run of its registers, and
-            a sub-tile must be one run); ``EN`` divides ``BN``, ``buffers`` divides the
-            sub-tile count ``BM / EM x BN / EN``.
+            a sub-tile must be one run); ``EN`` is a multiple of 16 (``stmatrix`` x4) up to
+            ``BN``, and ``buffers`` divides the sub-tile count ``BM / EM x ceil(BN / EN)``.
+            When ``EN`` does not divide ``BN`` the last sub-tile of a row block ends at the
+            tile's edge, overlapping the one before (both write the same values).
         barrier_id: The named barrier of the task (unique in the kernel; 0 is
             ``__syncthreads``).
         fuse: ``fuse(acc, thr_mma, m, n)`` before the conversion, or None: rewrite the fp32
@@ -633,6 +635,17 @@ class TmaEpilogue(MemoryResource):
     sub_tile: tuple[int, int]
     barrier_id: int
     fuse: Fuse | None = None
+
+    def __post_init__(self) -> None:
+        (bm, bn), (em, en) = self.acc.tile_mn, self.sub_tile
+        if em < 1 or bm % em or en % 16 or not 16 <= en <= bn or bn % 8:
+            raise RuntimeConfigError(
+                f"TmaEpilogue(sub_tile={self.sub_tile!r}) on a {bm} x {bn} tile: a sub-tile's "
+                "rows divide the tile's, its columns are a multiple of 16 (stmatrix x4) up to "
+                "the tile's, and the tile's columns a multiple of 8",
+                resource=self.name,
+                fix=f"pass sub_tile=({bm}, 32) or ({em}, 32)",
+            )
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:

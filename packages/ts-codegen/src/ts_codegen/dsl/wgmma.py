@@ -422,7 +422,11 @@ class EpilogueViews:
 
     Attributes:
         r2s: The register -> SMEM tiled copy (``stmatrix``).
-        acc: The accumulator retiled for ``r2s``: sub-tile ``j`` is a contiguous run of it.
+        acc: The accumulator in its MMA layout, whose flat order is ``r2s``'s: row blocks (or
+            the column halves of a two-WGMMA tile) one after the other, each thread's values of
+            one by column, 4 per 8 columns; a sub-tile is a contiguous run of it. (Not
+            ``r2s.retile(acc)``: that rounds a block of 19 column groups, a 152-wide tile's, up
+            to 20, so its flat index runs past the block into padding.)
         frag: The registers of one converted sub-tile.
         smem: ``r2s``'s view of the buffers, ``[(None, None, None, buffer)]``.
         thr_mma: The thread's slice of the tiled MMA (for a fused epilogue, else None).
@@ -446,9 +450,9 @@ def epilogue_views(tiled_mma: Any, acc: Any, smem: Any, tidx: Any, fused: bool) 
     thr = r2s.get_slice(tidx)
     frag = cute.make_rmem_tensor(cute.shape(thr.partition_S(smem))[:3], dtype)
     if not fused:
-        return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(smem))
+        return EpilogueViews(r2s, acc, frag, thr.partition_D(smem))
     thr_mma = tiled_mma.get_slice(tidx)
-    return EpilogueViews(r2s, r2s.retile(acc), frag, thr.partition_D(smem), thr_mma, acc)
+    return EpilogueViews(r2s, acc, frag, thr.partition_D(smem), thr_mma, acc)
 
 
 @cute.jit
@@ -467,31 +471,45 @@ def epilogue_store(
 ) -> None:
     """Write tile ``(m, n)`` of ``C`` from the accumulator, one ``sub_tile`` at a time.
 
-    Sub-tile ``j`` (``sub_tile = (EM, EN)``: row block ``j // (BN / EN)``, columns
-    ``(j % (BN / EN)) * EN ...``; ``EM < BM`` when one warpgroup holds several 64-row WGMMA
-    blocks, whose values are runs of the accumulator one after the other) goes through buffer
-    ``j % buffers`` (the buffers divide the sub-tiles, so the ring continues into the next
-    tile): convert and ``stmatrix`` it into the buffer, ``fence.proxy.async``, one named
-    barrier over the task's threads, and the store warp TMA-stores it and commits. Before the
-    barrier the store warp waits until at most ``buffers - 2`` stores still read SMEM, so the
-    next sub-tile's buffer is free after it. ``fuse(acc, thr_mma, m, n)`` first rewrites the
-    accumulator (in its MMA layout).
+    Sub-tile ``j`` (``sub_tile = (EM, EN)``: row block ``j // columns``, columns from
+    ``(j % columns) * EN``, ``columns = ceil(BN / EN)``; ``EM < BM`` when one warpgroup holds
+    several 64-row WGMMA blocks, whose values are runs of the accumulator one after the other)
+    goes through buffer ``j % buffers`` (the buffers divide the sub-tiles, so the ring
+    continues into the next tile): convert and ``stmatrix`` it into the buffer,
+    ``fence.proxy.async``, one named barrier over the task's threads, and the store warp
+    TMA-stores it and commits. Before the barrier the store warp waits until at most
+    ``buffers - 2`` stores still read SMEM, so the next sub-tile's buffer is free after it.
+    ``fuse(acc, thr_mma, m, n)`` first rewrites the accumulator (in its MMA layout).
+
+    When ``EN`` does not divide ``BN`` (a fitted width such as 152 = 4 x 32 + 24), the last
+    sub-tile of a row block ends at the tile's edge and overlaps the one before it: the
+    overlapped columns are written twice with the same values (the fused step ran on the whole
+    accumulator first, so no store depends on another).
     """
     if const_expr(fuse is not None):
         fuse(views.acc_mma, views.thr_mma, m, n)
     buffers = cute.size(smem, mode=[2])
-    columns = tile_mn[1] // sub_tile[1]
-    subtiles = tile_mn[0] // sub_tile[0] * columns
-    g_sub = cute.zipped_divide(cute.local_tile(gmem, tile_mn, (m, n)), sub_tile)
+    columns = -(-tile_mn[1] // sub_tile[1])
+    g_tile = cute.local_tile(gmem, tile_mn, (m, n))
+    s_bufs = cute.group_modes(smem, 0, 2)
     t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), cute.group_modes(smem, 0, 2), g_sub
+        atom, 0, cute.make_layout(1), s_bufs, cute.zipped_divide(g_tile, sub_tile)
     )
+    edge = tile_mn[1] - sub_tile[1]  # the first column of a sub-tile ending at the tile's edge
+    t_edge = t_g
+    if const_expr(edge % sub_tile[1] != 0):
+        g_edge = cute.zipped_divide(cute.domain_offset((0, edge), g_tile), sub_tile)
+        _, t_edge = cpasync.tma_partition(atom, 0, cute.make_layout(1), s_bufs, g_edge)
     n_vals = cute.size(views.frag)
-    for j in range_constexpr(subtiles):
+    for j in range_constexpr(tile_mn[0] // sub_tile[0] * columns):
         buf = j % buffers
         row, col = j // columns, j % columns
+        first = min(col * sub_tile[1], edge)  # the sub-tile's first column in the tile
+        # Its first accumulator value: a thread holds n_vals / EN values per column of a row
+        # block, ordered by column (4 per 8 columns), so any multiple of 8 starts a run.
+        base = (row * tile_mn[1] + first) * n_vals // sub_tile[1]
         for v in range_constexpr(n_vals):
-            views.frag[v] = views.acc[j * n_vals + v].to(smem.element_type)
+            views.frag[v] = views.acc[base + v].to(smem.element_type)
         cute.copy(views.r2s, views.frag, views.smem[(None, None, None, buf)])
         cute.arch.fence_proxy("async.shared", space="cta")
         if is_store_warp:
@@ -501,7 +519,10 @@ def epilogue_store(
             # Bulk groups are per thread: the elected lane issues and commits; the warp's
             # wait_group above covers it.
             with cute.arch.elect_one():
-                cute.copy(atom, t_s[(None, buf)], t_g[(None, (row, col))])
+                if const_expr(first % sub_tile[1] == 0):
+                    cute.copy(atom, t_s[(None, buf)], t_g[(None, (row, col))])
+                else:
+                    cute.copy(atom, t_s[(None, buf)], t_edge[(None, (row, 0))])
                 cute.arch.cp_async_bulk_commit_group()
 
 
