@@ -89,7 +89,9 @@ def versus_words(name: str) -> list[str]:
 
 def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list[dict[str, Any]]:
     """Per shape of ``gemm_sweep.py`` runs on ``base``'s problem (dtype, scales, epilogue):
-    ``{"mnk", "class", "dtype", "contenders": [(fields, tflops)], "torch": tflops}``.
+    ``{"mnk", "class", "dtype", "contenders": [(fields, tflops)], "torch": tflops}``, and
+    ``"others"``: each contender's TFLOP/s in the other timing (eager where the contenders are
+    ranked by graph timing and back; None where the line lacks it).
 
     The contenders are the sweep's own configuration (``ts``) and each ``--versus`` one that
     was right, as table fields; their swizzle is ``GemmConfig``'s maximum again where the
@@ -114,7 +116,8 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
         runs = {n: line[n] for n in names if line[n].get("ok") and "tflops" in line[n]}
         graph = not eager and all("graph_tflops" in r for r in runs.values())
         unit = "graph_tflops" if graph else "tflops"
-        contenders, left_out = [], []
+        other = "tflops" if graph else "graph_tflops"
+        contenders, others, left_out = [], [], []
         mnk = tuple(line["mnk"])
         for name, run in runs.items():
             try:
@@ -141,11 +144,13 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
             if fit_swizzle(table_one, mnk[1], mnk[0]).swizzle == one.swizzle:
                 one = table_one
             contenders.append((tuned_fields(one), run[unit]))
+            others.append(run.get(other))
         torch = next(
             (line[t][unit] for t in ("torch_accurate", "torch") if unit in line.get(t, {})), None
         )
         row = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
-        rows.append(dict(row, contenders=contenders, torch=torch, left_out=left_out))
+        rows.append(dict(row, contenders=contenders, others=others, torch=torch))
+        rows[-1]["left_out"] = left_out
     if not any(r["contenders"] for r in rows):
         fix = "pass the output of bench/gemm_sweep.py --versus ... with the same problem options"
         raise _none_found("--from-sweep", paths, f"timed {base.dtype} sweep lines", fix)
@@ -165,7 +170,11 @@ def best_per_class(
     ``incumbents`` (class -> candidate key: the current table's winners) and ``margin``: a
     class keeps its incumbent unless the best beats it by more than ``margin`` (0.02: 2 %).
     One timing of near-equal candidates differs by a few percent from run to run; a retune
-    should not swap a table entry, checked by the sweeps, for a tie it won by noise."""
+    should not swap a table entry, checked by the sweeps, for a tie it won by noise. Where the
+    rows also hold the other timing (``"other_tflops"``: a sweep's per-call timings next to
+    its graph ones), the best must lead the incumbent in that one too, else the class keeps
+    its entry and names the challenger (``"kept_over"``): one H100 call once had a contender
+    1.7 % ahead per call and 4.5 % behind in graph timing."""
     classes: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         classes.setdefault(row["class"], []).append(row)
@@ -194,12 +203,26 @@ def best_per_class(
         held = (incumbents or {}).get(klass, "")
         if held in common and score(winner) <= score(held) * (1.0 + margin):
             winner = held  # a tie within timing noise: the table keeps its entry
+        elif held in common and winner != held and _trails_in_other(timed, winner, held):
+            entry["kept_over"] = winner  # ahead in one timing, behind in the other: noise
+            winner = held
         entry.update(config=by_key[winner], source="tuned", winner=winner, score=score(winner))
         entry["tflops"] = [round(r["tflops"][winner], 1) for r in timed]
         if all("torch" in r["tflops"] for r in timed):
             entry["torch_tflops"] = [round(r["tflops"]["torch"], 1) for r in timed]
         entries.append(entry)
     return entries
+
+
+def _trails_in_other(rows: list[dict[str, Any]], key: str, held: str) -> bool:
+    """Whether ``key`` trails ``held`` in the rows' other timing (geometric mean of its ratio
+    to ``held`` over the rows that time both there; False where none does)."""
+    pairs = [
+        r["other_tflops"][key] / r["other_tflops"][held]
+        for r in rows
+        if r.get("other_tflops", {}).get(key) and r["other_tflops"].get(held)
+    ]
+    return bool(pairs) and sum(map(math.log, pairs)) < 0.0
 
 
 def make_table(

@@ -746,14 +746,17 @@ def _rows_from_sweep(
     rows, by_key = [], {}
     for line in lines:
         tflops: dict[str, float] = {}
-        for fields, value in line["contenders"]:
+        other: dict[str, float] = {}  # the other timing, where the line has it
+        for (fields, value), second in zip(line["contenders"], line["others"], strict=True):
             cand = verified[json.dumps(fields, sort_keys=True)]
             if cand.cfg is not None:  # a schedule timed twice in the line: its best timing
                 tflops[cand.key] = max(value, tflops.get(cand.key, 0.0))
+                if second is not None:
+                    other[cand.key] = max(second, other.get(cand.key, 0.0))
                 by_key[cand.key] = tuned_fields(cand.cfg)
         if line["torch"] is not None:
             tflops["torch"] = line["torch"]
-        rows.append(dict(line, tflops=tflops))
+        rows.append(dict(line, tflops=tflops, other_tflops=other))
     return rows, by_key
 
 

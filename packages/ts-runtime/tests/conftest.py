@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import os
 import subprocess
@@ -55,6 +56,37 @@ def load_example() -> Callable[[str], object]:
         reason="the examples import the task_scheduling facade (tests all)",
     )
     return _load
+
+
+# The Hopper GEMM example and its modules, for every GEMM test module (each imports once).
+@pytest.fixture(scope="session")
+def gemm(load_example: Callable[[str], object]) -> object:
+    """``examples/hopper/gemm.py`` (and its sibling modules on ``sys.path``)."""
+    return load_example("gemm")
+
+
+@pytest.fixture(scope="session")
+def tune(load_example: Callable[[str], object]) -> object:
+    """``examples/hopper/gemm_tune.py``."""
+    return load_example("gemm_tune")
+
+
+@pytest.fixture(scope="session")
+def table(gemm: object) -> object:
+    """The GEMM's table module, ``_gemm_table``."""
+    return importlib.import_module("_gemm_table")
+
+
+@pytest.fixture(scope="session")
+def host(gemm: object) -> object:
+    """The GEMM's host module, ``_gemm_host``."""
+    return importlib.import_module("_gemm_host")
+
+
+@pytest.fixture(scope="session")
+def steps(gemm: object) -> object:
+    """The GEMM's steps module, ``_gemm_steps`` (a test module may mean another by it)."""
+    return importlib.import_module("_gemm_steps")
 
 
 @pytest.fixture

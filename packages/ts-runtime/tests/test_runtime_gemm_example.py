@@ -32,11 +32,6 @@ NEEDED = ("wgmma.mma_async", "cp.async.bulk.tensor", "setmaxnreg")
 
 
 @pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
 def default(gemm: Any) -> dict[str, Any]:
     out: dict[str, Any] = gemm.compile_only(gemm.GemmConfig())
     return out
@@ -434,11 +429,6 @@ def _rows(rows: int, cols: int, dtype: str, pitch: int | None = None) -> _Tensor
 
 
 FP8, BF16, F32 = "torch.float8_e4m3fn", "torch.bfloat16", "torch.float32"
-
-
-@pytest.fixture(scope="module")
-def host(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_host")  # beside gemm.py, already on sys.path
 
 
 def _fp8_problem(m: int, n: int, k: int) -> dict[str, Any]:

@@ -27,16 +27,6 @@ from ts_codegen.dsl import compile_ptx
 from ts_runtime.errors import RuntimeConfigError
 
 
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
-def steps(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_steps")  # beside gemm.py, already on sys.path
-
-
 def _same(out: dict[str, Any]) -> None:
     assert out["verified"] is True
     assert out["same_counts"] is True
@@ -182,11 +172,6 @@ def test_ptxas_keeps_the_152_wide_tile_in_registers(
     log = ptxas_log(ptx, "ts")
     assert "0 bytes spill stores, 0 bytes spill loads" in log, log
     assert log.count("C7519") <= 1 and "C7514" not in log, log
-
-
-@pytest.fixture(scope="module")
-def table(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_table")
 
 
 def _rounds_x_width(mnk: tuple[int, int, int], tile: tuple[int, int], cluster: Any) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,11 +32,6 @@ FAMILIES = [
     {"tile_mn": (128, 128), "tail_split": 2},
     {"tile_mn": (128, 128), "split_k": 2},
 ]
-
-
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
 
 
 def _work(task: Any) -> list[Any]:

@@ -29,28 +29,8 @@ from ts_codegen.dsl import compile_ptx
 
 
 @pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
-def steps(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_steps")  # beside gemm.py, already on sys.path
-
-
-@pytest.fixture(scope="module")
 def config(gemm: Any) -> Any:
     return importlib.import_module("_gemm_config")
-
-
-@pytest.fixture(scope="module")
-def table(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_table")
-
-
-@pytest.fixture(scope="module")
-def tune(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm_tune")
 
 
 # The families the tuner generates: a warpgroup alone on a 128-row tile, two epilogue buffers.

@@ -29,11 +29,6 @@ FAMILIES: dict[str, dict[str, Any]] = {
 }
 
 
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
 def _cfg(gemm: Any, family: str) -> Any:
     return gemm.GemmConfig(kernel="pingpong-skip", **FAMILIES[family])
 

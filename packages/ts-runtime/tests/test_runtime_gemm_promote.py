@@ -28,11 +28,6 @@ from ts_codegen.dsl import compile_ptx
 from ts_ir import ConditionalBlock, DomainLoop, IterationPredicate, Step, WorkTileLoop
 
 
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
 def test_default_is_on_for_fp8_tiles_with_room(gemm: Any) -> None:
     cfg = gemm.GemmConfig
     assert cfg(dtype="e4m3", tile_mn=(128, 128)).promotion == 4

@@ -11,10 +11,8 @@ checks, the fallback rule and the tuner's split-K templates.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import math
 import re
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,21 +23,6 @@ pytest.importorskip("ts_verify")
 
 from ts_codegen.dsl import compile_ptx
 from ts_ir import ConditionalBlock, OpaqueCondition, Step, WorkTileLoop
-
-
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
-def host(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_host")  # beside gemm.py, already on sys.path
-
-
-@pytest.fixture(scope="module")
-def table(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_table")
 
 
 @pytest.mark.parametrize("bad", [0, -1, True, 17, "2", 2.0])

@@ -36,11 +36,6 @@ from ts_ir import (
 
 
 @pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
 def split(gemm: Any) -> Any:
     return importlib.import_module("_gemm_split")  # beside gemm.py, already on sys.path
 

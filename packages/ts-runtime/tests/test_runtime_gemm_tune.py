@@ -46,25 +46,9 @@ SWEEP_CLASSES = {
 
 
 @pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
-def tune(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm_tune")
-
-
-@pytest.fixture(scope="module")
 def steps(load_example: Callable[[str], Any]) -> Any:
     load_example("gemm")  # puts examples/hopper on sys.path
     return importlib.import_module("_gemm_config")  # GemmConfig, its limits, fit_swizzle
-
-
-@pytest.fixture(scope="module")
-def table(load_example: Callable[[str], Any]) -> Any:
-    load_example("gemm")  # puts examples/hopper on sys.path
-    return importlib.import_module("_gemm_table")
 
 
 @schedule

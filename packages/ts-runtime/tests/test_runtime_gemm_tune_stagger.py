@@ -7,9 +7,7 @@ tests are in ``test_runtime_gemm_tune.py``.
 
 from __future__ import annotations
 
-import importlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,22 +16,6 @@ import pytest
 pytest.importorskip("cutlass")
 pytest.importorskip("ts_runtime")
 pytest.importorskip("ts_verify")
-
-
-@pytest.fixture(scope="module")
-def gemm(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm")
-
-
-@pytest.fixture(scope="module")
-def tune(load_example: Callable[[str], Any]) -> Any:
-    return load_example("gemm_tune")
-
-
-@pytest.fixture(scope="module")
-def table(load_example: Callable[[str], Any]) -> Any:
-    load_example("gemm")  # puts examples/hopper on sys.path
-    return importlib.import_module("_gemm_table")
 
 
 @pytest.mark.parametrize(
