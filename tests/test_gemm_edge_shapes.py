@@ -6,9 +6,10 @@ and rowwise scales, two-level accumulation; a ragged K on a 16-byte padded pitch
 with 128-row tiles (1 x 1 and 2 x 1 clusters, a fused epilogue), 256 x 128 tiles, split-K and
 the tail split (bf16, and FP8 with promotion; with and without clusters) on shapes of their
 own, 128 x 192 along N, whole-tile epilogue buffers, 128 x 320 and 256 x 160 tiles, the
-fitted 256 x 152 (an epilogue sub-tile overlapping the one before), 2 x 2 clusters, staggered
-promotion groups, and the operands FP8 cannot take (K-contiguous rows not a multiple of 16
-bytes, an N-major operand) refused with a typed error before any launch.
+fitted widths 256 x 152 and 128 x 152 (an epilogue sub-tile overlapping the one before),
+2 x 2 clusters, staggered promotion groups, and the operands FP8 cannot take (K-contiguous
+rows not a multiple of 16 bytes, an N-major operand) refused with a typed error before any
+launch.
 Runs where torch, the CuTe DSL and a CUDA GPU are; skipped elsewhere.
 """
 
@@ -143,6 +144,14 @@ CONFIGS: dict[str, dict[str, Any]] = {
     | {"tile_mn": (256, 152), "cluster_mn": (1, 2), "epi_stages": 2, "bias": True},
     "bf16-256x160-1x2-epi64": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_n": 64}
     | {"epi_stages": 2},
+    # 128 x 152 (not yet run on a GPU when added, session 21): bf16; FP8 promoted (76 + 76
+    # values a thread) in a 2 x 1 cluster; FP8 rowwise with the fused epilogue in four
+    # 48-column sub-tiles (the fourth at columns 104-151)
+    "bf16-128x152": {"tile_mn": (128, 152), "epi_stages": 5},
+    "e4m3-128x152-2x1-promoted": {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 152)}
+    | {"cluster_mn": (2, 1), "epi_stages": 5},
+    "e4m3-128x152-rowwise-fused-epi48": _FP8_ROWWISE
+    | {"tile_mn": (128, 152), "epi_n": 48, "epi_stages": 2, "beta": 1.0, "bias": True},
     # 2 x 2 clusters (A and B both multicast; 3 CTAs release each stage), FP8 promoted too
     "bf16-2x2": {"cluster_mn": (2, 2)},
     "e4m3-128x128-2x2-promoted": _FP8_ROWWISE | {"cluster_mn": (2, 2)},
@@ -226,6 +235,13 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
     # 256 x 28672: 2 x 180 tiles of 128 x 160, 180 cluster tiles, 2 rounds of 66 and 48 left
     "e4m3-128x160-tail2-c2x1-promoted": (
         {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 160), "cluster_mn": (2, 1)}
+        | {"epi_stages": 5, "tail_split": 2},
+        [(256, 28672, 1024), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
+    ),
+    # 128 x 152: 3000 x 5000 is 396 cluster tiles of 2 x 1, six rounds, no tail; 256 x 28672
+    # is 189, two rounds of 66 and 57 left
+    "e4m3-128x152-tail2-c2x1-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 152), "cluster_mn": (2, 1)}
         | {"epi_stages": 5, "tail_split": 2},
         [(256, 28672, 1024), (3000, 5000, 896), (1003, 1501, 0), (129, 257, 128), (1, 1, 256)],
     ),

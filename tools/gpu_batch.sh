@@ -17,6 +17,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger "$OUT"  # FP8 staggered promotion
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh ragged20 "$OUT" # ping-pong on 3000x5000x4000
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger21 "$OUT" # FP8 table entries staggered
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh fitted22 "$OUT"  # 128/256 x 152: edges, A/B
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -32,7 +33,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -272,6 +273,23 @@ stagger21)
       --versus "$sched --promote-stagger on"
   done
   ;;
+fitted22)
+  # Session 21's fitted widths: the GPU edge shapes of 256 x 152 (run in session 21) and of
+  # 128 x 152 (not yet run), then FP8 128 x 152 against the table on the two shapes it fits
+  # (3000 x 5000: 396 cluster tiles of 2 x 1, six whole rounds; 256 x 28672: three rounds as
+  # 128 x 160's, each 5 % narrower), then the FP8 and bf16 sweeps.
+  run edge.log 200 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k "152 or epi64"
+  run fp8ab.log 120 python3 bench/gemm_sweep.py --graph --dtype e4m3 --scale tensor \
+    --shape 3000 5000 4000 --shape 256 28672 8192 \
+    --versus "--tile 128x152 --cluster 2x1 --epi-stages 5" \
+    --versus "--tile 128x152 --epi-stages 5" \
+    --versus "--tile 128x152 --cluster 2x1 --epi-n 48 --epi-stages 2" \
+    --versus "--tile 128x160 --cluster 2x1 --epi-stages 5"
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 ragged20)
   # Session 20: ping-pong on the ragged bf16 shape (the only one under 0.97 of cuBLAS). Every
   # tile the kernels take gives the same rounds x area there (92.5 % useful work), so what is
@@ -311,7 +329,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

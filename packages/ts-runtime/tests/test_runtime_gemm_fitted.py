@@ -160,18 +160,47 @@ def test_tma_epilogue_refuses_a_sub_tile_the_store_cannot_take() -> None:
     assert ok.sub_tile == (128, 32)
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"epi_stages": 5},
+        {"dtype": "e4m3", "scale": "tensor", "cluster_mn": (2, 1), "epi_stages": 5},
+        {"dtype": "e4m3", "scale": "rowwise", "beta": 1.0, "bias": True, "epi_n": 48}
+        | {"epi_stages": 2, "tail_split": 2},
+    ],
+    ids=["bf16", "e4m3-2x1", "e4m3-rowwise-fused-epi48-tail2"],
+)
+def test_128_by_152_tile_promotes_fp8_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
+    """128 x 152: one m64n152 WGMMA a warpgroup and K step; FP8 promotes its 76 values a
+    thread (a wait for the group's WGMMAs every 4 blocks: one more ``wgmma.wait_group``);
+    five 32-column sub-tiles (the fifth at 120) or four of 48 (the fourth at 104)."""
+    cfg = gemm.GemmConfig(tile_mn=(128, 152), **options)
+    assert (cfg.mma_n, cfg.acc_values) == (152, 76)
+    assert cfg.promotion == (4 if cfg.fp8 else 0)
+    assert cfg.epi_subtiles == (4 if cfg.epi_n == 48 else 5)
+    out = gemm.compile_only(cfg)
+    _same(out)
+    assert out["ts"]["wgmma.mma_async"] == 4
+    assert out["ts"]["wgmma.wait_group"] == (4 if cfg.fp8 else 3)
+
+
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
 def test_ptxas_keeps_the_152_wide_tile_in_registers(
     gemm: Any, ptxas_log: Callable[..., str]
 ) -> None:
-    """152 fp32 values a consumer thread with the fused epilogue: no spill, one WGMMA chain."""
+    """152 fp32 values a consumer thread with the fused epilogue (256 x 152), and FP8's
+    76 + 76 promoted ones (128 x 152): no spill, one WGMMA chain."""
     cfg = gemm.GemmConfig(
         tile_mn=(256, 152), cluster_mn=(2, 1), epi_stages=2, alpha=0.5, beta=1.0, bias=True
     )
-    _, ptx = compile_ptx(dict(gemm.kernels(cfg))["ts"], *gemm.fake_operands(cfg))
-    log = ptxas_log(ptx, "ts")
-    assert "0 bytes spill stores, 0 bytes spill loads" in log, log
-    assert log.count("C7519") <= 1 and "C7514" not in log, log
+    fp8 = gemm.GemmConfig(
+        tile_mn=(128, 152), dtype="e4m3", scale="rowwise", beta=1.0, bias=True, epi_stages=5
+    )  # 76 + 76 promoted values a thread
+    for one, name in ((cfg, "ts"), (fp8, "ts_fp8")):
+        _, ptx = compile_ptx(dict(gemm.kernels(one))["ts"], *gemm.fake_operands(one))
+        log = ptxas_log(ptx, name)
+        assert "0 bytes spill stores, 0 bytes spill loads" in log, log
+        assert log.count("C7519") <= 1 and "C7514" not in log, log
 
 
 def _rounds_x_width(mnk: tuple[int, int, int], tile: tuple[int, int], cluster: Any) -> int:
