@@ -163,7 +163,7 @@ def _schedule_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[
         ValueError: The options make no valid configuration with the pick nor with the
             defaults.
     """
-    from _gemm_table import pick
+    from _gemm_table import fit_width, pick
 
     if getattr(args, "config", "auto") != "auto":
         return fit_swizzle(parse_config(args), mnk[1], mnk[0]), "default"
@@ -184,6 +184,8 @@ def _schedule_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[
                 f"--config auto's pick ({source}) nor on the defaults: {e}"
             ) from e
         return fit_swizzle(cfg, mnk[1], mnk[0]), source
+    if "tile_mn" not in explicit:  # e.g. --cluster 1x2 on a fitted width: fit it again
+        cfg = fit_width(cfg, mnk)
     return fit_swizzle(cfg, mnk[1], mnk[0]), source + ("+flags" if explicit else "")
 
 

@@ -276,3 +276,20 @@ def test_from_sweep_leaves_out_a_width_the_table_would_refit(
     (entry,) = table.load_table(out)["entries"]
     assert entry["config"]["tile_mn"] == [128, 256]
     assert "fits (256, 152) to (256, 160)" in capsys.readouterr().out
+
+
+def test_the_command_line_refits_the_width_it_does_not_set(gemm: Any) -> None:
+    """``--cluster 1x2`` on the table's 256 x 152 for 3000 x 5000 pads its 33 tile columns
+    to 34 (four rounds): the width is fitted again, to 160; ``--tile`` is taken as given."""
+    import argparse
+
+    cli = importlib.import_module("_gemm_cli")
+
+    def config(*words: str) -> Any:
+        parser = argparse.ArgumentParser()
+        cli.add_config_args(parser)
+        return cli.config_for(parser.parse_args(list(words)), (3000, 5000, 4000))[0]
+
+    assert config().tile_mn == (256, 152)
+    assert config("--cluster", "1x2").tile_mn == (256, 160)
+    assert config("--cluster", "1x2", "--tile", "256x152").tile_mn == (256, 152)
