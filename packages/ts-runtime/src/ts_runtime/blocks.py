@@ -644,7 +644,7 @@ class TmaEpilogue(MemoryResource):
                 "rows divide the tile's, its columns are a multiple of 16 (stmatrix x4) up to "
                 "the tile's, and the tile's columns a multiple of 8",
                 resource=self.name,
-                fix=f"pass sub_tile=({bm}, 32) or ({em}, 32)",
+                fix=f"pass sub_tile=({em if em >= 1 and bm % em == 0 else bm}, 32)",
             )
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
