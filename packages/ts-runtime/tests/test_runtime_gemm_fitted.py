@@ -108,25 +108,10 @@ def test_stage_layout_of_an_odd_count_of_swizzle_atoms(gemm: Any, steps: Any) ->
 def test_epilogue_reads_the_accumulator_unpadded(gemm: Any, steps: Any) -> None:
     """The epilogue's view of a 152-wide accumulator has its 152 values a thread (the
     ``stmatrix`` retile would have 160, and its second row block would start at 80)."""
-    import cutlass.cute as cute
-    from cutlass.memory import SmemAllocator
+    from runtime_gemm_views import epilogue_view_sizes
 
     cfg = gemm.GemmConfig(tile_mn=(256, 152), epi_stages=2)
-    seen: dict[str, int] = {}
-
-    @cute.jit
-    def trace() -> None:
-        tiled_mma = steps.make_tiled_mma(cfg)
-        c_layout = steps.make_smem_layouts(cfg)[2]
-        s_c = SmemAllocator().allocate_tensor(
-            cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner
-        )
-        acc = steps.make_accumulator(cfg, tiled_mma, 0)
-        views = steps.make_epilogue_views(cfg, tiled_mma, acc, s_c, 0)
-        seen["acc"], seen["frag"] = cute.size(views.acc), cute.size(views.frag)
-        seen["retiled"] = cute.size(views.r2s.retile(acc))
-
-    cute.compile(trace)
+    seen = epilogue_view_sizes(cfg, steps)
     assert seen["acc"] == cfg.acc_values == 152
     assert seen["retiled"] == 160
     assert seen["frag"] == 16  # 128 x 32 over 256 threads

@@ -78,26 +78,10 @@ def test_epilogue_sub_tile_is_one_run_of_the_accumulator(
     sub-tile ``j``: that is right only if a sub-tile's registers hold one 64-row WGMMA block
     of the thread (a 128 x 32 sub-tile of a warpgroup alone on 128 rows held two, 64 rows
     apart in the accumulator)."""
-    import cutlass.cute as cute
+    from runtime_gemm_views import epilogue_view_sizes
 
     cfg = gemm.GemmConfig(**options)
-    seen: dict[str, Any] = {}
-
-    @cute.jit
-    def trace() -> None:
-        from cutlass.memory import SmemAllocator
-
-        tiled_mma = steps.make_tiled_mma(cfg)
-        c_layout = steps.make_smem_layouts(cfg)[2]
-        s_c = SmemAllocator().allocate_tensor(
-            cfg.out_element, c_layout.outer, 1024, swizzle=c_layout.inner
-        )
-        acc = steps.make_accumulator(cfg, tiled_mma, 0)
-        views = steps.make_epilogue_views(cfg, tiled_mma, acc, s_c, 0)
-        seen["frag_m"] = cute.size(views.frag, mode=[1])
-        seen["frag"], seen["acc"] = cute.size(views.frag), cute.size(views.acc)
-
-    cute.compile(trace)
+    seen = epilogue_view_sizes(cfg, steps)
     assert seen["frag_m"] == 1
     assert seen["frag"] * cfg.epi_subtiles == seen["acc"] == cfg.acc_values
 
