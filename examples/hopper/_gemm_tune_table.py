@@ -134,9 +134,9 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
                 why = f"promote_every={one.promote_every}, the problem's {base.promote_every}"
                 left_out.append((name, why))
                 continue
-            if fit_width(one, mnk).tile_mn != one.tile_mn:  # the table would run another
-                why = f"the table fits {one.tile_mn} to {fit_width(one, mnk).tile_mn} here"
-                left_out.append((name, why))
+            fitted = fit_width(one, mnk).tile_mn
+            if fitted != one.tile_mn:  # the table's entry would run another width here
+                left_out.append((name, f"the table fits {one.tile_mn} to {fitted} here"))
                 continue
             table_one = dataclasses.replace(one, swizzle=GemmConfig.swizzle)
             # A contender run with another swizzle than the fitted one ("--swizzle 1") is a
@@ -148,9 +148,9 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
         torch = next(
             (line[t][unit] for t in ("torch_accurate", "torch") if unit in line.get(t, {})), None
         )
-        row = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
-        rows.append(dict(row, contenders=contenders, others=others, torch=torch))
-        rows[-1]["left_out"] = left_out
+        row: dict[str, Any] = {"mnk": list(mnk), "class": shape_class(mnk), "dtype": base.dtype}
+        row |= {"contenders": contenders, "others": others, "torch": torch, "left_out": left_out}
+        rows.append(row)
     if not any(r["contenders"] for r in rows):
         fix = "pass the output of bench/gemm_sweep.py --versus ... with the same problem options"
         raise _none_found("--from-sweep", paths, f"timed {base.dtype} sweep lines", fix)

@@ -208,9 +208,13 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # they lost 2-22 % to 2 x 1 on the shapes tried, bench/ab/session15)
     )
 )
+"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (67 of them; ``split_k``
+``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 # Promoted problems only (FP8 by default): staggered promotion groups on the widest promoted
-# tiles, whose drains are the longest (96 and 80 values a thread to add; on an H100 SXM they
-# led their in-step twins by 3.4 % and 1.6 % on average in session 20's one A/B).
+# tiles, whose drains are the longest (96 and 80 values a thread to add). On an H100 SXM they
+# led their in-step twins by 1-3 % on average (sessions 20 and 21), but not the table's
+# entries: in session 21's A/B of each FP8 entry against itself staggered the sign changed
+# with the shape and the timing (-4.4 to +4.3 %). Timed here; they win only where they lead.
 STAGGER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, **t, "promote_stagger": True}
     for t in (
@@ -219,8 +223,6 @@ STAGGER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 160), "cluster_mn": (2, 1), "epi_stages": 5},
     )
 )
-"""The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (64 of them; ``split_k``
-``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 
 
 def can_promote(fields: dict[str, Any]) -> bool:

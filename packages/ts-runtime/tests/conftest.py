@@ -84,8 +84,15 @@ def host(gemm: object) -> object:
 
 
 @pytest.fixture(scope="session")
+def config(gemm: object) -> object:
+    """The GEMM's configuration module, ``_gemm_config`` (``GemmConfig``, its limits,
+    ``fit_swizzle``)."""
+    return importlib.import_module("_gemm_config")
+
+
+@pytest.fixture(scope="session")
 def steps(gemm: object) -> object:
-    """The GEMM's steps module, ``_gemm_steps`` (a test module may mean another by it)."""
+    """The GEMM's steps module, ``_gemm_steps``."""
     return importlib.import_module("_gemm_steps")
 
 

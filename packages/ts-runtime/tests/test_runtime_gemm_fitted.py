@@ -240,13 +240,12 @@ def test_the_table_runs_3000_by_5000_on_the_fitted_width(table: Any) -> None:
 
 
 def test_from_sweep_leaves_out_a_width_the_table_would_refit(
-    gemm: Any, table: Any, tmp_path: Any, capsys: Any
+    gemm: Any, table: Any, tune: Any, tmp_path: Any, capsys: Any
 ) -> None:
     """A 256 x 152 timed on 8192^3 would run as 256 x 160 from the table: not its timing."""
     import dataclasses
     import json
 
-    tune = importlib.import_module("gemm_tune")
     plain = gemm.GemmConfig(tile_mn=(128, 256), cluster_mn=(2, 1))
     narrow = gemm.GemmConfig(tile_mn=(256, 152), cluster_mn=(2, 1), epi_stages=2)
     row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": [8192, 8192, 8192]}

@@ -27,12 +27,6 @@ pytest.importorskip("ts_verify")
 
 from ts_codegen.dsl import compile_ptx
 
-
-@pytest.fixture(scope="module")
-def config(gemm: Any) -> Any:
-    return importlib.import_module("_gemm_config")
-
-
 # The families the tuner generates: a warpgroup alone on a 128-row tile, two epilogue buffers.
 FAMILIES = {
     "128x128": {"tile_mn": (128, 128)},

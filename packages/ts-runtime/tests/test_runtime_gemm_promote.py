@@ -288,31 +288,25 @@ def test_stagger_not_a_bool_and_odd_accumulator_group_are_typed_errors(gemm: Any
 
     with pytest.raises(RuntimeConfigError, match="not a bool"):
         gemm.GemmConfig(dtype="e4m3", tile_mn=(128, 128), promote_stagger="yes")
-    with pytest.raises(RuntimeConfigError, match="even count of K blocks") as err:
-        WgmmaAccumulator(
+
+    def accumulator(every: int, stagger: object) -> WgmmaAccumulator:
+        return WgmmaAccumulator(
             name="acc",
             tiled_mma=None,
             tile_mn=(128, 128),
             smem_a=None,
             smem_b=None,
-            promote_every=3,
+            promote_every=every,
             k_blocks=8,
             fresh_mma=object(),
-            promote_stagger=True,
+            promote_stagger=stagger,  # type: ignore[arg-type]
         )
+
+    with pytest.raises(RuntimeConfigError, match="even count of K blocks") as err:
+        accumulator(3, True)
     assert "promote_stagger=False" in err.value.fix
     with pytest.raises(RuntimeConfigError, match="not a bool"):
-        WgmmaAccumulator(
-            name="acc",
-            tiled_mma=None,
-            tile_mn=(128, 128),
-            smem_a=None,
-            smem_b=None,
-            promote_every=4,
-            k_blocks=8,
-            fresh_mma=object(),
-            promote_stagger="off",  # type: ignore[arg-type]
-        )
+        accumulator(4, "off")
 
 
 def test_unpromoted_plan_has_no_promotion(gemm: Any) -> None:

@@ -45,12 +45,6 @@ SWEEP_CLASSES = {
 }
 
 
-@pytest.fixture(scope="module")
-def steps(load_example: Callable[[str], Any]) -> Any:
-    load_example("gemm")  # puts examples/hopper on sys.path
-    return importlib.import_module("_gemm_config")  # GemmConfig, its limits, fit_swizzle
-
-
 @schedule
 def early_release(
     wq: ResourceProxy, ab: ResourceProxy, acc: ResourceProxy, c: ResourceProxy
@@ -196,7 +190,7 @@ def test_rule_for_sweep_shapes(table: Any, gemm: Any) -> None:
     assert one_row.cluster_mn == (1, 1)  # one tile row: no 2 x 1 cluster
 
 
-def test_shipped_table_picks_verify_for_sweep_shapes(table: Any, gemm: Any, steps: Any) -> None:
+def test_shipped_table_picks_verify_for_sweep_shapes(table: Any, gemm: Any, config: Any) -> None:
     data = table.load_table()
     assert data is not None, "examples/hopper/gemm_table.json is shipped with the GEMM"
     for mnk, klass in SWEEP_CLASSES.items():
@@ -204,7 +198,7 @@ def test_shipped_table_picks_verify_for_sweep_shapes(table: Any, gemm: Any, step
         entry = table.lookup(data, "bf16", klass)
         assert entry is not None and source == f"table:{klass}"
         assert table.tuned_fields(cfg) == entry["config"]
-        gemm.make_plan(steps.fit_swizzle(cfg, mnk[1], mnk[0]))  # verified (raises otherwise)
+        gemm.make_plan(config.fit_swizzle(cfg, mnk[1], mnk[0]))  # verified (raises otherwise)
 
 
 def test_shipped_table_header_and_every_entry_verifies(table: Any, gemm: Any) -> None:
@@ -405,7 +399,7 @@ def _rule_table(tune: Any, table: Any, gemm: Any, path: Path) -> dict[str, Any]:
 
 
 def test_config_auto_and_overrides(
-    tune: Any, gemm: Any, table: Any, steps: Any, tmp_path: Path, monkeypatch: Any
+    tune: Any, gemm: Any, table: Any, config: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
     _gemm_cli: Any = importlib.import_module("_gemm_cli")
     _rule_table(tune, table, gemm, tmp_path / "rule.json")
@@ -413,7 +407,7 @@ def test_config_auto_and_overrides(
     mnk = (2048, 2048, 2048)
     cfg, source = _gemm_cli.config_for(_args(gemm), mnk)
     picked, _ = table.pick(mnk, gemm.GemmConfig())
-    assert source == "table:Mm-Nm-Km-W0" and cfg == steps.fit_swizzle(picked, 2048, 2048)
+    assert source == "table:Mm-Nm-Km-W0" and cfg == config.fit_swizzle(picked, 2048, 2048)
     cfg, source = _gemm_cli.config_for(_args(gemm, "--cluster", "1x2", "--stages", "3"), mnk)
     assert (cfg.cluster_mn, cfg.stages, cfg.tile_mn) == ((1, 2), 3, picked.tile_mn)
     assert source.endswith("+flags")
@@ -432,12 +426,12 @@ def test_config_auto_and_overrides(
     assert cfg.dynamic and cfg.tile_mn == (128, 256) and source.startswith("default+flags")
 
 
-def test_raster_along_n_fits_the_swizzle_to_m(gemm: Any, steps: Any) -> None:
+def test_raster_along_n_fits_the_swizzle_to_m(gemm: Any, config: Any) -> None:
     cfg = gemm.GemmConfig(raster="n")
-    assert steps.fit_swizzle(cfg, 4096, 3 * 128).swizzle == 1  # three tile rows
-    assert steps.fit_swizzle(gemm.GemmConfig(), 4096, 3 * 128).swizzle == 8  # 16 columns
+    assert config.fit_swizzle(cfg, 4096, 3 * 128).swizzle == 1  # three tile rows
+    assert config.fit_swizzle(gemm.GemmConfig(), 4096, 3 * 128).swizzle == 8  # 16 columns
     with pytest.raises(ValueError, match="pass m"):
-        steps.fit_swizzle(cfg, 4096)
+        config.fit_swizzle(cfg, 4096)
     with pytest.raises(ValueError, match="raster"):
         gemm.GemmConfig(raster="k")
 
