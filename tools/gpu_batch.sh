@@ -18,6 +18,9 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh ragged20 "$OUT" # ping-pong on 3000x5000x4000
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stagger21 "$OUT" # FP8 table entries staggered
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh fitted22 "$OUT"  # 128/256 x 152: edges, A/B
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh repeat22 "$OUT"  # PDL A/B, both sweeps
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh counters22 "$OUT"  # counters in graphs
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh passes22 "$OUT"  # both sweeps, 3 passes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -33,7 +36,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -42,7 +45,7 @@ mkdir -p "$out"
 # last one is stopped in time to write its log rather than killed with the call.
 deadline=$((SECONDS + ${GPU_BATCH_BUDGET_S:-570}))
 
-# run LOG LIMIT CMD...: append CMD's output (its last 40 lines) and exit status to LOG.
+# run LOG LIMIT CMD...: append CMD's output (its last 80 lines) and exit status to LOG.
 run() {
   local log="$1" limit="$2" left=$((deadline - SECONDS))
   shift 2
@@ -56,7 +59,7 @@ run() {
     local t0=$SECONDS
     timeout "$limit" "$@" > /tmp/gpu_batch_cmd.log 2>&1
     local rc=$?
-    tail -n 40 /tmp/gpu_batch_cmd.log
+    tail -n 80 /tmp/gpu_batch_cmd.log
     echo "rc=$rc took=$((SECONDS - t0))s limit=${limit}s"
   } >> "$out/$log"
 }
@@ -290,6 +293,44 @@ fitted22)
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+passes22)
+  # Session 22: one sweep's ratio moves by a few percent with the clocks (TS against its
+  # twin, the same code, 0.978-1.02): both sweeps in three passes, judged on the per-shape
+  # medians (--passes).
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  run sweep.log 380 python3 bench/gemm_sweep.py --graph --passes 3 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
+counters22)
+  # Session 22: the table's entries that use counters (the dynamic scheduler's tile queue, a
+  # tail split's chunk counts) ran 4-5 % slower replayed from a CUDA graph than called, twice
+  # (8192 x 8192 x 28672: 0.944 / 0.949 of cuBLAS in graph timing; 256 x 28672: 0.964); the
+  # static entries did not. Each against itself without PDL and against a static schedule.
+  run ab.log 150 python3 bench/gemm_sweep.py --graph --shape 8192 8192 28672 \
+    --versus "--tile 128x256 --scheduler dynamic --pdl off" \
+    --versus "--tile 128x256" --versus "--tile 128x256 --cluster 2x1"
+  run ab.log 100 python3 bench/gemm_sweep.py --graph --shape 256 28672 8192 \
+    --versus "--tile 128x128 --cluster 2x1 --tail-split 2 --pdl off" \
+    --versus "--tile 128x128 --cluster 2x1" --versus "--tile 128x160 --cluster 2x1 --epi-stages 5"
+  run fp8ab.log 100 python3 bench/gemm_sweep.py --graph --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3 --pdl off" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3"
+  ;;
+repeat22)
+  # Session 22: is the eager (per-call) dip of 16384 x 16384 x 1024 (0.964-0.994 of cuBLAS in
+  # five H100 sweeps, 1.006-1.036 in graph timing) the launch path's PDL? The table's entry
+  # against itself (a noise control) and without PDL; then both sweeps again, for a second
+  # same-table sample on this machine.
+  command -v ncu nsys > "$out/tools.txt" 2>&1
+  nvidia-smi -q -d CLOCK,POWER >> "$out/tools.txt" 2>&1
+  e16="--tile 128x256 --cluster 2x1 --epi-stages 8"
+  run ab.log 120 python3 bench/gemm_sweep.py --graph --shape 16384 16384 1024 \
+    --versus "$e16" --versus "$e16 --pdl off"
+  run fp8.log 60 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor
+  run sweep.log 150 python3 bench/gemm_sweep.py --graph \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 ragged20)
   # Session 20: ping-pong on the ragged bf16 shape (the only one under 0.97 of cuBLAS). Every
   # tile the kernels take gives the same rounds x area there (92.5 % useful work), so what is
@@ -329,7 +370,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac

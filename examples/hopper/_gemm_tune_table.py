@@ -109,6 +109,8 @@ def sweep_rows(paths: list[Path], base: GemmConfig, eager: bool = False) -> list
     for line in _json_lines(paths):
         if line.get("bench") != "gemm_sweep" or line.get("summary"):
             continue
+        if "median_of_passes" in line:  # --passes: its ratios only; each pass's line counts
+            continue
         cfg = config_of(line["config"])
         if any(getattr(cfg, f) != getattr(base, f) for f in PROBLEM_FIELDS):
             continue

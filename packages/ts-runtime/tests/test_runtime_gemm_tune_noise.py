@@ -70,3 +70,27 @@ def test_from_sweep_keeps_the_entry_a_per_call_lead_does_not_confirm(
     (entry,) = table.load_table(out)["entries"]
     assert entry["config"] == table.tuned_fields(held)
     assert entry["kept_over"].startswith("256x128-c1x2")
+
+
+def test_from_sweep_counts_each_pass_and_skips_the_median_lines(
+    tune: Any, table: Any, gemm: Any, tmp_path: Path
+) -> None:
+    """A ``gemm_sweep.py --passes`` log: every pass's line is a row of its shape (the class
+    ranks by the geometric mean over them); the per-shape median lines hold ratios only and
+    are no rows (they name no configuration)."""
+    held = table.pick((4096, 4096, 4096), gemm.GemmConfig(dtype="e4m3", scale="tensor"))[0]
+    lines = []
+    for turn, ts in ((1, 1100.0), (2, 1120.0)):
+        row: dict[str, Any] = {"bench": "gemm_sweep", "mnk": [4096, 4096, 4096], "pass": turn}
+        row["config"] = dataclasses.asdict(held)
+        row["ts"] = {"ok": True, "tflops": ts, "graph_tflops": ts}
+        row["torch_accurate"] = {"ok": True, "tflops": 1150.0, "graph_tflops": 1150.0}
+        lines.append(row)
+    median = {"bench": "gemm_sweep", "mnk": [4096, 4096, 4096], "median_of_passes": 2}
+    lines.append(median | {"ts_over_torch_accurate": 0.965})
+    log = tmp_path / "passes.log"
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    base = gemm.GemmConfig(dtype="e4m3", scale="tensor")
+    rows = tune.sweep_rows([log], base)
+    assert [r["contenders"][0][1] for r in rows] == [1100.0, 1120.0]
+    assert all(r["mnk"] == [4096, 4096, 4096] for r in rows)
