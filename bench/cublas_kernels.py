@@ -3,7 +3,12 @@
 One JSON line per shape and dtype: the kernels ``torch.matmul`` (bf16) or
 ``torch._scaled_mm`` (e4m3, tensor scales, bf16 out, accurate accumulation) launch, with their
 mean time. The names tell the tile, cluster and whether a stream-K or split-K kernel ran,
-which says what a TS configuration has to match on that shape. Usage::
+which says what a TS configuration has to match on that shape. They say it in cuBLAS's
+column-major frame, where torch's row-major ``C = A @ B`` is ``C^T = B^T A^T``: its M is our N.
+So each ``nvjet`` kernel also gets ``ours``, the tile, cluster, K block and stages as
+``GemmConfig`` names them (``nvjet_sm90_tst_152x256_64x4_1x2_...`` is our 256 x 152 tile in a
+2 x 1 cluster, 64-wide K blocks, 4 stages; session 21 had read ``1x2`` as our cluster).
+Usage::
 
     source .gpu/setup.sh && python3 bench/cublas_kernels.py
     source .gpu/setup.sh && python3 bench/cublas_kernels.py --shape 3000 5000 4000
@@ -14,6 +19,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +27,19 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gemm_sweep import SHAPES
+
+# nvjet_sm90_<kind>_<tile M'>x<tile N'>_<K block>x<stages>_<cluster M'>x<cluster N'>_...
+_NVJET = re.compile(r"nvjet_sm\d+_[a-z]+_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
+
+
+def ours(kernel: str) -> dict[str, Any] | None:
+    """An ``nvjet`` kernel's configuration in our frame (M and N swapped), or None for
+    another kernel (a memset, a kernel named otherwise)."""
+    found = _NVJET.match(kernel)
+    if found is None:
+        return None
+    tm, tn, k_block, stages, cm, cn = map(int, found.groups())
+    return {"tile_mn": [tn, tm], "cluster_mn": [cn, cm], "k_block": k_block, "stages": stages}
 
 
 def kernels(fn: Any, iters: int) -> list[dict[str, Any]]:
@@ -38,7 +57,10 @@ def kernels(fn: Any, iters: int) -> list[dict[str, Any]]:
     for e in prof.key_averages():
         if e.device_type.name == "CUDA" and e.count:
             us = getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)) / e.count
-            rows.append({"kernel": e.key, "calls": e.count, "us": round(us, 2)})
+            row: dict[str, Any] = {"kernel": e.key, "calls": e.count, "us": round(us, 2)}
+            if (config := ours(e.key)) is not None:
+                row["ours"] = config
+            rows.append(row)
     return rows
 
 

@@ -276,3 +276,18 @@ def test_targets_name_each_bar_and_whether_it_holds(driver: Any) -> None:
         "ts_over_torch_accurate_geomean >= 1.00": True,
         "ts_over_torch_accurate_min >= 0.95": False,
     }
+
+
+def test_cublas_kernel_names_read_in_our_frame() -> None:
+    """bench/cublas_kernels.py: an ``nvjet`` name is cuBLAS's column-major frame (its M is our
+    N), so its tile and cluster swap; other kernels (a memset) get nothing. The names are the
+    ones cuBLAS ran on an H100 in session 21 (bench/ab/session21/h100_call8_cublas_kernels.log);
+    the 3000 x 5000 one is the 256 x 152 in 2 x 1 the table took after it: 12 x 33 tiles."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
+    names = importlib.import_module("cublas_kernels")
+    ragged = names.ours("nvjet_sm90_tst_152x256_64x4_1x2_h_bz_coopA_TNN")
+    assert ragged == {"tile_mn": [256, 152], "cluster_mn": [2, 1], "k_block": 64, "stages": 4}
+    fp8 = names.ours("nvjet_sm90_qqtst_128x160_128x5_2x1_v_bz_coopA_algo2_TNT")
+    assert fp8 == {"tile_mn": [160, 128], "cluster_mn": [1, 2], "k_block": 128, "stages": 5}
+    assert names.ours("Memset (Device)") is None
