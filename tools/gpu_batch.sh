@@ -21,6 +21,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh repeat22 "$OUT"  # PDL A/B, both sweeps
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh counters22 "$OUT"  # counters in graphs
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh passes22 "$OUT"  # both sweeps, 3 passes
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh ncu23 "$OUT"  # FP8: Nsight Compute, TS and cuBLAS
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -36,7 +37,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -293,6 +294,24 @@ fitted22)
   run sweep.log 150 python3 bench/gemm_sweep.py --graph \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+ncu23)
+  # Session 22 left FP8's in-kernel gap: where TS runs cuBLAS's own configuration (128 x 128
+  # in 2 x 1 on 4096^3 and 1024 x 8192 x 8192) the accurate _scaled_mm is 3-4 % ahead. Nsight
+  # Compute on three launches of each (TS's kernel; cuBLAS's nvjet ones, fast and accurate
+  # accumulation, each named in the CSV): tensor-pipe activity,
+  # warp stalls, memory throughput, one CSV per kernel and shape, then the FP8 sweep.
+  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section
+    MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy)
+  for mnk in "4096 4096 4096" "1024 8192 8192"; do
+    for who in "ts|kernel_cutlass_ts_device" "cublas|nvjet"; do
+      name="${who%%|*}" regex="${who#*|}" tag="${mnk// /x}"
+      run ncu.log 120 bash -c 'ncu --kernel-name "regex:$1" --launch-skip 5 --launch-count 3 \
+        "${@:4}" --csv --page details python3 examples/hopper/gemm.py --mnk $2 --dtype e4m3 \
+        --scale tensor > "$3"' _ "$regex" "$mnk" "$out/ncu_${name}_$tag.csv" "${sections[@]}"
+    done
+  done
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  ;;
 passes22)
   # Session 22: one sweep's ratio moves by a few percent with the clocks (TS against its
   # twin, the same code, 0.978-1.02): both sweeps in three passes, judged on the per-shape
@@ -370,7 +389,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
