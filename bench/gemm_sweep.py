@@ -241,7 +241,7 @@ def median_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per shape (in first-seen order), each ratio's median over the passes that have it.
 
     One pass's ratio moves by a few percent with the clocks (TS against its twin, the same
-    code, ranged 0.978-1.02 over a sweep's shapes on an H100); the median of independent
+    code, ranged 0.976-1.04 over two sweeps' shapes on an H100); the median of independent
     passes is the steadier estimate of where a shape stands, and one bad pass cannot decide
     a target.
     """

@@ -314,7 +314,7 @@ ncu23)
   ;;
 passes22)
   # Session 22: one sweep's ratio moves by a few percent with the clocks (TS against its
-  # twin, the same code, 0.978-1.02): both sweeps in three passes, judged on the per-shape
+  # twin, the same code, 0.976-1.04): both sweeps in three passes, judged on the per-shape
   # medians (--passes).
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
   run sweep.log 380 python3 bench/gemm_sweep.py --graph --passes 3 \
