@@ -43,6 +43,7 @@ SCHEDULE_FLAGS = (
     "split_k",
     "k_block_bytes",
     "promote_stagger",
+    "defer_store",
 )
 """The options that set the schedule (``_gemm_table.TUNED_FIELDS``); ``--config auto`` takes
 whichever of them the command line does not give from the per-shape table."""
@@ -58,7 +59,7 @@ def _explicit(args: argparse.Namespace) -> dict[str, Any]:
         if flag in ("tile", "cluster"):
             m, n = (int(x) for x in value.split("x"))
             out[f"{flag}_mn"] = (m, n)
-        elif flag == "promote_stagger":
+        elif flag in ("promote_stagger", "defer_store"):
             out[flag] = value == "on"
         else:
             out[flag] = value
@@ -297,4 +298,11 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="two-level accumulation in a cooperative 128-row tile: the second consumer "
         "warpgroup's groups start half a group later, so the two drain their WGMMAs in turns",
+    )
+    parser.add_argument(
+        "--defer-store",
+        choices=("on", "off"),
+        default=None,
+        help="two-level accumulation in the cooperative kernel: store a tile from its fp32 "
+        "total under the next tile's first K block of WGMMAs",
     )

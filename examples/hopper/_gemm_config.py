@@ -109,6 +109,11 @@ PROMOTE_MAX_ACC = 96
 # A ping-pong warpgroup holds its whole BM x BN tile: 128 x 192 is 192 fp32 registers per
 # thread, which still compiles without spills under setmaxnreg 232; 128 x 256 (256) cannot.
 PINGPONG_MAX_ACC = 192
+# A deferred store (GemmConfig.defer_store) converts the total while the next tile's WGMMAs
+# write the other register tile, so both tiles and the epilogue's registers are live at once:
+# 64 + 64 (128 x 128, 64 x 128) compile without a spill; 96 + 96 (128 x 192) spill 736 bytes
+# (ptxas -v, TS and twin alike, session 22).
+DEFER_MAX_ACC = 64
 MAX_SPLIT = 16  # split-K chunks per tile (more only adds partial tiles to write and read)
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).
 GEMM_KINDS = (
@@ -199,6 +204,14 @@ class GemmConfig:
             tile of two consumer warpgroups: the second warpgroup's groups are shifted by half
             a group (``WgmmaAccumulator(promote_stagger=True)``), so the two wait for their
             WGMMAs and add them up in turns instead of at once, when the tensor cores idle.
+        defer_store: with two-level accumulation in the cooperative kernel (static scheduler,
+            no split): a tile's epilogue runs from its fp32 total once the next tile's first K
+            block of WGMMAs is issued, so the tensor cores work on that block while the
+            consumer warpgroups convert and store the tile before (the WGMMAs write the other
+            register tile); the total is zeroed after the store, and the CTA's last tile is
+            stored at once (``TmaEpilogue.store_tile``, ``WorkQueue.is_last_tile``). Tiles of
+            at most ``DEFER_MAX_ACC`` accumulator values a thread. Off by default; no table
+            entry takes it yet.
         split_k: split-K (1: off): the K blocks of every output tile are cut into
             ``split_k`` contiguous chunks of ``ceil(k_blocks / split_k)`` blocks, and each
             ``(tile, chunk)`` is a work item of the persistent schedule (the chunk is the
@@ -238,6 +251,7 @@ class GemmConfig:
     raster: str = "m"
     promote_every: int | None = None
     promote_stagger: bool = False
+    defer_store: bool = False
     split_k: int = 1
     k_block_bytes: int = K_BLOCK_BYTES
     tail_split: int = 1
@@ -337,6 +351,7 @@ class GemmConfig:
                 "b.t().contiguous()), and use layout='tn'",
             )
         self._check_stagger()
+        self._check_defer()
 
     def _check_promotion(self) -> None:
         every = self.promote_every
@@ -374,6 +389,33 @@ class GemmConfig:
                 resource="acc",
                 fix="use an FP8 cooperative 128-row tile (promote_every 4, the default), or "
                 "promote_stagger=False",
+            )
+
+    def _check_defer(self) -> None:
+        if not isinstance(self.defer_store, bool):  # "off" would be truthy: on, silently
+            raise _refused(f"defer_store={self.defer_store!r}", "not a bool", "pass True or False")
+        if self.defer_store and (
+            not self.promotion
+            or self.pingpong
+            or self.split
+            or self.tail
+            or self.promote_stagger
+            or self.dynamic
+            or self.acc_values > DEFER_MAX_ACC
+        ):
+            raise RuntimeConfigError(
+                f"GemmConfig(defer_store=True, promote_every={self.promotion}, kernel="
+                f"{self.kernel!r}, split_k={self.split_k}, tail_split={self.tail_split}, "
+                f"promote_stagger={self.promote_stagger}, scheduler={self.scheduler!r}, "
+                f"tile_mn={self.tile_mn}): a deferred store reads the previous tile's fp32 "
+                "total while the next tile's WGMMAs write the other register tile; it needs "
+                "two-level accumulation in the cooperative kernel, whole tiles (no split), "
+                "groups in step, the static scheduler (which knows the CTA's last tile, stored "
+                f"at once) and at most {DEFER_MAX_ACC} accumulator values a thread (both "
+                "register tiles and the epilogue's live at once)",
+                resource="c",
+                fix="use an FP8 cooperative 128x128 or 64x128 tile with the static scheduler, "
+                "without split_k, tail_split or promote_stagger, or defer_store=False",
             )
 
     def _check_split(self) -> None:

@@ -100,6 +100,7 @@ def epilogue_store(
     bias: Any = None,
     scale_a: Any = None,
     scale_b: Any = None,
+    when: Any = True,
 ) -> None:
     """Consumers: write tile ``(m, n)`` of C from the accumulator, one sub-tile at a time.
 
@@ -113,42 +114,44 @@ def epilogue_store(
 
     With a fused epilogue (``cfg.fused_epilogue``) ``epilogue_fuse`` first rewrites the
     accumulator (``c_in``: the output tensor when ``beta != 0``, ``bias``: the bias vector,
-    ``scale_a`` / ``scale_b``: the scales when ``cfg.scale`` is set).
+    ``scale_a`` / ``scale_b``: the scales when ``cfg.scale`` is set). ``when`` (a runtime
+    condition, or the default True): only where it holds (``cfg.defer_store``).
     """
-    if const_expr(cfg.fused_epilogue):
-        acc, thr = views.acc_mma, views.thr_mma
-        epilogue_fuse(cfg, acc, thr, t_c, c_in, bias, m, n, scale_a, scale_b)
-    g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
-    s_bufs = cute.group_modes(s_c, 0, 2)
-    t_s, t_g = cpasync.tma_partition(
-        atom_c, 0, cute.make_layout(1), s_bufs, cute.zipped_divide(g_tile, cfg.epi_tile)
-    )
-    bn, en = cfg.tile_mn[1], cfg.epi_n
-    if const_expr(bn % en):  # a fitted width: the last column's sub-tile ends at the edge
-        g_edge = cute.zipped_divide(cute.domain_offset((0, bn - en), g_tile), cfg.epi_tile)
-        _, t_edge = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), s_bufs, g_edge)
-    n_vals = cute.size(views.frag)
-    columns = cfg.epi_columns
-    for j in range_constexpr(cfg.epi_subtiles):
-        buf = j % cfg.epi_stages
-        row, col = j // columns, j % columns  # row block > 0 only for a ping-pong 128-row tile
-        first = min(col * en, bn - en)  # 4 accumulator values a thread per 8 columns
-        for v in range_constexpr(n_vals):
-            views.frag[v] = views.acc[(row * bn + first) * n_vals // en + v].to(cfg.out_element)
-        cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
-        cute.arch.fence_proxy("async.shared", space="cta")
-        if is_store_warp:
-            cute.arch.cp_async_bulk_wait_group(cfg.epi_stages - 2, read=True)
-        bar.arrive_and_wait()
-        if is_store_warp:
-            # Bulk groups are per thread: the same (elected) lane issues and commits, and the
-            # whole warp's wait_group above includes that lane.
-            with cute.arch.elect_one():
-                if const_expr(first % en == 0):
-                    cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (row, col))])
-                else:
-                    cute.copy(atom_c, t_s[(None, buf)], t_edge[(None, (row, 0))])
-                cute.arch.cp_async_bulk_commit_group()
+    if when:
+        if const_expr(cfg.fused_epilogue):
+            acc, thr = views.acc_mma, views.thr_mma
+            epilogue_fuse(cfg, acc, thr, t_c, c_in, bias, m, n, scale_a, scale_b)
+        g_tile = cute.local_tile(t_c, cfg.tile_mn, (m, n))
+        s_bufs = cute.group_modes(s_c, 0, 2)
+        t_s, t_g = cpasync.tma_partition(
+            atom_c, 0, cute.make_layout(1), s_bufs, cute.zipped_divide(g_tile, cfg.epi_tile)
+        )
+        bn, en = cfg.tile_mn[1], cfg.epi_n
+        if const_expr(bn % en):  # a fitted width: the last column's sub-tile ends at the edge
+            g_edge = cute.zipped_divide(cute.domain_offset((0, bn - en), g_tile), cfg.epi_tile)
+            _, t_edge = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), s_bufs, g_edge)
+        n_vals = cute.size(views.frag)
+        columns = cfg.epi_columns
+        for j in range_constexpr(cfg.epi_subtiles):
+            buf = j % cfg.epi_stages
+            row, col = j // columns, j % columns  # row block > 0 only for a ping-pong 128-row tile
+            first = min(col * en, bn - en)  # 4 accumulator values a thread per 8 columns
+            for v in range_constexpr(n_vals):
+                views.frag[v] = views.acc[(row * bn + first) * n_vals // en + v].to(cfg.out_element)
+            cute.copy(views.r2s, views.frag, views.s_c[(None, None, None, buf)])
+            cute.arch.fence_proxy("async.shared", space="cta")
+            if is_store_warp:
+                cute.arch.cp_async_bulk_wait_group(cfg.epi_stages - 2, read=True)
+            bar.arrive_and_wait()
+            if is_store_warp:
+                # Bulk groups are per thread: the same (elected) lane issues and commits, and the
+                # whole warp's wait_group above includes that lane.
+                with cute.arch.elect_one():
+                    if const_expr(first % en == 0):
+                        cute.copy(atom_c, t_s[(None, buf)], t_g[(None, (row, col))])
+                    else:
+                        cute.copy(atom_c, t_s[(None, buf)], t_edge[(None, (row, 0))])
+                    cute.arch.cp_async_bulk_commit_group()
 
 
 @cute.jit

@@ -22,7 +22,7 @@ import cutlass.utils.hopper_helpers as sm90
 from _gemm_config import EPILOGUE_BARRIER_ID, WARPGROUP, WGMMA_M, GemmConfig
 from cutlass.base_dsl.ast_helpers import const_expr, range_constexpr
 from cutlass.cute.nvgpu import cpasync, warpgroup
-from cutlass.cutlass_dsl import Constexpr
+from cutlass.cutlass_dsl import Constexpr, not_
 from cutlass.tensor_utils import LayoutEnum
 
 from task_scheduling.tiles import PersistentTiles, TileRaster
@@ -127,6 +127,11 @@ def next_scheduler(cfg: GemmConfig, sched: Any, claimed: Any) -> Any:
     if const_expr(cfg.dynamic):
         return sched.at(claimed)
     return sched.advance()
+
+
+def is_last_tile(sched: Any) -> Any:
+    """Static schedules: whether ``sched``'s tile is the CTA's last (``sched`` stays put)."""
+    return not_(sched.at(sched.linear + cutlass.Int32(sched.num_ctas)).tile().is_valid_tile)
 
 
 def make_scheduler(params: Any) -> Any:
@@ -318,15 +323,18 @@ def load_k_block(
 
 
 @cute.jit
-def mma_begin_tile(tiled_mma: Any, acc: Any, total: Any = None) -> None:
+def mma_begin_tile(
+    tiled_mma: Any, acc: Any, total: Any = None, zero: Constexpr[bool] = True
+) -> None:
     """Consumer: zero the accumulator and fence it for the first WGMMA of a tile.
 
     With two-level accumulation the fp32 ``total`` is zeroed instead: block 0 starts a group,
-    whose first WGMMA overwrites ``acc``.
+    whose first WGMMA overwrites ``acc``; ``zero=False``: a deferred store zeroes it after
+    reading it (``GemmConfig.defer_store``).
     """
     if const_expr(total is None):
         acc.fill(0.0)
-    else:
+    elif const_expr(zero):
         total.fill(0.0)
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     # Registers written by ordinary instructions must be fenced before a WGMMA reads them.

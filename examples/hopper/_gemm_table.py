@@ -41,9 +41,16 @@ TUNED_FIELDS = (
     "k_block_bytes",
     "tail_split",
     "promote_stagger",
+    "defer_store",
 )
 """The ``GemmConfig`` fields a table entry sets (the schedule, not the math)."""
-OPTIONAL_FIELDS = {"split_k": 1, "k_block_bytes": 128, "tail_split": 1, "promote_stagger": False}
+OPTIONAL_FIELDS = {
+    "split_k": 1,
+    "k_block_bytes": 128,
+    "tail_split": 1,
+    "promote_stagger": False,
+    "defer_store": False,
+}
 """Fields an entry may leave out (added after schema 1's first tables): their value then, and
 ``tuned_fields`` leaves them out at it, so a table without split-K reads as before."""
 TUPLE_FIELDS = ("tile_mn", "cluster_mn")

@@ -28,6 +28,7 @@ from _gemm_steps import (
     chunk_blocks,
     cluster_coord,
     epilogue_barrier,
+    is_last_tile,
     load_k_block,
     make_ab_pipeline,
     make_accumulator,
@@ -274,6 +275,10 @@ def twin_kernel(
         qstate = cpipe.make_pipeline_state(cpipe.PipelineUserType.Consumer, QUEUE_STAGES)
         sched = make_scheduler(params)
         tile = sched.tile()
+        pm, pn = cutlass.Int32(-1), cutlass.Int32(0)  # defer_store: the tile still to store
+        if const_expr(cfg.defer_store):
+            summed.fill(0.0)  # what a tile without K blocks stores
+        late = (bar, is_store_warp, c_in, bias, scale_a, scale_b)
         while tile.is_valid_tile:
             nxt = cutlass.Int32(0)
             if const_expr(cfg.dynamic):
@@ -285,12 +290,16 @@ def twin_kernel(
             blocks = k_tiles
             if const_expr(cfg.tail):
                 blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
-            mma_begin_tile(tiled_mma, acc, summed)
+            mma_begin_tile(tiled_mma, acc, summed, not cfg.defer_store)
             for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
                 stage = read.index
                 read.advance()
                 mma_k_block(tiled_mma, acc, t_ra, t_rb, stage, k, cfg.promotion, fresh_mma, shift)
+                if const_expr(cfg.defer_store):  # noqa: SIM102 (DSL: no dynamic `and`)
+                    if k == 0:  # the tile before goes out from the total under these WGMMAs
+                        epilogue_store(cfg, views, atom_c, s_c, t_c, pm, pn, *late, pm >= 0)
+                        summed.fill(0.0)
                 # Keep this block's WGMMAs in flight; the previous block's are done, so its
                 # stage can go back to the producer (from the second block on).
                 mma_wait(1)
@@ -330,6 +339,10 @@ def twin_kernel(
                         cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
                         scale_a, scale_b,
                     )  # fmt: skip
+            elif const_expr(cfg.defer_store):
+                pm, pn = m, n  # the next tile stores this one, where there is one
+                now = is_last_tile(sched) | (blocks == 0)  # K = 0: the total stays zero
+                epilogue_store(cfg, views, atom_c, s_c, t_c, m, n, *late, now)
             else:
                 epilogue_store(
                     cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,

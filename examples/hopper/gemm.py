@@ -331,11 +331,21 @@ def gemm_kernel(
             acc: ResourceProxy,
             c: ResourceProxy,
             turn: ResourceProxy | None = None,
-        ) -> None:  # one tile; `turn`: the math-order token passed after the main loop
-            acc.zero()
+            *,
+            before: tuple[Any, Any] | None = None,
+            wq: ResourceProxy | None = None,
+        ) -> None:  # one tile; `turn`: the math-order token passed after the main loop;
+            # `before`: the tile whose store is deferred to this one (acc.no_tile's slots)
+            if before is None:
+                acc.zero()
+            else:
+                acc.begin()  # the deferred store zeroes the total once it has read it
             with domain_loop(bound, unroll=1) as kb:
                 ab.wait()
                 ab.mma()
+                if before is not None:
+                    with kb.first_iter():  # the tile before goes out under these WGMMAs
+                        c.store_tile(m=before[0], n=before[1])
                 ab.mma_wait_prior()  # the previous K block's MMAs are done ...
                 with kb.every(1, start=1):
                     ab.release()  # ... so its stage goes back to the producer
@@ -361,6 +371,9 @@ def gemm_kernel(
                 last = acc.reduce()
                 with when_true(last, key="last"):
                     c.store()
+            elif before is not None and wq is not None:  # the next tile stores this one ...
+                mine = acc.this_tile()  # ... where there is one (not the CTA's last, K > 0)
+                c.store_tile_now(m=mine[0], n=mine[1], last=wq.is_last_tile())
             else:
                 c.store()
 
@@ -386,12 +399,15 @@ def gemm_kernel(
             acc.setup()
             c.setup()
             grid_wait(*pdl)
+            # Deferred store: the tile to store, two task-local slots that each tile rewrites
+            # (acc.this_tile) for the next one to read.
+            tile = acc.no_tile() if cfg.defer_store else None
             with work_tile_loop(wq):
                 if cfg.dynamic:
                     wq.wait()
                     wq.read_next_tile()
                     wq.release()
-                math(ab, acc, c)
+                math(ab, acc, c, before=tile, wq=wq)
             c.drain()
 
         def pass_over(ab: ResourceProxy) -> None:  # the other math task's tile: its stages

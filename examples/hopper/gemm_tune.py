@@ -250,14 +250,14 @@ class Candidate:
             *f["tile_mn"], *f["cluster_mn"], kernel, f["scheduler"][:3]
         )
         keys: tuple[str, ...] = ("raster", "swizzle", "stages", "epi_n", "epi_stages")
-        keys += ("split_k", "k_block_bytes", "tail_split", "promote_stagger")
+        keys += ("split_k", "k_block_bytes", "tail_split", "promote_stagger", "defer_store")
         values = {k: f.get(k, _DEFAULTS[k]) for k in keys}
         extra = [f"{k}{v}" for k, v in values.items() if v != _DEFAULTS[k]]
         return "-".join([name, *extra])
 
 
 _DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128, "tail_split": 1}
-_DEFAULTS |= {"promote_stagger": False}
+_DEFAULTS |= {"promote_stagger": False, "defer_store": False}
 
 
 def _cdiv(a: int, b: int) -> int:

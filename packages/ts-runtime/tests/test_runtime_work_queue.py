@@ -55,6 +55,7 @@ def test_static_queue_is_a_work_queue_resource() -> None:
         "fetch_next_tile",
         "fetch_work_tile",
         "get_and_advance_work_tile",
+        "is_last_tile",  # a TS extension (static schedules)
         "read_next_tile",
         "read_next_work_tile",
     }
@@ -260,3 +261,23 @@ def test_static_queue_fetch_is_a_no_op_and_its_read_is_refused() -> None:
             read(None)
         assert info.value.resource == "tiles"
         assert "get_and_advance_work_tile()" in info.value.fix
+
+
+def test_only_a_static_queue_knows_its_last_tile() -> None:
+    """``is_last_tile`` peeks at the CTA's next tile, which a static schedule knows in advance
+    (``StageInfo.peek_work_tile``); a dynamic queue fetches it at run time: a typed error."""
+    from ts_runtime.blocks import tile_queue
+    from ts_trace import StageInfo
+
+    last = StageInfo(0, 0, 0, 1, None, "is_last_tile", None, None)
+    dynamic = tile_queue(object(), object(), consumer_threads=256)
+    with pytest.raises(RuntimeConfigError, match="fetches the next tile at run time") as info:
+        dynamic.is_last_tile(last)
+    assert info.value.resource == "WorkQueue" and "static scheduler" in info.value.fix
+
+    class _Tile:
+        is_valid_tile = False  # the CTA's next tile is past the grid
+
+    static = WorkQueue(STATIC, name="wq")
+    seen = dataclasses.replace(last, peek_work_tile=lambda: _Tile())
+    assert bool(static.is_last_tile(seen)) is True

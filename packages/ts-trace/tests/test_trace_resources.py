@@ -469,8 +469,10 @@ def test_stage_info_fields_and_defaults() -> None:
         "task_cache",
         "iter_idx",
         "phase",
+        "peek_work_tile",  # a TS extension, last: the reference's positions hold
     ]
     info = StageInfo(4, 0, 16, 2, 1, "load", "bar", (0, 1))
+    assert info.peek_work_tile is None
     assert (info.loop_offset, info.loop_start, info.loop_end, info.loop_step) == (4, 0, 16, 2)
     assert (info.stage_idx, info.label, info.barrier, info.work_tile) == (1, "load", "bar", (0, 1))
     assert (info.num_active_stages, info.context, info.task_cache) == (0, None, None)

@@ -113,6 +113,16 @@ class _Tile:
     info: Any
     coord: Any
     skip: Any
+    peek: Any = None  # static schedules: a call returning the CTA's next tile
+
+
+def _peeker(source: Any, cursor: Any) -> Any:
+    """A call returning the tile after ``cursor`` of a static tile source.
+
+    None for a source that cannot tell it without moving its cursor.
+    """
+    peek = getattr(source, "peek", None)
+    return None if peek is None else lambda: peek(cursor)
 
 
 @dataclasses.dataclass
@@ -403,6 +413,7 @@ class TaskLowering:
             task_cache=None if self.task_cache is None else self.task_cache(),
             iter_idx=0 if loop is None else loop.iter_idx,
             phase=None if state is None else dsl.state_phase(state),
+            peek_work_tile=None if env.tile is None else env.tile.peek,
         )
 
     def _block_work_tile(self) -> Any:
@@ -616,7 +627,9 @@ class TaskLowering:
             self._unpack(inner, skeys, vkeys, vals[2:])
             tile = vals[1]
             skip = None if skip_fn is None else skip_fn(queue, tile)
-            inner.tile = _Tile(tile, dsl_tiles.tile_coord(tile), skip)
+            # A static schedule knows the next tile now; a dynamic one fetches it in the body.
+            peek = _peeker(source, vals[0]) if fetched_key is None else None
+            inner.tile = _Tile(tile, dsl_tiles.tile_coord(tile), skip, peek)
             self._body(node.body, inner, ())
             fetched = None if fetched_key is None else inner.values.get(fetched_key)
             nxt = source.next_cursor(vals[0], fetched)

@@ -90,6 +90,10 @@ class StaticTiles:
         del fetched
         return dsl_tiles.scheduler_advance(cursor)
 
+    def peek(self, cursor: Any) -> Any:
+        """The tile after ``cursor``'s (``cursor`` does not move)."""
+        return dsl_tiles.scheduler_tile(dsl_tiles.scheduler_next(cursor))
+
 
 class AtomicTiles(StaticTiles):
     """Dynamic persistent schedule: a global atomic counter pair ``counters = [next, done]``.

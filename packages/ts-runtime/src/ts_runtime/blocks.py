@@ -38,6 +38,7 @@ from typing import Any
 from ts_ir import CooperativeGroupSpec, PipelineSpec, PipelineType, WorkAttr
 from ts_runtime.errors import RuntimeConfigError
 from ts_runtime.pipeline_config import PipelineConfig
+from ts_runtime.turns import MathTurn, TileTurns
 from ts_runtime.work_queue import TileSchedulerConfig, WorkQueue
 from ts_trace import MemoryResource, TaskLocalVariable, consumer_work, producer_work
 
@@ -318,9 +319,13 @@ class WgmmaAccumulator(MemoryResource):
     promote_stagger: bool = False
     split: SplitK | None = None
     last: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    tile_m: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    tile_n: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
     def __post_init__(self) -> None:
         self.last = TaskLocalVariable(dtype="Boolean", default=False)
+        self.tile_m = TaskLocalVariable(dtype="Int32", default=-1)
+        self.tile_n = TaskLocalVariable(dtype="Int32", default=0)
         every = self.promote_every
         if isinstance(every, bool) or not isinstance(every, int) or every < 0:
             raise RuntimeConfigError(
@@ -377,6 +382,45 @@ class WgmmaAccumulator(MemoryResource):
         from ts_codegen.dsl import wgmma
 
         wgmma.begin_tile(self.tiled_mma, self.regs, self.total)
+
+    def deferred_total(self, what: str) -> Any:
+        """The fp32 total a deferred store writes from (``what`` needs it), or a typed error."""
+        if self.total is None:
+            raise RuntimeConfigError(
+                f"{what} is a deferred store's, which writes a tile from the fp32 total of "
+                f"two-level accumulation, and accumulator `{self.name}` has none",
+                resource=self.name,
+                fix="pass WgmmaAccumulator(promote_every=...) (>= 1), or store each tile with "
+                "TmaEpilogue.store()",
+            )
+        return self.total
+
+    @consumer_work(returns=(tile_m, tile_n), work_attrs=WorkAttr.AUXILIARY)
+    def no_tile(self, stage_info: Any) -> Any:
+        """A deferred store's start (``TmaEpilogue.store_tile``): no tile to store yet.
+
+        It zeroes the total: what a tile without K blocks stores.
+        """
+        from ts_codegen.dsl.wgmma import Int32
+
+        self.deferred_total("no_tile()").fill(0.0)
+        return Int32(-1), Int32(0)
+
+    @consumer_work(returns=(tile_m, tile_n), work_attrs=WorkAttr.AUXILIARY)
+    def this_tile(self, stage_info: Any) -> Any:
+        """The work tile's coordinates, for the deferred store of the next tile (or the end)."""
+        m, n, _ = stage_info.work_tile.tile_idx
+        return m, n
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY)
+    def begin(self, stage_info: Any) -> None:
+        """Start a tile whose total a deferred store zeroes: fence the registers only.
+
+        ``TmaEpilogue.store_tile`` zeroes the total once it has read it.
+        """
+        from ts_codegen.dsl import wgmma
+
+        wgmma.begin_tile(self.tiled_mma, self.regs, self.total, zero=False)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def promote(self, stage_info: Any) -> None:
@@ -625,7 +669,25 @@ class TmaEpilogue(MemoryResource):
 
     Work methods (producer): ``setup`` (auxiliary, once per thread: views, barrier, store
     warp), ``store`` (the work tile) and ``drain`` (auxiliary, before exit: the stores have
-    read SMEM).
+    read SMEM). A deferred store (two-level accumulation: the tile goes out from the fp32
+    total while the next tile's first WGMMAs write the other register tile) carries the
+    tile's coordinates to the next one: the accumulator's ``no_tile`` (``(-1, 0)``: none
+    yet; it zeroes the total) and ``this_tile`` (the work tile's) return them,
+    ``store_tile(m=, n=)`` stores that tile if there is one and zeroes the total, and
+    ``store_tile_now`` stores the work tile itself where no next tile will (the CTA's last,
+    ``WorkQueue.is_last_tile``, or any tile without K blocks)::
+
+        m, n = acc.no_tile()
+        with work_tile_loop(wq):
+            acc.begin()  # the total is not zeroed here
+            with domain_loop(k_blocks) as kb:
+                ab.wait()
+                ab.mma()
+                with kb.first_iter():
+                    c.store_tile(m=m, n=n)  # under this block's WGMMAs
+                ...
+            mine = acc.this_tile()  # the next tile stores it, if there is one
+            c.store_tile_now(m=mine[0], n=mine[1], last=wq.is_last_tile())
     """
 
     acc: WgmmaAccumulator
@@ -660,22 +722,32 @@ class TmaEpilogue(MemoryResource):
     @producer_work
     def store(self, stage_info: Any) -> None:
         """Write the work tile (``fence.proxy.async`` before each TMA store)."""
+        m, n, _ = stage_info.work_tile.tile_idx
+        self._store(m, n)
+
+    def _store(self, m: Any, n: Any, when: Any = True) -> None:
         from ts_codegen.dsl import wgmma
 
-        m, n, _ = stage_info.work_tile.tile_idx
-        wgmma.epilogue_store(
-            self.views,
-            self.atom,
-            self.smem,
-            self.gmem,
-            self.acc.tile_mn,
-            self.sub_tile,
-            m,
-            n,
-            self.barrier,
-            self.is_store_warp,
-            self.fuse,
-        )
+        where = (self.views, self.atom, self.smem, self.gmem, self.acc.tile_mn, self.sub_tile)
+        wgmma.epilogue_store(*where, m, n, self.barrier, self.is_store_warp, self.fuse, when)
+
+    @producer_work
+    def store_tile(self, stage_info: Any, *, m: Any, n: Any) -> None:
+        """Write tile ``(m, n)`` from the total if ``m >= 0``, then zero the total."""
+        self._store(m, n, m >= 0)
+        self.acc.deferred_total(f"{self.name}.store_tile()").fill(0.0)
+
+    @producer_work
+    def store_tile_now(self, stage_info: Any, *, m: Any, n: Any, last: Any) -> None:
+        """Write the work tile from the total where no next tile will store it.
+
+        That is the CTA's ``last`` tile, or any tile without K blocks (no next tile's first
+        block runs; the total stays zero).
+        """
+        k_blocks = self.acc.k_blocks
+        if callable(k_blocks):  # a per-item count
+            k_blocks = k_blocks(stage_info.work_tile.tile_idx)
+        self._store(m, n, last | (k_blocks == 0))
 
     @producer_work(work_attrs=WorkAttr.AUXILIARY)
     def drain(self, stage_info: Any) -> None:
@@ -683,64 +755,6 @@ class TmaEpilogue(MemoryResource):
         from ts_codegen.dsl import wgmma
 
         wgmma.epilogue_drain(self.is_store_warp)
-
-
-@dataclasses.dataclass(kw_only=True)
-class TileTurns(MemoryResource):
-    """Ping-pong turns: the CTA's tiles alternate between two tasks (even tiles, odd tiles).
-
-    Every task counts the CTA's tiles itself (a loop-carried task-local value) and runs a tile
-    in ``when_false(odd, key="odd")`` or ``when_true(odd, key="odd")``: a runtime condition
-    with the same key in every task, so the verifier knows they agree::
-
-        n = turns.start()
-        with work_tile_loop(wq):
-            n, odd = turns.take(count=n)
-            with when_false(odd, key="odd"):
-                ...  # the even tiles
-
-    Work methods (consumer, auxiliary): ``start`` (no tile yet: 0) and ``take`` (count the
-    tile: ``(count + 1, count is odd)``).
-    """
-
-    count: TaskLocalVariable = TaskLocalVariable.uninitialized()
-    odd: TaskLocalVariable = TaskLocalVariable.uninitialized()
-
-    def __post_init__(self) -> None:
-        self.count = TaskLocalVariable(dtype="Int32", default=0)
-        self.odd = TaskLocalVariable(dtype="Boolean", default=False)
-
-    @consumer_work(returns=count, work_attrs=WorkAttr.AUXILIARY)
-    def start(self, stage_info: Any) -> Any:
-        """No tile yet."""
-        from ts_codegen.dsl.wgmma import Int32
-
-        return Int32(0)
-
-    @consumer_work(returns=(count, odd), work_attrs=WorkAttr.AUXILIARY)
-    def take(self, stage_info: Any, *, count: Any) -> Any:
-        """Count the tile; the odd ones are the second task's."""
-        return count + 1, (count % 2) == 1
-
-
-@dataclasses.dataclass(kw_only=True)
-class MathTurn(MemoryResource):
-    """A math-order token from one math task to another: a barrier, no payload.
-
-    A one-stage ``AsyncAsync`` ring (:meth:`pipeline`): the task that passes the turn
-    ``acquire()`` / ``commit()`` s it, the one that takes it ``wait()`` / ``release()`` s it,
-    so ts-verify proves the order with every other ring. Uses: FlashAttention-3's two math
-    warpgroups issuing their WGMMAs in turns, and ping-pong GEMM warpgroups that skip each
-    other's stages of one operand ring (``skip_stage()``): each passes the turn after its last
-    wait of a tile, and the other takes it before its next tile's first wait, which is what
-    keeps that wait's parity exact.
-    """
-
-    @staticmethod
-    def pipeline(threads: int) -> PipelineSpec:
-        """The token's ring: ``threads`` (one task's) on each side, one stage."""
-        group = CooperativeGroupSpec("thread", threads)
-        return PipelineSpec(PipelineType.AsyncAsync, 1, 0, group, group)
 
 
 def tile_queue(

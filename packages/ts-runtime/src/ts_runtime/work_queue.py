@@ -200,6 +200,10 @@ class WorkQueue(MemoryResource):
         The reference's ``get_and_advance_work_tile`` on a dynamic queue is the same read
         (it reads the answer of the waited stage there too), recorded as
         ``read_next_work_tile``, which returns the tile as a ``WorkTileInfo`` (``work_tile``).
+
+    Static schedulers only (a TS extension): ``is_last_tile`` (consumer, auxiliary) returns
+    whether the work tile is the CTA's last (``last_tile``), e.g. to store a tile whose store
+    was deferred to the next one.
     """
 
     is_work_queue = True
@@ -209,6 +213,7 @@ class WorkQueue(MemoryResource):
     tile_scheduler_config: Any = dataclasses.field(default=None, kw_only=False)
     next_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
     work_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
+    last_tile: TaskLocalVariable = TaskLocalVariable.uninitialized()
 
     def __post_init__(self) -> None:
         if not isinstance(self.tile_scheduler_config, TileSchedulerConfig):
@@ -246,6 +251,7 @@ class WorkQueue(MemoryResource):
             )
         self.next_tile = TaskLocalVariable(dtype="Int32", default=0)
         self.work_tile = TaskLocalVariable(dtype="WorkTileInfo", default=None)
+        self.last_tile = TaskLocalVariable(dtype="Boolean", default=False)
         self._source: Any = None
 
     def ts_tile_source(self) -> Any:
@@ -324,6 +330,23 @@ class WorkQueue(MemoryResource):
         if not self.tile_scheduler_config.is_dynamic:
             return
         self._dynamic("fetch_work_tile").fetch(stage_info.stage_idx, stage_info.barrier)
+
+    @consumer_work(work_attrs=WorkAttr.AUXILIARY, returns=last_tile)
+    def is_last_tile(self, stage_info: Any) -> Any:
+        """Static schedulers: whether the work tile is the CTA's last."""
+        peek = stage_info.peek_work_tile
+        if peek is None:
+            raise RuntimeConfigError(
+                f"{self.name}.is_last_tile(): the "
+                f"{self.tile_scheduler_config.tile_scheduler_type.value} scheduler fetches the "
+                "next tile at run time, so no tile is known to be the last one in advance",
+                resource=self.name,
+                fix="use the static scheduler (create_static_persistent_tile_scheduler_params), "
+                "and call it inside the work-tile loop",
+            )
+        from ts_codegen import dsl
+
+        return dsl.logical_not(peek().is_valid_tile)
 
     @consumer_work(returns=next_tile)
     def read_next_tile(self, stage_info: Any) -> Any:

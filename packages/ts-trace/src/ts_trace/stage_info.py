@@ -31,6 +31,9 @@ class StageInfo:
         task_cache: The task's per-task cache object.
         iter_idx: Zero-based iteration count of the enclosing domain loop.
         phase: Pipeline phase bit of ``stage_idx`` for this call's role.
+        peek_work_tile: In a work-tile loop of a static schedule, a call that returns the tile
+            the CTA takes next (``is_valid_tile`` false after its last); None where the next
+            tile is fetched at run time or outside a work-tile loop. A TS extension.
     """
 
     loop_offset: Any
@@ -46,3 +49,4 @@ class StageInfo:
     task_cache: object = None
     iter_idx: Any = 0
     phase: Any = None
+    peek_work_tile: Any = None

@@ -459,6 +459,11 @@ def scheduler_advance(sched: PersistentTiles) -> PersistentTiles:
     return sched.advance()
 
 
+def scheduler_next(sched: PersistentTiles) -> PersistentTiles:
+    """The schedule one step on as a new schedule (``sched`` stays where it is)."""
+    return sched.at(sched.linear + Int32(sched.num_ctas))
+
+
 def scheduler_num_ctas(sched: PersistentTiles) -> Any:
     """How many persistent clusters the grid holds (the static stride)."""
     return sched.num_ctas

@@ -179,15 +179,16 @@ def accumulator_setup(
 
 
 @cute.jit
-def begin_tile(tiled_mma: Any, acc: Any, total: Any = None) -> None:
+def begin_tile(tiled_mma: Any, acc: Any, total: Any = None, zero: Constexpr[bool] = True) -> None:
     """Zero the accumulator and fence its registers for the first WGMMA of a tile.
 
     With two-level accumulation (``total``, the fp32 sum of the promoted groups) the total is
-    zeroed instead: the tile's first K block starts a group, whose WGMMA overwrites ``acc``.
+    zeroed instead: the tile's first K block starts a group, whose WGMMA overwrites ``acc``;
+    ``zero=False`` leaves it to a deferred store, which reads it first.
     """
     if const_expr(total is None):
         acc.fill(0.0)
-    else:
+    elif const_expr(zero):
         total.fill(0.0)
     tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.fence()
@@ -468,6 +469,7 @@ def epilogue_store(
     barrier: Any,
     is_store_warp: Any,
     fuse: Any,
+    when: Any = True,
 ) -> None:
     """Write tile ``(m, n)`` of ``C`` from the accumulator, one ``sub_tile`` at a time.
 
@@ -484,46 +486,48 @@ def epilogue_store(
     When ``EN`` does not divide ``BN`` (a fitted width such as 152 = 4 x 32 + 24), the last
     sub-tile of a row block ends at the tile's edge and overlaps the one before it: the
     overlapped columns are written twice with the same values (the fused step ran on the whole
-    accumulator first, so no store depends on another).
+    accumulator first, so no store depends on another). ``when`` (a runtime condition, or the
+    default True): the tile is stored only where it holds (a deferred store's).
     """
-    if const_expr(fuse is not None):
-        fuse(views.acc_mma, views.thr_mma, m, n)
-    buffers = cute.size(smem, mode=[2])
-    columns = -(-tile_mn[1] // sub_tile[1])
-    g_tile = cute.local_tile(gmem, tile_mn, (m, n))
-    s_bufs = cute.group_modes(smem, 0, 2)
-    t_s, t_g = cpasync.tma_partition(
-        atom, 0, cute.make_layout(1), s_bufs, cute.zipped_divide(g_tile, sub_tile)
-    )
-    edge = tile_mn[1] - sub_tile[1]  # the first column of a sub-tile ending at the tile's edge
-    t_edge = t_g
-    if const_expr(edge % sub_tile[1] != 0):
-        g_edge = cute.zipped_divide(cute.domain_offset((0, edge), g_tile), sub_tile)
-        _, t_edge = cpasync.tma_partition(atom, 0, cute.make_layout(1), s_bufs, g_edge)
-    n_vals = cute.size(views.frag)
-    for j in range_constexpr(tile_mn[0] // sub_tile[0] * columns):
-        buf = j % buffers
-        row, col = j // columns, j % columns
-        first = min(col * sub_tile[1], edge)  # the sub-tile's first column in the tile
-        # Its first accumulator value: a thread holds n_vals / EN values per column of a row
-        # block, ordered by column (4 per 8 columns), so any multiple of 8 starts a run.
-        base = (row * tile_mn[1] + first) * n_vals // sub_tile[1]
-        for v in range_constexpr(n_vals):
-            views.frag[v] = views.acc[base + v].to(smem.element_type)
-        cute.copy(views.r2s, views.frag, views.smem[(None, None, None, buf)])
-        cute.arch.fence_proxy("async.shared", space="cta")
-        if is_store_warp:
-            cute.arch.cp_async_bulk_wait_group(buffers - 2, read=True)
-        barrier.arrive_and_wait()
-        if is_store_warp:
-            # Bulk groups are per thread: the elected lane issues and commits; the warp's
-            # wait_group above covers it.
-            with cute.arch.elect_one():
-                if const_expr(first % sub_tile[1] == 0):
-                    cute.copy(atom, t_s[(None, buf)], t_g[(None, (row, col))])
-                else:
-                    cute.copy(atom, t_s[(None, buf)], t_edge[(None, (row, 0))])
-                cute.arch.cp_async_bulk_commit_group()
+    if when:
+        if const_expr(fuse is not None):
+            fuse(views.acc_mma, views.thr_mma, m, n)
+        buffers = cute.size(smem, mode=[2])
+        columns = -(-tile_mn[1] // sub_tile[1])
+        g_tile = cute.local_tile(gmem, tile_mn, (m, n))
+        s_bufs = cute.group_modes(smem, 0, 2)
+        t_s, t_g = cpasync.tma_partition(
+            atom, 0, cute.make_layout(1), s_bufs, cute.zipped_divide(g_tile, sub_tile)
+        )
+        edge = tile_mn[1] - sub_tile[1]  # the first column of a sub-tile ending at the edge
+        t_edge = t_g
+        if const_expr(edge % sub_tile[1] != 0):
+            g_edge = cute.zipped_divide(cute.domain_offset((0, edge), g_tile), sub_tile)
+            _, t_edge = cpasync.tma_partition(atom, 0, cute.make_layout(1), s_bufs, g_edge)
+        n_vals = cute.size(views.frag)
+        for j in range_constexpr(tile_mn[0] // sub_tile[0] * columns):
+            buf = j % buffers
+            row, col = j // columns, j % columns
+            first = min(col * sub_tile[1], edge)  # the sub-tile's first column in the tile
+            # Its first accumulator value: a thread holds n_vals / EN values per column of a row
+            # block, ordered by column (4 per 8 columns), so any multiple of 8 starts a run.
+            base = (row * tile_mn[1] + first) * n_vals // sub_tile[1]
+            for v in range_constexpr(n_vals):
+                views.frag[v] = views.acc[base + v].to(smem.element_type)
+            cute.copy(views.r2s, views.frag, views.smem[(None, None, None, buf)])
+            cute.arch.fence_proxy("async.shared", space="cta")
+            if is_store_warp:
+                cute.arch.cp_async_bulk_wait_group(buffers - 2, read=True)
+            barrier.arrive_and_wait()
+            if is_store_warp:
+                # Bulk groups are per thread: the elected lane issues and commits; the warp's
+                # wait_group above covers it.
+                with cute.arch.elect_one():
+                    if const_expr(first % sub_tile[1] == 0):
+                        cute.copy(atom, t_s[(None, buf)], t_g[(None, (row, col))])
+                    else:
+                        cute.copy(atom, t_s[(None, buf)], t_edge[(None, (row, 0))])
+                    cute.arch.cp_async_bulk_commit_group()
 
 
 @cute.jit
