@@ -134,16 +134,12 @@ def test_command_line_and_versus_take_defer_store(gemm: Any, table: Any) -> None
     assert table.tuned_fields(other)["defer_store"] is True
 
 
-@pytest.mark.parametrize(("options", "deferred"), [({"dtype": "e4m3"}, 2), ({"dtype": "bf16"}, 0)])
-def test_tuner_times_deferred_stores_on_promoted_problems(
-    tune: Any, gemm: Any, options: dict[str, Any], deferred: int
-) -> None:
-    """FP8 (promoted) problems get the deferred-store templates as candidates, each verified
-    before it could be compiled; 16-bit ones (no total to store from) do not."""
-    base = gemm.GemmConfig(**options)
-    cands = tune.candidates((4096, 4096, 4096), base)
-    assert sum(bool(c.get("defer_store")) for c in cands) == deferred
-    if deferred:
-        screened = tune.screen(tune.DEFER_TEMPLATES, base)
-        assert [c.reason for c in screened if c.cfg is None] == []
-        assert all(c.cfg is not None and c.cfg.defer_store for c in screened)
+def test_a_deferred_store_needs_a_total() -> None:
+    """An accumulator without two-level accumulation has no total to store from: the deferred
+    store's works refuse it with a typed error instead of storing the WGMMA registers."""
+    from ts_runtime.blocks import WgmmaAccumulator
+
+    acc = WgmmaAccumulator(name="acc", tiled_mma=None, tile_mn=(128, 128), smem_a=None, smem_b=None)
+    with pytest.raises(RuntimeConfigError, match=r"c.store_tile_now\(\) is a deferred") as info:
+        acc.deferred_total("c.store_tile_now()")
+    assert info.value.resource == "acc" and "promote_every" in info.value.fix

@@ -1,6 +1,7 @@
 """The GEMM tuner and staggered promotion groups (``GemmConfig.promote_stagger``).
 
-Promoted problems get the stagger templates as candidates (``gemm_tune.STAGGER_TEMPLATES``),
+Promoted problems get the stagger templates as candidates (``gemm_tune.STAGGER_TEMPLATES``,
+and the deferred-store ones, ``DEFER_TEMPLATES``),
 and ``--from-sweep`` tells a schedule and its staggered twin apart. The rest of the tuner's
 tests are in ``test_runtime_gemm_tune.py``.
 """
@@ -18,26 +19,34 @@ pytest.importorskip("ts_runtime")
 pytest.importorskip("ts_verify")
 
 
+_ODD_INTERVAL: dict[str, Any] = {"promote_every": 3, "tile_mn": (128, 128)}
+
+
 @pytest.mark.parametrize(
-    ("options", "staggered"),
+    ("field", "templates", "options", "count"),
     [
-        ({"dtype": "e4m3"}, 3),
-        ({"dtype": "bf16"}, 0),
-        ({"dtype": "e4m3", "promote_every": 3, "tile_mn": (128, 128)}, 0),
+        ("promote_stagger", "STAGGER_TEMPLATES", {"dtype": "e4m3"}, 3),
+        ("promote_stagger", "STAGGER_TEMPLATES", {"dtype": "bf16"}, 0),
+        ("promote_stagger", "STAGGER_TEMPLATES", {"dtype": "e4m3"} | _ODD_INTERVAL, 0),
+        ("defer_store", "DEFER_TEMPLATES", {"dtype": "e4m3"}, 2),
+        ("defer_store", "DEFER_TEMPLATES", {"dtype": "bf16"}, 0),
     ],
+    ids=["stagger-e4m3", "stagger-bf16", "stagger-odd", "defer-e4m3", "defer-bf16"],
 )
-def test_staggered_templates_join_promoted_problems_only(
-    tune: Any, gemm: Any, options: dict[str, Any], staggered: int
+def test_promoted_templates_join_promoted_problems_only(
+    tune: Any, gemm: Any, field: str, templates: str, options: dict[str, Any], count: int
 ) -> None:
-    """FP8 (an even interval) gets the stagger templates as well, each verified; 16-bit
-    problems (no groups) and odd intervals (no half group) do not."""
+    """FP8 (an even interval) gets the stagger templates and the deferred-store ones
+    (``GemmConfig.defer_store``) as well, each verified before it could be compiled; 16-bit
+    problems (no groups, no total to store from) do not, nor odd intervals (no half group)
+    the stagger ones."""
     base = gemm.GemmConfig(**options)
     cands = tune.candidates((4096, 4096, 14336), base)
-    assert sum(bool(c.get("promote_stagger")) for c in cands) == staggered
-    if staggered:
-        screened = tune.screen(tune.STAGGER_TEMPLATES, base)
+    assert sum(bool(c.get(field)) for c in cands) == count
+    if count:
+        screened = tune.screen(getattr(tune, templates), base)
         assert [c.reason for c in screened if c.cfg is None] == []
-        assert all(c.cfg is not None and c.cfg.promote_stagger for c in screened)
+        assert all(c.cfg is not None and getattr(c.cfg, field) for c in screened)
 
 
 @pytest.mark.parametrize("stagger_wins", [True, False])

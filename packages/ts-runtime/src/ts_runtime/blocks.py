@@ -305,7 +305,10 @@ class WgmmaAccumulator(MemoryResource):
     ``reduce`` (after the K loop: write the partial tile, count the item, and in the tile's last
     item sum every chunk's partial in chunk order; returns ``last``, whether this item holds
     the tile's sum: ``with when_true(last, key=...): c.store()``). The MMAs are the operand
-    ring's work (:meth:`WgmmaRing.mma`): they read its stage.
+    ring's work (:meth:`WgmmaRing.mma`): they read its stage. For a deferred store
+    (:class:`TmaEpilogue`'s ``store_tile``): ``no_tile`` and ``this_tile`` (the tile's
+    coordinates in two task-local slots, ``tile_m`` / ``tile_n``) and ``begin`` (start a tile
+    without zeroing the total).
     """
 
     tiled_mma: Any
@@ -385,7 +388,8 @@ class WgmmaAccumulator(MemoryResource):
 
     def deferred_total(self, what: str) -> Any:
         """The fp32 total a deferred store writes from (``what`` needs it), or a typed error."""
-        if self.total is None:
+        total = getattr(self, "total", None)  # set by setup
+        if total is None:
             raise RuntimeConfigError(
                 f"{what} is a deferred store's, which writes a tile from the fp32 total of "
                 f"two-level accumulation, and accumulator `{self.name}` has none",
@@ -393,7 +397,7 @@ class WgmmaAccumulator(MemoryResource):
                 fix="pass WgmmaAccumulator(promote_every=...) (>= 1), or store each tile with "
                 "TmaEpilogue.store()",
             )
-        return self.total
+        return total
 
     @consumer_work(returns=(tile_m, tile_n), work_attrs=WorkAttr.AUXILIARY)
     def no_tile(self, stage_info: Any) -> Any:
@@ -744,6 +748,7 @@ class TmaEpilogue(MemoryResource):
         That is the CTA's ``last`` tile, or any tile without K blocks (no next tile's first
         block runs; the total stays zero).
         """
+        self.acc.deferred_total(f"{self.name}.store_tile_now()")
         k_blocks = self.acc.k_blocks
         if callable(k_blocks):  # a per-item count
             k_blocks = k_blocks(stage_info.work_tile.tile_idx)
