@@ -23,6 +23,8 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh passes22 "$OUT"  # both sweeps, 3 passes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh ncu23 "$OUT"  # FP8: Nsight Compute, TS and cuBLAS
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh defer23 "$OUT"  # deferred store: edges, A/B
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh defer24 "$OUT"  # the same, bf16 sweep after
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh passes_fp8 "$OUT"  # FP8 sweep, 3 passes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -38,7 +40,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -108,6 +110,23 @@ for sched in "--tile 128x128 --cluster 1x2" "--tile 128x192 --cluster 2x1 --epi-
   "--tile 128x160 --cluster 2x1 --epi-stages 5"; do
   STAGGER_VERSUS+=(--versus "$sched" --versus "$sched --promote-stagger on")
 done
+
+# The deferred store's GPU checks (session 22 built it on the CPU): edge shapes, then FP8 A/Bs.
+defer_ab() {
+  # Session 22's deferred store (GemmConfig.defer_store, not yet run on a GPU when added): a
+  # tile's epilogue from the fp32 total under the next tile's first K block of WGMMAs. Its
+  # edge shapes first, then FP8 A/Bs (two passes, graph timing too) against the same tile
+  # without it and the table, on the shapes whose tiles take it (128 x 128, 64 x 128), and on
+  # 16384 x 16384 x 1024, whose 8 K blocks a tile make the epilogue the largest share.
+  run edge.log 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k "defer"
+  fp8=(python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor)
+  run fp8ab.log 150 "${fp8[@]}" --shape 4096 4096 4096 --shape 2048 2048 2048 \
+    --shape 1024 8192 8192 --shape 8192 1024 8192 --shape 16384 16384 1024 \
+    --versus "--tile 128x128 --cluster 2x1" --versus "--tile 128x128 --cluster 2x1 --defer-store on"
+  run fp8ab.log 90 "${fp8[@]}" --shape 128 8192 8192 \
+    --versus "--tile 64x128 --cluster 2x1 --k-block-bytes 256 --defer-store on"
+}
 
 case "$phase" in
 check)
@@ -296,21 +315,19 @@ fitted22)
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 defer23)
-  # Session 22's deferred store (GemmConfig.defer_store, not yet run on a GPU when added): a
-  # tile's epilogue from the fp32 total under the next tile's first K block of WGMMAs. Its
-  # edge shapes first, then FP8 A/Bs (two passes, graph timing too) against the same tile
-  # without it and the table, on the shapes whose tiles take it (128 x 128, 64 x 128), and on
-  # 16384 x 16384 x 1024, whose 8 K blocks a tile make the epilogue the largest share.
-  run edge.log 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
-    -k "defer"
-  fp8=(python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor)
-  run fp8ab.log 150 "${fp8[@]}" --shape 4096 4096 4096 --shape 2048 2048 2048 \
-    --shape 1024 8192 8192 --shape 8192 1024 8192 --shape 16384 16384 1024 \
-    --versus "--tile 128x128 --cluster 2x1" --versus "--tile 128x128 --cluster 2x1 --defer-store on"
-  run fp8ab.log 90 "${fp8[@]}" --shape 128 8192 8192 \
-    --versus "--tile 64x128 --cluster 2x1 --k-block-bytes 256 --defer-store on"
+  defer_ab
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
   ;;
+defer24)
+  # defer23 with the bf16 sweep (three passes) in place of the FP8 one: the deferred store
+  # is FP8-only, so the FP8 sweep waits for the table it may change (phase passes_fp8).
+  defer_ab
+  run sweep.log 330 python3 bench/gemm_sweep.py --graph --passes 3 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
+passes_fp8)
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+;;
 ncu23)
   # Session 22 left FP8's in-kernel gap: where TS runs cuBLAS's own configuration (128 x 128
   # in 2 x 1 on 4096^3 and 1024 x 8192 x 8192) the accurate _scaled_mm is 3-4 % ahead. Nsight
@@ -406,7 +423,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
