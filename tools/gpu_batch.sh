@@ -25,6 +25,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh defer23 "$OUT"  # deferred store: edges, A/B
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh defer24 "$OUT"  # the same, bf16 sweep after
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh passes_fp8 "$OUT"  # FP8 sweep, 3 passes
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh all24 "$OUT"  # defer_ab, FP8 x3, bf16 x2
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -40,7 +41,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -325,6 +326,14 @@ defer24)
   run sweep.log 330 python3 bench/gemm_sweep.py --graph --passes 3 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+all24)
+  # One call for all of session 23's checks when device time is short: the deferred store's
+  # edges and A/Bs, the FP8 sweep in three passes, then the bf16 sweep in two.
+  defer_ab
+  run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  run sweep.log 300 python3 bench/gemm_sweep.py --graph --passes 2 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 passes_fp8)
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
 ;;
@@ -423,7 +432,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
