@@ -26,6 +26,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh defer24 "$OUT"  # the same, bf16 sweep after
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh passes_fp8 "$OUT"  # FP8 sweep, 3 passes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh all24 "$OUT"  # defer_ab, FP8 x3, bf16 x2
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh sass24 "$OUT"  # deferred store: SASS, ncu
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -41,7 +42,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -335,6 +336,20 @@ all24)
   run sweep.log 300 python3 bench/gemm_sweep.py --graph --passes 2 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+sass24)
+  # Session 23: --defer-store on ran at about 0.6 of the plain kernel in every K block. The
+  # SASS of both (the GPU machine's CUDA toolkit has nvdisasm; the CPU machine has not), then
+  # Nsight Compute's warp stalls and throughput on each, 4096^3 FP8, 128 x 128 in 2 x 1.
+  run sass.log 120 bash -c 'python3 tools/gemm_sass.py /tmp/gemm_sass && tar czf "$1" -C /tmp gemm_sass' _ "$out/sass.tgz"
+  for tag in "plain|off" "defer|on"; do
+    name="${tag%%|*}" defer="${tag#*|}"
+    run ncu.log 150 bash -c 'ncu --kernel-name "regex:kernel_cutlass_ts_device" --launch-skip 3 \
+      --launch-count 1 --section SpeedOfLight --section WarpStateStats --section \
+      ComputeWorkloadAnalysis --section SourceCounters --csv --page details python3 \
+      examples/hopper/gemm.py --mnk 4096 4096 4096 --dtype e4m3 --scale tensor --config default \
+      --tile 128x128 --cluster 2x1 --defer-store "$2" > "$1"' _ "$out/ncu_$name.csv" "$defer"
+  done
+  ;;
 passes_fp8)
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
 ;;
@@ -433,7 +448,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
