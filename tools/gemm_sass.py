@@ -1,7 +1,7 @@
 """Dump the Hopper GEMM's PTX, ptxas's notes and (where the CUDA tools have ``nvdisasm``) its
 SASS, for the TS kernel and its twin, one configuration with and without deferred stores.
 
-Session 23 measured ``--defer-store on`` at about 0.6 of the plain kernel on every FP8 shape,
+Session 23 measured ``--defer-store on`` at 0.58-0.75 of the plain kernel on every FP8 shape,
 a loss paid in every K block, while the loop's PTX differs only by the guarded epilogue and
 ptxas reports no spill or serialized WGMMA. The SASS says what the PTX does not; this CPU
 machine has ``ptxas`` but no disassembler, the GPU machine's CUDA toolkit has both.

@@ -1,7 +1,7 @@
 """The GEMM tuner and staggered promotion groups (``GemmConfig.promote_stagger``).
 
 Promoted problems get the stagger templates as candidates (``gemm_tune.STAGGER_TEMPLATES``;
-no deferred-store ones, which ran at about 0.6 of the plain kernel), and ``--from-sweep``
+no deferred-store ones, which ran at 0.58-0.75 of the plain kernel), and ``--from-sweep``
 tells a schedule and its staggered twin apart. The rest of the tuner's tests are in
 ``test_runtime_gemm_tune.py``.
 """
@@ -36,7 +36,7 @@ def test_promoted_templates_join_promoted_problems_only(
 ) -> None:
     """FP8 (an even interval) gets the stagger templates, each verified before it could be
     compiled; 16-bit problems (no groups) and odd intervals (no half group) do not. No
-    candidate defers its stores (``GemmConfig.defer_store``): it ran at about 0.6 of the plain
+    candidate defers its stores (``GemmConfig.defer_store``): it ran at 0.58-0.75 of the plain
     kernel on an H100 (session 23)."""
     base = gemm.GemmConfig(**options)
     cands = tune.candidates((4096, 4096, 14336), base)
