@@ -337,9 +337,10 @@ all24)
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 sass24)
-  # Session 23: --defer-store on ran at 0.58-0.75 of the plain kernel, a loss paid in every K
-  # block. The SASS of both (the GPU machine's CUDA toolkit has nvdisasm; the CPU machine has not), then
-  # Nsight Compute's warp stalls and throughput on each, 4096^3 FP8, 128 x 128 in 2 x 1.
+  # Session 23: --defer-store on ran at 0.58-0.75 of the plain kernel (before its fix), a loss
+  # in every K block. The SASS of both (the GPU machine's CUDA toolkit has nvdisasm; the CPU
+  # machine has not), then Nsight Compute's warp stalls and throughput on each, 4096^3 FP8,
+  # 128 x 128 in 2 x 1.
   run sass.log 120 bash -c 'python3 tools/gemm_sass.py /tmp/gemm_sass &&
     tar czf "$1" -C /tmp gemm_sass' _ "$out/sass.tgz"
   for tag in "plain|off" "defer|on"; do

@@ -48,28 +48,55 @@ def group_shift(cfg: GemmConfig, consumer_wg: Any) -> Any:
 
 
 @cute.jit
-def mma_promote(total: Any, acc: Any) -> None:
+def mma_promote(total: Any, acc: Any, first: Any = None) -> None:
     """Consumer: wait until the WGMMAs retired (``wgmma.wait_group 0``), ``total += acc`` in
-    fp32, then fence ``acc`` (read here, overwritten by the next WGMMA)."""
+    fp32 (``total = acc`` where ``first``: the tile's first group, with deferred stores), then
+    fence ``acc`` (read here, overwritten by the next WGMMA)."""
     warpgroup.wait_group(0)
-    for lo, hi in value_chunks(cute.size(acc)):
-        for i in range_constexpr(lo, hi):
-            total[i] = total[i] + acc[i]
+    if const_expr(first is None):
+        for lo, hi in value_chunks(cute.size(acc)):
+            for i in range_constexpr(lo, hi):
+                total[i] = total[i] + acc[i]
+    else:
+        if first:
+            for lo, hi in value_chunks(cute.size(acc)):
+                for i in range_constexpr(lo, hi):
+                    total[i] = acc[i]
+        else:
+            for lo, hi in value_chunks(cute.size(acc)):
+                for i in range_constexpr(lo, hi):
+                    total[i] = total[i] + acc[i]
     warpgroup.fence()
 
 
 @cute.jit
 def mma_promote_rest(
-    total: Any, acc: Any, k_tiles: Any, every: Constexpr[int], shift: Any = None
+    total: Any,
+    acc: Any,
+    k_tiles: Any,
+    every: Constexpr[int],
+    shift: Any = None,
+    assign: Constexpr[bool] = False,
 ) -> None:
     """Consumer, after the K loop (whose last block waited for every WGMMA): promote a last
     group shorter than ``every`` blocks (``shift``: the groups' ``group_shift``; none when
-    ``K = 0``). No fence: the next tile's ``mma_begin_tile`` fences."""
+    ``K = 0``); with ``assign`` (deferred stores) a tile's only group assigns the total. No
+    fence: the next tile's ``mma_begin_tile`` fences."""
     if const_expr(shift is not None):
         if ((k_tiles + shift) % every != 0) & (k_tiles > 0):
             for lo, hi in value_chunks(cute.size(acc)):
                 for i in range_constexpr(lo, hi):
                     total[i] = total[i] + acc[i]
+    elif const_expr(every > 1 and assign):
+        if k_tiles % every != 0:
+            if k_tiles < every:
+                for lo, hi in value_chunks(cute.size(acc)):
+                    for i in range_constexpr(lo, hi):
+                        total[i] = acc[i]
+            else:
+                for lo, hi in value_chunks(cute.size(acc)):
+                    for i in range_constexpr(lo, hi):
+                        total[i] = total[i] + acc[i]
     elif const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
         if k_tiles % every != 0:
             for lo, hi in value_chunks(cute.size(acc)):

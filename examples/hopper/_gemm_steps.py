@@ -329,8 +329,8 @@ def mma_begin_tile(
     """Consumer: zero the accumulator and fence it for the first WGMMA of a tile.
 
     With two-level accumulation the fp32 ``total`` is zeroed instead: block 0 starts a group,
-    whose first WGMMA overwrites ``acc``; ``zero=False``: a deferred store zeroes it after
-    reading it (``GemmConfig.defer_store``).
+    whose first WGMMA overwrites ``acc``; ``zero=False``: a deferred store reads it first,
+    and the tile's first promotion assigns it (``GemmConfig.defer_store``).
     """
     if const_expr(total is None):
         acc.fill(0.0)

@@ -299,7 +299,6 @@ def twin_kernel(
                 if const_expr(cfg.defer_store):  # noqa: SIM102 (DSL: no dynamic `and`)
                     if k == 0:  # the tile before goes out from the total under these WGMMAs
                         epilogue_store(cfg, views, atom_c, s_c, t_c, pm, pn, *late, pm >= 0)
-                        summed.fill(0.0)
                 # Keep this block's WGMMAs in flight; the previous block's are done, so its
                 # stage can go back to the producer (from the second block on).
                 mma_wait(1)
@@ -308,7 +307,10 @@ def twin_kernel(
                     release.advance()
                 if const_expr(cfg.promotion > 0):  # noqa: SIM102 (DSL: no dynamic `and`)
                     if group_end(k, cfg.promotion, shift):  # its WGMMAs retire, then add up
-                        mma_promote(summed, acc)
+                        if const_expr(cfg.defer_store):
+                            mma_promote(summed, acc, k < cfg.promotion)
+                        else:
+                            mma_promote(summed, acc)
                 if k == blocks - 1:
                     mma_wait(0)
                     pipe.consumer_release(release)
@@ -317,7 +319,7 @@ def twin_kernel(
             # WGMMAs in flight and serializes them all (C7514); at run time it waits for nothing.
             mma_wait(0)
             if const_expr(cfg.promotion > 0):
-                mma_promote_rest(summed, acc, blocks, cfg.promotion, shift)
+                mma_promote_rest(summed, acc, blocks, cfg.promotion, shift, cfg.defer_store)
             if const_expr(cfg.tail):
                 # A whole tile stores; a tail chunk hands over, the tile's last sums and stores.
                 tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads

@@ -278,6 +278,7 @@ def gemm_kernel(
                 if cfg.promotion
                 else None,
                 promote_stagger=cfg.promote_stagger,
+                deferred=cfg.defer_store,
             )
             accs.append(acc)
             outs.append(
@@ -339,7 +340,7 @@ def gemm_kernel(
             if before is None:
                 acc.zero()
             else:
-                acc.begin()  # the deferred store zeroes the total once it has read it
+                acc.begin()  # the total is the tile before's until this tile's first group
             with domain_loop(bound, unroll=1) as kb:
                 ab.wait()
                 ab.mma()

@@ -85,6 +85,33 @@ def test_the_deferred_store_runs_under_issued_wgmmas(gemm: Any) -> None:
     assert sorted(entries[True]) == ["wgmma.commit_group", "wgmma.wait_group 0"]
 
 
+def _k_loop(ptx: str) -> list[str]:
+    """The oracle's K loop: from the last label above the first ``wgmma.mma_async`` that a
+    branch below it jumps back to, through that branch."""
+    lines = ptx.splitlines()
+    first = next(i for i, line in enumerate(lines) if "wgmma.mma_async" in line)
+    for top in range(first, -1, -1):
+        label = lines[top].strip()
+        if label.startswith("$L") and label.endswith(":"):
+            back = [i for i in range(first, len(lines)) if f"bra \t{label[:-1]};" in lines[i]]
+            if back:
+                return lines[top : back[-1] + 1]
+    return []
+
+
+def test_the_deferred_k_loop_selects_nothing(gemm: Any) -> None:
+    """No value of the total is selected in the K loop, TS or twin: zeroing the total after
+    the deferred store (in the loop's first block) compiled to 64 ``selp.f32`` and 128 more
+    ``mov`` per thread in every block (0.58-0.75 of the plain kernel on an H100, session 23);
+    the tile's first promotion assigns the total instead, in a branch of its own."""
+    cfg = gemm.GemmConfig(**FP8, defer_store=True)
+    for who, kernel in gemm.kernels(cfg):
+        _, ptx = compile_ptx(kernel, *gemm.fake_operands(cfg))
+        loop = _k_loop(ptx)
+        assert sum("wgmma.mma_async" in line for line in loop) == 4, who
+        assert not [line for line in loop if "selp.f32" in line], who
+
+
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas (CUDA toolkit)")
 def test_ptxas_keeps_both_register_tiles_and_the_epilogue(
     gemm: Any, ptxas_log: Callable[..., str]
@@ -143,3 +170,49 @@ def test_a_deferred_store_needs_a_total() -> None:
     with pytest.raises(RuntimeConfigError, match=r"c.store_tile_now\(\) is a deferred") as info:
         acc.deferred_total("c.store_tile_now()")
     assert info.value.resource == "acc" and "promote_every" in info.value.fix
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"promote_every": 4, "promote_stagger": True}],
+    ids=["no-total", "staggered"],
+)
+def test_a_deferred_accumulator_promotes_unstaggered_groups(options: dict[str, Any]) -> None:
+    """``deferred=True`` (the tile's first group assigns the total) needs two-level
+    accumulation whose groups start at the tile's first K block."""
+    from ts_runtime.blocks import WgmmaAccumulator
+
+    k: dict[str, Any] = {"fresh_mma": object(), "k_blocks": 8}
+    with pytest.raises(RuntimeConfigError, match=r"deferred=True") as info:
+        WgmmaAccumulator(
+            name="acc",
+            tiled_mma=None,
+            tile_mn=(128, 128),
+            smem_a=None,
+            smem_b=None,
+            deferred=True,
+            **(k if options else {}),
+            **options,
+        )
+    assert info.value.resource == "acc" and "deferred=False" in info.value.fix
+
+
+def test_a_total_not_declared_deferred_is_no_deferred_store_s() -> None:
+    """A promoting accumulator not declared ``deferred`` zeroes its total per tile and adds
+    every group: a deferred store from it would write zeros, so it is a typed error."""
+    from ts_runtime.blocks import WgmmaAccumulator
+
+    acc = WgmmaAccumulator(
+        name="acc",
+        tiled_mma=None,
+        tile_mn=(128, 128),
+        smem_a=None,
+        smem_b=None,
+        promote_every=4,
+        fresh_mma=object(),
+        k_blocks=8,
+    )
+    acc.total = object()  # what setup makes
+    with pytest.raises(RuntimeConfigError, match=r"begin\(\) .* not declared deferred") as info:
+        acc.deferred_total("begin()")
+    assert "deferred=True" in info.value.fix

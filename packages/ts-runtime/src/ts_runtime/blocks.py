@@ -296,6 +296,9 @@ class WgmmaAccumulator(MemoryResource):
             own groups' ends only.
         split: Split-K (:class:`SplitK`), or None: work items ``(m, n, chunk)`` each hold a
             partial sum of tile ``(m, n)``, which :meth:`reduce` hands over.
+        deferred: With ``promote_every``: each tile's total is stored by the next tile's first
+            K block (:class:`TmaEpilogue`'s ``store_tile``), so nothing zeroes it in the K loop:
+            tiles start with :meth:`begin` and the tile's first promotion assigns the total.
 
     Work methods (consumer, auxiliary): ``setup`` (once per thread: the WGMMA descriptors over
     the stages, the register tile) and ``zero`` (per tile: zero the registers and fence them
@@ -321,6 +324,7 @@ class WgmmaAccumulator(MemoryResource):
     fresh_mma: Any = None
     promote_stagger: bool = False
     split: SplitK | None = None
+    deferred: bool = False
     last: TaskLocalVariable = TaskLocalVariable.uninitialized()
     tile_m: TaskLocalVariable = TaskLocalVariable.uninitialized()
     tile_n: TaskLocalVariable = TaskLocalVariable.uninitialized()
@@ -356,6 +360,14 @@ class WgmmaAccumulator(MemoryResource):
                 resource=self.name,
                 fix="pass an even promote_every (e.g. 4), or promote_stagger=False",
             )
+        if self.deferred and (not every or self.promote_stagger):
+            raise RuntimeConfigError(
+                f"WgmmaAccumulator(deferred=True, promote_every={every}, promote_stagger="
+                f"{self.promote_stagger}): a deferred store writes from the total of unstaggered "
+                "two-level accumulation",
+                resource=self.name,
+                fix="pass promote_every >= 1 and promote_stagger=False, or deferred=False",
+            )
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def setup(self, stage_info: Any) -> None:
@@ -389,13 +401,14 @@ class WgmmaAccumulator(MemoryResource):
     def deferred_total(self, what: str) -> Any:
         """The fp32 total a deferred store writes from (``what`` needs it), or a typed error."""
         total = getattr(self, "total", None)  # set by setup
-        if total is None:
+        if total is None or not self.deferred:
+            has = "is not declared deferred" if total is not None else "has none"
             raise RuntimeConfigError(
                 f"{what} is a deferred store's, which writes a tile from the fp32 total of "
-                f"two-level accumulation, and accumulator `{self.name}` has none",
+                f"two-level accumulation, and accumulator `{self.name}` {has}",
                 resource=self.name,
-                fix="pass WgmmaAccumulator(promote_every=...) (>= 1), or store each tile with "
-                "TmaEpilogue.store()",
+                fix="pass WgmmaAccumulator(promote_every=..., deferred=True), or store each "
+                "tile with TmaEpilogue.store()",
             )
         return total
 
@@ -418,12 +431,14 @@ class WgmmaAccumulator(MemoryResource):
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def begin(self, stage_info: Any) -> None:
-        """Start a tile whose total a deferred store zeroes: fence the registers only.
+        """Start a tile whose total a deferred store still reads: fence the registers only.
 
-        ``TmaEpilogue.store_tile`` zeroes the total once it has read it.
+        The tile's first promotion assigns the total (``deferred``): a zeroing after the
+        store, in the K loop's first block, cost a select and a copy per value in every block.
         """
         from ts_codegen.dsl import wgmma
 
+        self.deferred_total("begin()")
         wgmma.begin_tile(self.tiled_mma, self.regs, self.total, zero=False)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
@@ -437,7 +452,8 @@ class WgmmaAccumulator(MemoryResource):
         from ts_codegen.dsl import wgmma
 
         k = stage_info.loop_offset  # the K block (staggered groups: is it this one's end?)
-        wgmma.promote(self.total, self.regs, k, self.promote_every, self.shift)
+        first = k < self.promote_every if self.deferred else None  # the tile's first group
+        wgmma.promote(self.total, self.regs, k, self.promote_every, self.shift, first)
 
     @consumer_work(returns=last, work_attrs=WorkAttr.AUXILIARY)
     def reduce(self, stage_info: Any) -> Any:
@@ -499,7 +515,8 @@ class WgmmaAccumulator(MemoryResource):
         k_blocks = self.k_blocks
         if callable(k_blocks):  # a per-item count
             k_blocks = k_blocks(stage_info.work_tile.tile_idx)
-        wgmma.promote_rest(self.total, self.regs, k_blocks, self.promote_every, self.shift)
+        every, shift = self.promote_every, self.shift
+        wgmma.promote_rest(self.total, self.regs, k_blocks, every, shift, self.deferred)
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -737,9 +754,13 @@ class TmaEpilogue(MemoryResource):
 
     @producer_work
     def store_tile(self, stage_info: Any, *, m: Any, n: Any) -> None:
-        """Write tile ``(m, n)`` from the total if ``m >= 0``, then zero the total."""
+        """Write tile ``(m, n)`` from the total if ``m >= 0``.
+
+        The running tile's first promotion then assigns the total
+        (``WgmmaAccumulator.deferred``).
+        """
+        self.acc.deferred_total(f"{self.name}.store_tile()")
         self._store(m, n, m >= 0)
-        self.acc.deferred_total(f"{self.name}.store_tile()").fill(0.0)
 
     @producer_work
     def store_tile_now(self, stage_info: Any, *, m: Any, n: Any, last: Any) -> None:

@@ -36,6 +36,7 @@ __all__ = [
     "accumulator_setup",
     "add_into",
     "begin_tile",
+    "copy_into",
     "epilogue_drain",
     "epilogue_setup",
     "epilogue_store",
@@ -184,7 +185,8 @@ def begin_tile(tiled_mma: Any, acc: Any, total: Any = None, zero: Constexpr[bool
 
     With two-level accumulation (``total``, the fp32 sum of the promoted groups) the total is
     zeroed instead: the tile's first K block starts a group, whose WGMMA overwrites ``acc``;
-    ``zero=False`` leaves it to a deferred store, which reads it first.
+    ``zero=False`` leaves it to a deferred store, which reads it first (the tile's first
+    promotion then assigns it: ``promote``'s ``first``).
     """
     if const_expr(total is None):
         acc.fill(0.0)
@@ -243,31 +245,62 @@ def stagger_shift(wg: Any, every: int) -> Any:
 
 @cute.jit
 def promote(
-    total: Any, acc: Any, k: Any = None, every: Constexpr[int] = 0, shift: Any = None
+    total: Any,
+    acc: Any,
+    k: Any = None,
+    every: Constexpr[int] = 0,
+    shift: Any = None,
+    first: Any = None,
 ) -> None:
     """Two-level accumulation: ``total += acc`` in fp32 once the WGMMAs writing ``acc`` retired.
 
     It waits for them itself (``wgmma.wait_group 0``), so it can never read a register a WGMMA
     still writes; the fence orders these reads of ``acc`` before the next WGMMA overwrites it.
     With ``shift`` (staggered groups, called every block) only where this warpgroup's group
-    ends: K block ``k`` with ``(k + 1 + shift) % every == 0``.
+    ends: K block ``k`` with ``(k + 1 + shift) % every == 0``. With ``first`` (a runtime
+    condition: the tile's first group) ``total = acc`` there instead, for a total that no
+    zeroing in the K loop may touch (a deferred store's).
     """
     if const_expr(shift is None):
-        _promote_now(total, acc)
+        _promote_now(total, acc, first)
     else:
         if (k + 1 + shift) % every == 0:
-            _promote_now(total, acc)
+            _promote_now(total, acc, first)
 
 
 @cute.jit
-def _promote_now(total: Any, acc: Any) -> None:
+def _promote_now(total: Any, acc: Any, first: Any = None) -> None:
     warpgroup.wait_group(0)
-    add_into(total, acc)
+    if const_expr(first is None):
+        add_into(total, acc)
+    else:
+        _assign_or_add(total, acc, first)
     warpgroup.fence()
+
+
+@cute.jit
+def _assign_or_add(total: Any, acc: Any, first: Any) -> None:
+    """``total = acc`` where ``first``, else ``total += acc``.
+
+    Two branches, not a select per value: a select would run on every call either way.
+    """
+    if first:
+        copy_into(total, acc)
+    else:
+        add_into(total, acc)
 
 
 # Static loops of at most this many values (the DSL warns that longer ones compile slowly).
 _CHUNK = 32
+
+
+@cute.jit
+def copy_into(total: Any, acc: Any) -> None:
+    """``total[i] = acc[i]`` for every register value, fully unrolled."""
+    n = cute.size(acc)
+    for lo in range_constexpr(0, n, _CHUNK):
+        for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+            total[i] = acc[i]
 
 
 @cute.jit
@@ -281,15 +314,24 @@ def add_into(total: Any, acc: Any) -> None:
 
 @cute.jit
 def promote_rest(
-    total: Any, acc: Any, k_blocks: Any, every: Constexpr[int], shift: Any = None
+    total: Any,
+    acc: Any,
+    k_blocks: Any,
+    every: Constexpr[int],
+    shift: Any = None,
+    assign: Constexpr[bool] = False,
 ) -> None:
     """After a tile's K loop, whose last block waited for every WGMMA: the last, short group.
 
     It is promoted when ``k_blocks`` is not a multiple of ``every`` (no group end promoted it;
     with ``shift``: ``k_blocks + shift``); nothing for ``K = 0``. No fence: the next tile's
-    ``begin_tile`` fences the registers.
+    ``begin_tile`` fences the registers. ``assign`` (``promote``'s ``first``): a group that
+    is the tile's only one (``k_blocks < every``) assigns the total.
     """
-    if const_expr(every > 1 and shift is None):  # noqa: SIM102 (DSL: no dynamic `and`)
+    if const_expr(every > 1 and shift is None and assign):
+        if k_blocks % every != 0:
+            _assign_or_add(total, acc, k_blocks < every)
+    elif const_expr(every > 1 and shift is None):  # noqa: SIM102 (DSL: no dynamic `and`)
         if k_blocks % every != 0:
             add_into(total, acc)
     if const_expr(shift is not None):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
