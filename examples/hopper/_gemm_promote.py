@@ -48,24 +48,35 @@ def group_shift(cfg: GemmConfig, consumer_wg: Any) -> Any:
 
 
 @cute.jit
+def _add(total: Any, acc: Any) -> None:
+    """``total += acc``, value by value (unrolled in chunks)."""
+    for lo, hi in value_chunks(cute.size(acc)):
+        for i in range_constexpr(lo, hi):
+            total[i] = total[i] + acc[i]
+
+
+@cute.jit
+def _assign_or_add(total: Any, acc: Any, first: Any) -> None:
+    """``total = acc`` where ``first`` (a runtime condition), else ``total += acc``: two
+    branches, so no select runs on the path not taken."""
+    if first:
+        for lo, hi in value_chunks(cute.size(acc)):
+            for i in range_constexpr(lo, hi):
+                total[i] = acc[i]
+    else:
+        _add(total, acc)
+
+
+@cute.jit
 def mma_promote(total: Any, acc: Any, first: Any = None) -> None:
     """Consumer: wait until the WGMMAs retired (``wgmma.wait_group 0``), ``total += acc`` in
     fp32 (``total = acc`` where ``first``: the tile's first group, with deferred stores), then
     fence ``acc`` (read here, overwritten by the next WGMMA)."""
     warpgroup.wait_group(0)
     if const_expr(first is None):
-        for lo, hi in value_chunks(cute.size(acc)):
-            for i in range_constexpr(lo, hi):
-                total[i] = total[i] + acc[i]
+        _add(total, acc)
     else:
-        if first:
-            for lo, hi in value_chunks(cute.size(acc)):
-                for i in range_constexpr(lo, hi):
-                    total[i] = acc[i]
-        else:
-            for lo, hi in value_chunks(cute.size(acc)):
-                for i in range_constexpr(lo, hi):
-                    total[i] = total[i] + acc[i]
+        _assign_or_add(total, acc, first)
     warpgroup.fence()
 
 
@@ -84,21 +95,10 @@ def mma_promote_rest(
     fence: the next tile's ``mma_begin_tile`` fences."""
     if const_expr(shift is not None):
         if ((k_tiles + shift) % every != 0) & (k_tiles > 0):
-            for lo, hi in value_chunks(cute.size(acc)):
-                for i in range_constexpr(lo, hi):
-                    total[i] = total[i] + acc[i]
+            _add(total, acc)
     elif const_expr(every > 1 and assign):
         if k_tiles % every != 0:
-            if k_tiles < every:
-                for lo, hi in value_chunks(cute.size(acc)):
-                    for i in range_constexpr(lo, hi):
-                        total[i] = acc[i]
-            else:
-                for lo, hi in value_chunks(cute.size(acc)):
-                    for i in range_constexpr(lo, hi):
-                        total[i] = total[i] + acc[i]
+            _assign_or_add(total, acc, k_tiles < every)
     elif const_expr(every > 1):  # noqa: SIM102 (DSL: no `and` with a dynamic value)
         if k_tiles % every != 0:
-            for lo, hi in value_chunks(cute.size(acc)):
-                for i in range_constexpr(lo, hi):
-                    total[i] = total[i] + acc[i]
+            _add(total, acc)
