@@ -225,6 +225,16 @@ STAGGER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 )
 
 
+# Promoted problems only: deferred stores (a tile's epilogue from the fp32 total under the
+# next tile's first K block of WGMMAs; GemmConfig.defer_store) on 128 x 128, in cuBLAS's FP8
+# cluster and the other. On an H100 SXM (session 24) they ran at par with the same tile
+# without them, from -2 to +4 % by shape. Timed here; they win only where they lead.
+DEFER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
+    {**_COOP, **_PLAIN, "tile_mn": (128, 128), "cluster_mn": c, "defer_store": True}
+    for c in ((2, 1), (1, 2))
+)
+
+
 def can_promote(fields: dict[str, Any]) -> bool:
     """Whether a template's tile has registers for FP8 two-level accumulation: at most
     ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
@@ -275,8 +285,7 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
     SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. A promoted
     GEMM (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``), plus
-    ``STAGGER_TEMPLATES`` when its interval is even (deferred stores, ``defer_store``, are no
-    candidate: 0.58-0.75 of the plain kernel on an H100, session 23). The rule's own
+    ``DEFER_TEMPLATES``, and ``STAGGER_TEMPLATES`` when its interval is even. The rule's own
     choice (``_gemm_table.rule_config``) is always a candidate, so the table is never worse
     than the fallback on a tuned shape.
     """
@@ -287,7 +296,8 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     # the interval the candidates promote at: the explicit one, or the FP8 default's
     even = (base.promote_every or 2) % 2 == 0
     staggered = STAGGER_TEMPLATES if promotes(base) and even else ()
-    for t in (*TEMPLATES, *staggered, rule):
+    deferred = DEFER_TEMPLATES if promotes(base) else ()
+    for t in (*TEMPLATES, *staggered, *deferred, rule):
         bm, bn = t["tile_mn"]
         cm, cn = t["cluster_mn"]
         if -(-m // bm) < cm or -(-n // bn) < cn or (bm > 64 and m <= bm // 2):
