@@ -354,11 +354,12 @@ sass24)
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS runs
-  # 128 x 128 in 1 x 2 with a workspace memset, likely stream-K). Its 1,024 tiles of 128 x 128
+  # 128 x 128 in 2 x 1, our frame, with a workspace memset, likely stream-K). Its 1,024 tiles of 128 x 128
   # fill 7.76 rounds of 132 CTAs, so the plain kernel pays 8; a tail split in 5 deals the last
   # 100 tiles (50 cluster tiles) as 500 (250) chunks of 23 K blocks, 4 rounds of them (92 blocks
   # where a whole tile has 112). Also 256-byte K blocks (half the barriers a K element) and
-  # cuBLAS's own cluster, plain and with the deferred store; then the weaker shapes alike.
+  # the other cluster, plain and with the deferred store, and staggered groups (the
+  # promotion's drains in turns); then the weaker shapes alike.
   fp8=(python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor)
   run tailab.log 260 "${fp8[@]}" --shape 4096 4096 14336 \
     --versus "--tile 128x128 --cluster 2x1 --tail-split 5" \
@@ -367,7 +368,9 @@ tail25)
     --versus "--tile 128x128 --cluster 2x1 --tail-split 5 --k-block-bytes 256" \
     --versus "--tile 128x128 --cluster 2x1 --k-block-bytes 256" \
     --versus "--tile 128x128 --cluster 1x2" \
-    --versus "--tile 128x128 --cluster 1x2 --defer-store on"
+    --versus "--tile 128x128 --cluster 1x2 --defer-store on" \
+    --versus "--tile 128x128 --cluster 2x1 --tail-split 5 --promote-stagger on" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3 --promote-stagger on"
   run tailab.log 200 "${fp8[@]}" --shape 3000 5000 4000 --shape 1024 8192 8192 \
     --shape 256 28672 8192 --shape 4096 4096 4096 \
     --versus "--tile 128x128 --cluster 1x2 --defer-store on" \
