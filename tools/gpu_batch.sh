@@ -376,6 +376,16 @@ tail25)
     --versus "--tile 128x128 --cluster 1x2 --defer-store on" \
     --versus "--tile 128x128 --cluster 2x1 --defer-store on" \
     --versus "--tile 128x128 --cluster 2x1 --k-block-bytes 256"
+  # Nsight Compute on 4096 x 4096 x 14336, the table's kernel against cuBLAS's (ncu23's
+  # sections and CSVs): where the deep-K tile loses its time
+  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section
+    MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy)
+  for who in "ts|kernel_cutlass_ts_device" "cublas|nvjet"; do
+    name="${who%%|*}" regex="${who#*|}"
+    run ncu.log 100 bash -c 'ncu --kernel-name "regex:$1" --launch-skip 5 --launch-count 1 \
+      "${@:3}" --csv --page details python3 examples/hopper/gemm.py --mnk 4096 4096 14336 \
+      --dtype e4m3 --scale tensor > "$2"' _ "$regex" "$out/ncu_${name}_14336.csv" "${sections[@]}"
+  done
   ;;
 passes_fp8)
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
