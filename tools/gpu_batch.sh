@@ -387,6 +387,18 @@ tail25)
       --dtype e4m3 --scale tensor > "$2"' _ "$regex" "$out/ncu_${name}_14336.csv" "${sections[@]}"
   done
   ;;
+confirm25)
+  # Session 24's table step: FP8 4096 x 4096 x 14336 took staggered groups (tail25's A/B).
+  # The A/B again against the entry it replaced, and deferred stores again on the shapes
+  # where tail25 had them ahead and all24 had not; then both sweeps.
+  run fp8ab.log 90 python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 --shape 4096 4096 4096 --shape 1024 8192 8192 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --tail-split 3" \
+    --versus "--tile 128x128 --cluster 2x1 --defer-store on"
+  run fp8.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  run sweep.log 200 python3 bench/gemm_sweep.py --graph --passes 2 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
 passes_fp8)
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
 ;;
