@@ -399,6 +399,15 @@ confirm25)
   run sweep.log 200 python3 bench/gemm_sweep.py --graph --passes 2 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
+final25)
+  # The FP8 sweep once more on session 24's table (confirm25 held both FP8 bars once), then
+  # bf16 8192 x 8192 x 28672, the one bf16 shape where TS and the CuTe example tie (0.998 -
+  # 1.001), against cuBLAS's own tile there (128 x 320 in our frame) and 256 x 128.
+  run fp8.log 100 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  run ab.log 80 python3 bench/gemm_sweep.py --graph --passes 2 --shape 8192 8192 28672 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py \
+    --versus "--tile 128x320 --cluster 2x1 --epi-stages 5" --versus "--tile 256x128 --cluster 1x2"
+  ;;
 passes_fp8)
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
 ;;
