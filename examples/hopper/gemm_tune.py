@@ -61,7 +61,6 @@ from _gemm_config import (
 )
 from _gemm_host import DTYPE_ALIASES, REL_TOL
 from _gemm_table import (
-    RAGGED_FILL,
     SPLIT_MIN_CHUNK,
     TABLE_PATH,
     apply_fields,
@@ -281,10 +280,11 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     128-row tile on ``M <= 64`` computes as many rows of padding as of output: both are left
     out (so is a 256-row tile on ``M <= 128``). Split-K templates are kept only for problems
     of few output tiles (at most two waves of their tile over the SMs) whose K gives every
-    chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split
-    ones only where the last round of their tile is ragged (``0 < T mod SMS < RAGGED_FILL x
-    SMS`` of ``T >= SMS`` tiles; cluster tiles on clusters), with chunks as long. A promoted
-    GEMM (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``), plus
+    chunk ``SPLIT_MIN_CHUNK`` blocks; tail-split ones only where they shorten the last round
+    of their tile: its ``r = T mod W`` tiles of ``T >= W`` (cluster tiles on ``W`` clusters)
+    in ``S`` chunks each take fewer than ``S`` rounds of chunks (``ceil(r S / W) < S``:
+    ``r <= W / 2`` for 2, ``2 W / 3`` for 3), with chunks as long. A promoted GEMM
+    (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``), plus
     ``DEFER_TEMPLATES``, and ``STAGGER_TEMPLATES`` when its interval is even. The rule's own
     choice (``_gemm_table.rule_config``) is always a candidate, so the table is never worse
     than the fallback on a tuned shape.
@@ -308,11 +308,15 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         few_tiles = -(-m // bm) * -(-n // bn) <= 2 * SMS
         if split > 1 and not (few_tiles and -(-k // base.tile_k) >= split * SPLIT_MIN_CHUNK):
             continue
-        # A tail split deals cluster tiles to SMS / (cm x cn) clusters.
+        # A tail split deals cluster tiles to SMS / (cm x cn) clusters: the last round's r
+        # tiles become r x tail chunks, which take ceil(r x tail / workers) rounds of chunks;
+        # fewer than tail of them or the split saves nothing (r = 0.7 workers in 2 chunks
+        # still takes a whole round).
         tail, workers = t.get("tail_split", 1), SMS // (cm * cn)
         tiles = _cdiv(_cdiv(m, bm), cm) * _cdiv(_cdiv(n, bn), cn)
-        ragged = tiles >= workers and 0 < tiles % workers < RAGGED_FILL * workers
-        if tail > 1 and not (ragged and -(-k // base.tile_k) >= tail * SPLIT_MIN_CHUNK):
+        r = tiles % workers
+        shorter = tiles >= workers and r > 0 and _cdiv(r * tail, workers) < tail
+        if tail > 1 and not (shorter and -(-k // base.tile_k) >= tail * SPLIT_MIN_CHUNK):
             continue  # a tail split only helps a ragged last round of long enough K loops
         if t not in out:
             out.append(t)

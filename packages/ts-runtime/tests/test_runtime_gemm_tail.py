@@ -353,3 +353,31 @@ def test_default_is_unchanged(gemm: Any) -> None:
     cfg = gemm.GemmConfig()
     assert cfg.tail_split == 1 and not cfg.split
     assert dataclasses.replace(cfg, tail_split=1) == cfg
+
+
+def _chunk_rounds(ragged: int, chunks: int, workers: int) -> int:
+    """Rounds the tail's chunks take, dealt round-robin one by one (the oracle: no formula)."""
+    per_worker = [0] * workers
+    for item in range(ragged * chunks):
+        per_worker[item % workers] += 1
+    return max(per_worker)
+
+
+@pytest.mark.parametrize(
+    ("mnk", "ragged"),
+    [((640, 4736, 4096), 53), ((512, 6784, 4096), 80), ((1920, 1920, 4096), 93)],
+    ids=["r=0.40", "r=0.61", "r=0.70"],
+)
+def test_tuner_tries_a_tail_split_only_where_it_shortens_the_last_round(
+    tune: Any, gemm: Any, mnk: tuple[int, int, int], ragged: int
+) -> None:
+    """128 x 128 tiles on 132 CTAs with ``ragged`` tiles in the last round: a tail split in
+    ``s`` is a candidate exactly where its chunks take fewer than ``s`` rounds of chunks (0.40
+    of a round: 2 and 3; 0.61: only 3; 0.70: neither, as 2 and 3 chunks both take a round)."""
+    m, n, _ = mnk
+    assert (m // 128) * (n // 128) % 132 == ragged
+    cands = tune.candidates(mnk, gemm.GemmConfig())
+    for chunks in (2, 3):
+        template = {"tile_mn": (128, 128), "cluster_mn": (1, 1), "tail_split": chunks}
+        tried = any(all(c.get(k) == v for k, v in template.items()) for c in cands)
+        assert tried == (_chunk_rounds(ragged, chunks, 132) < chunks), chunks
