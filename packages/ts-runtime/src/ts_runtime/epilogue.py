@@ -61,7 +61,8 @@ class TmaEpilogue(MemoryResource):
     total while the next tile's first WGMMAs write the other register tile) carries the
     tile's coordinates to the next one: the accumulator's ``no_tile`` (``(-1, 0)``: none
     yet; it zeroes the total) and ``this_tile`` (the work tile's) return them,
-    ``store_tile(m=, n=)`` stores that tile if there is one and zeroes the total, and
+    ``store_tile(m=, n=)`` stores that tile if there is one (the running tile's first
+    promotion then assigns the total, ``WgmmaAccumulator(deferred=True)``), and
     ``store_tile_now`` stores the work tile itself where no next tile will (the CTA's last,
     ``WorkQueue.is_last_tile``, or any tile without K blocks)::
 
