@@ -42,7 +42,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -129,6 +129,24 @@ defer_ab() {
     --versus "--tile 128x128 --cluster 2x1" --versus "--tile 128x128 --cluster 2x1 --defer-store on"
   run fp8ab.log 90 "${fp8[@]}" --shape 128 8192 8192 \
     --versus "--tile 64x128 --cluster 2x1 --k-block-bytes 256 --defer-store on"
+}
+
+# ncu_vs_cublas LIMIT LAUNCHES TAG M N K: Nsight Compute on the FP8 GEMM of M x N x K
+# (tensor scale), TS's kernel and then cuBLAS's nvjet ones (each named in its CSV), LAUNCHES
+# launches after five: tensor-pipe activity, warp stalls, memory throughput, one CSV each
+# (ncu_ts_TAG.csv, ncu_cublas_TAG.csv).
+ncu_vs_cublas() {
+  local limit="$1" count="$2" tag="$3" who name
+  shift 3
+  local sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section
+    MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy)
+  for who in "ts|kernel_cutlass_ts_device" "cublas|nvjet"; do
+    name="${who%%|*}"
+    run ncu.log "$limit" bash -c 'ncu --kernel-name "regex:$1" --launch-skip 5 --launch-count \
+      "$2" "${@:7}" --csv --page details python3 examples/hopper/gemm.py --mnk "$4" "$5" "$6" \
+      --dtype e4m3 --scale tensor > "$3"' _ "${who#*|}" "$count" "$out/ncu_${name}_$tag.csv" \
+      "$@" "${sections[@]}"
+  done
 }
 
 case "$phase" in
@@ -353,11 +371,11 @@ sass24)
   done
   ;;
 tail25)
-  # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS runs
-  # 128 x 128 in 2 x 1, our frame, with a workspace memset, likely stream-K). Its 1,024 tiles of 128 x 128
-  # fill 7.76 rounds of 132 CTAs, so the plain kernel pays 8; a tail split in 5 deals the last
-  # 100 tiles (50 cluster tiles) as 500 (250) chunks of 23 K blocks, 4 rounds of them (92 blocks
-  # where a whole tile has 112). Also 256-byte K blocks (half the barriers a K element) and
+  # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS
+  # runs 128 x 128 in 2 x 1, our frame, with a workspace memset, likely stream-K). Its 1,024
+  # tiles of 128 x 128 fill 7.76 rounds of 132 CTAs, so the plain kernel pays 8; a tail
+  # split in 5 deals the last 100 tiles (50 cluster tiles) as 500 (250) chunks of 23 K
+  # blocks, 4 rounds of them (92 blocks where a whole tile has 112). Also 256-byte K blocks (half the barriers a K element) and
   # the other cluster, plain and with the deferred store, and staggered groups (the
   # promotion's drains in turns); then the weaker shapes alike.
   fp8=(python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor)
@@ -376,16 +394,9 @@ tail25)
     --versus "--tile 128x128 --cluster 1x2 --defer-store on" \
     --versus "--tile 128x128 --cluster 2x1 --defer-store on" \
     --versus "--tile 128x128 --cluster 2x1 --k-block-bytes 256"
-  # Nsight Compute on 4096 x 4096 x 14336, the table's kernel against cuBLAS's (ncu23's
-  # sections and CSVs): where the deep-K tile loses its time
-  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section
-    MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy)
-  for who in "ts|kernel_cutlass_ts_device" "cublas|nvjet"; do
-    name="${who%%|*}" regex="${who#*|}"
-    run ncu.log 100 bash -c 'ncu --kernel-name "regex:$1" --launch-skip 5 --launch-count 1 \
-      "${@:3}" --csv --page details python3 examples/hopper/gemm.py --mnk 4096 4096 14336 \
-      --dtype e4m3 --scale tensor > "$2"' _ "$regex" "$out/ncu_${name}_14336.csv" "${sections[@]}"
-  done
+  # Nsight Compute on 4096 x 4096 x 14336, the table's kernel against cuBLAS's: where the
+  # deep-K tile loses its time
+  ncu_vs_cublas 100 1 14336 4096 4096 14336
   ;;
 confirm25)
   # Session 24's table step: FP8 4096 x 4096 x 14336 took staggered groups (tail25's A/B).
@@ -417,16 +428,8 @@ ncu23)
   # Compute on three launches of each (TS's kernel; cuBLAS's nvjet ones, fast and accurate
   # accumulation, each named in the CSV): tensor-pipe activity,
   # warp stalls, memory throughput, one CSV per kernel and shape, then the FP8 sweep.
-  sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section
-    MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats --section Occupancy)
-  for mnk in "4096 4096 4096" "1024 8192 8192"; do
-    for who in "ts|kernel_cutlass_ts_device" "cublas|nvjet"; do
-      name="${who%%|*}" regex="${who#*|}" tag="${mnk// /x}"
-      run ncu.log 120 bash -c 'ncu --kernel-name "regex:$1" --launch-skip 5 --launch-count 3 \
-        "${@:4}" --csv --page details python3 examples/hopper/gemm.py --mnk $2 --dtype e4m3 \
-        --scale tensor > "$3"' _ "$regex" "$mnk" "$out/ncu_${name}_$tag.csv" "${sections[@]}"
-    done
-  done
+  ncu_vs_cublas 120 3 4096x4096x4096 4096 4096 4096
+  ncu_vs_cublas 120 3 1024x8192x8192 1024 8192 8192
   run fp8.log 150 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
   ;;
 passes22)
@@ -506,7 +509,7 @@ tune1 | tune2)
     -o "$out/gemm_table_fp8_part$part.json"
   ;;
 *)
-  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
+  echo "unknown phase: $phase (check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2)" >&2
   exit 2
   ;;
 esac
