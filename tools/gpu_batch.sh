@@ -376,8 +376,8 @@ tail25)
   # tiles of 128 x 128 fill 7.76 rounds of 132 CTAs, so the plain kernel pays 8; a tail
   # split in 5 deals the last 100 tiles (50 cluster tiles) as 500 (250) chunks of 23 K
   # blocks, 4 rounds of them (92 blocks where a whole tile has 112). Also 256-byte K blocks
-  # (half the barriers a K element) and the other cluster, plain and with the deferred store, and staggered groups (the
-  # promotion's drains in turns); then the weaker shapes alike.
+  # (half the barriers a K element), the other cluster (plain and with the deferred store)
+  # and staggered groups (the promotion's drains in turns); then the weaker shapes alike.
   fp8=(python3 bench/gemm_sweep.py --graph --passes 2 --dtype e4m3 --scale tensor)
   run tailab.log 260 "${fp8[@]}" --shape 4096 4096 14336 \
     --versus "--tile 128x128 --cluster 2x1 --tail-split 5" \
