@@ -18,7 +18,8 @@ on the same problem, FP8 scales and epilogue options included, compiled once per
 the same tensors and rounds, checked the same way), and the ratios; interleaved rounds, best
 round each, each measurement at least ``--measure-s`` long (50 ms: no contender runs on the
 clocks that the one before it left); ``--passes N`` runs the whole sweep N times in turn and
-adds, per shape, each ratio's median over the passes. A last line sums up: the geometric mean
+adds, per shape, each ratio's median over the passes (``--from-logs LOG...`` runs nothing and
+judges the passes of earlier runs' logs together, on any machine). A last line sums up: the geometric mean
 and the minimum of TS / torch (and TS / CuTe example, each ``--versus`` configuration / torch,
 TS / it) over the shapes (over the medians, with ``--passes``). Every kernel is compiled once
 per configuration (dynamic shapes). Usage (GPU)::
@@ -29,6 +30,7 @@ per configuration (dynamic shapes). Usage (GPU)::
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale tensor
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --passes 3 --graph
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale rowwise
+    python3 bench/gemm_sweep.py --from-logs call1/sweep.log call2/sweep.log
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --shape 8192 8192 8192 \\
         --versus "--tile 128x128 --kernel pingpong" --versus "--tile 128x256 --cluster 2x1"
     source .gpu/setup.sh && python3 bench/gemm_sweep.py --dtype fp8 --scale tensor \\
@@ -38,6 +40,7 @@ per configuration (dynamic shapes). Usage (GPU)::
 from __future__ import annotations
 
 import argparse
+import collections
 import importlib
 import json
 import math
@@ -149,8 +152,19 @@ def main(argv: list[str] | None = None) -> int:
         help="another TS configuration in the same rounds, as schedule options on the defaults, "
         'e.g. "--tile 128x128 --kernel pingpong" (repeatable; the same problem options)',
     )
+    parser.add_argument(
+        "--from-logs",
+        type=Path,
+        nargs="+",
+        metavar="LOG",
+        help="run nothing: pool the per-pass lines of earlier sweeps' logs (one dtype; each "
+        "line's ratios are same-run ones) and print each shape's medians over all of them and "
+        "the summary with its targets (no GPU needed)",
+    )
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
+    if args.from_logs:
+        return pooled(parser, args.from_logs)
     if args.measure_s < 0:
         parser.error(f"--measure-s {args.measure_s:g}: give 0 (exactly --iters) or more seconds")
     if args.passes < 1:
@@ -170,26 +184,88 @@ def main(argv: list[str] | None = None) -> int:
             ok &= all(r[name]["ok"] for name in ("ts", "twin"))
             rows.append(r)
             print(json.dumps(r, sort_keys=True), flush=True)
+    total: dict[str, Any] = {"dtype": args.dtype, "scale": args.scale, "config": args.config}
+    total["ok"], total["passes"] = ok, args.passes
+    versus = [versus_name(spec) for spec in args.versus]
+    print_summary(rows, args.passes > 1, total, args.graph, versus)
+    return 0 if ok else 1
+
+
+def print_summary(
+    rows: list[dict[str, Any]],
+    medians: bool,
+    total: dict[str, Any],
+    graph: bool,
+    versus: list[str],
+) -> None:
+    """Print each shape's median line (with ``medians``) and the summary line ``total`` plus
+    the geomean and minimum of each ratio over the shapes (over the medians) and the targets."""
     judged = rows
-    if args.passes > 1:
+    if medians:  # with several passes: geomeans and minima of per-shape medians
         judged = median_rows(rows)
         for r in judged:
             print(json.dumps(r, sort_keys=True), flush=True)
-    total: dict[str, Any] = {"bench": "gemm_sweep", "summary": True, "dtype": args.dtype}
-    total["scale"], total["config"], total["ok"] = args.scale, args.config, ok
-    total["passes"] = args.passes  # more than 1: geomeans and minima of per-shape medians
+    total = {"bench": "gemm_sweep", "summary": True, **total}
     total["cute_example_ok"] = all(r.get("cute_example", {}).get("ok", True) for r in rows)
     keys = ["ts_over_torch", "ts_over_torch_accurate", "ts_over_twin", "ts_over_cute_example"]
-    if args.graph:
+    if graph:
         keys += ["ts_over_torch_graph", "ts_over_torch_accurate_graph"]
         keys += ["ts_over_cute_example_graph"]
-    for spec in args.versus:
-        keys += [f"{versus_name(spec)}_over_torch", f"ts_over_{versus_name(spec)}"]
+    for name in versus:
+        keys += [f"{name}_over_torch", f"ts_over_{name}"]
     for key in keys:
         total.update(summary(judged, key))
     total["targets"] = targets(total)
     print(json.dumps(total, sort_keys=True), flush=True)
-    return 0 if ok else 1
+
+
+def pooled(parser: argparse.ArgumentParser, logs: list[Path]) -> int:
+    """``--from-logs``: the per-pass lines of earlier sweeps (their median and summary lines
+    and every other output skipped), judged together as the passes of one sweep.
+
+    Each pass's ratios are same-run ones, so passes from several device calls of one table
+    pool: a shape's median over six passes of two calls is steadier than either call's.
+    """
+    rows: list[dict[str, Any]] = []
+    for log in logs:
+        if not log.is_file():
+            parser.error(f"--from-logs {log}: no such file")
+        for text in log.read_text().splitlines():
+            line = json.loads(text) if text.startswith("{") else {}
+            if "mnk" in line and "ts" in line and "median_of_passes" not in line:
+                rows.append(line)
+    if not rows:
+        parser.error(f"--from-logs: no sweep lines in {', '.join(map(str, logs))}")
+    kinds = {(r.get("baseline"), r.get("config", {}).get("dtype")) for r in rows}
+    if len(kinds) > 1:
+        parser.error(
+            f"--from-logs: the logs mix problems {sorted(map(str, kinds))}: pool one "
+            "dtype (bf16 against torch.matmul, or FP8 against torch._scaled_mm) at a time"
+        )
+    configs: dict[tuple[int, ...], set[str]] = {}
+    for r in rows:  # a shape's passes must have timed one TS kernel
+        configs.setdefault(tuple(r["mnk"]), set()).add(json.dumps(r.get("config"), sort_keys=True))
+    for mnk, seen in configs.items():
+        if len(seen) > 1:
+            parser.error(
+                f"--from-logs: {'x'.join(map(str, mnk))} ran {len(seen)} TS configurations "
+                "in these logs (another table or other options): pool the logs of one table"
+            )
+    dtype = rows[0].get("config", {}).get("dtype")
+    total = {"dtype": dtype, "ok": all(r[n]["ok"] for r in rows for n in ("ts", "twin"))}
+    per_shape = collections.Counter(tuple(r["mnk"]) for r in rows)
+    total["passes"], total["logs"] = max(per_shape.values()), [str(log) for log in logs]
+    graph = any("ts_over_torch_graph" in r for r in rows)
+    versus = sorted(
+        {
+            k[: -len("_over_torch")]
+            for r in rows
+            for k in r
+            if k.startswith("vs:") and k.endswith("_over_torch")
+        }
+    )
+    print_summary(rows, True, total, graph, versus)
+    return 0 if total["ok"] else 1
 
 
 def measure_shape(

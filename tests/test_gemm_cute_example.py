@@ -291,3 +291,55 @@ def test_cublas_kernel_names_read_in_our_frame() -> None:
     fp8 = names.ours("nvjet_sm90_qqtst_128x160_128x5_2x1_v_bz_coopA_algo2_TNT")
     assert fp8 == {"tile_mn": [160, 128], "cluster_mn": [1, 2], "k_block": 128, "stages": 5}
     assert names.ours("Memset (Device)") is None
+
+
+def test_from_logs_pools_the_passes_of_earlier_sweeps(tmp_path: Path, capsys: Any) -> None:
+    """``--from-logs``: the per-pass lines of two calls' logs judged as one sweep's passes
+    (their median and summary lines, and non-JSON lines, skipped); logs that mix dtypes, or
+    time two TS kernels for one shape, are refused with the reason."""
+    if str(BENCH) not in sys.path:
+        sys.path.append(str(BENCH))
+    sweep = importlib.import_module("gemm_sweep")
+    cfg = {"dtype": "bf16", "tile_mn": [128, 256]}
+
+    def line(m: int, ratio: float, **extra: Any) -> str:
+        row = {"mnk": [m, m, m], "ts": {"ok": True}, "twin": {"ok": True}, "config": cfg}
+        row.update(baseline="torch.matmul", ts_over_torch=ratio, **extra)
+        return json.dumps(row)
+
+    # call 1: 4096 at 1.02, 0.96; call 2: 4096 at 0.98 (median 0.98 of three), 2048 twice
+    one = tmp_path / "call1.log"
+    one.write_text(
+        "== python3 bench/gemm_sweep.py --passes 2\n"
+        + "\n".join([line(4096, 1.02, ts_over_cute_example=1.1), line(4096, 0.96)])
+        + '\n{"mnk": [4096, 4096, 4096], "median_of_passes": 2, "ts_over_torch": 0.5}\n'
+        + '{"bench": "gemm_sweep", "summary": true}\nrc=0\n'
+    )
+    two = tmp_path / "call2.log"
+    two.write_text("\n".join([line(4096, 0.98), line(2048, 1.00), line(2048, 0.94)]) + "\n")
+    assert sweep.main(["--from-logs", str(one), str(two)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    medians, total = lines[:2], lines[2]
+    assert [(r["mnk"][0], r["median_of_passes"]) for r in medians] == [(4096, 3), (2048, 2)]
+    assert medians[0]["ts_over_torch"] == 0.98
+    assert medians[1]["ts_over_torch"] == pytest.approx(0.97)
+    assert total["passes"] == 3 and total["dtype"] == "bf16"
+    assert total["ts_over_torch_min"] == pytest.approx(0.97)
+    assert total["ts_over_cute_example_min"] == 1.1  # one pass had it
+    assert total["targets"]["ts_over_torch_geomean >= 1.00"] is False
+
+    fp8 = tmp_path / "fp8.log"
+    fp8.write_text(line(4096, 1.0).replace("torch.matmul", "torch._scaled_mm") + "\n")
+    other = tmp_path / "other.log"
+    other.write_text(line(2048, 1.0).replace("128, 256", "256, 128") + "\n")
+    empty = tmp_path / "empty.log"
+    empty.write_text("== nothing ran\nrc=124\n")
+    for logs, message in (
+        ([one, fp8], "mix problems"),
+        ([two, other], "2048x2048x2048 ran 2 TS configurations"),
+        ([empty], "no sweep lines"),
+        ([tmp_path / "absent.log"], "no such file"),
+    ):
+        with pytest.raises(SystemExit) as exit_:
+            sweep.main(["--from-logs", *map(str, logs)])
+        assert exit_.value.code == 2 and message in capsys.readouterr().err
