@@ -20,9 +20,9 @@ round each, each measurement at least ``--measure-s`` long (50 ms: no contender 
 clocks that the one before it left); ``--passes N`` runs the whole sweep N times in turn and
 adds, per shape, each ratio's median over the passes (``--from-logs LOG...`` runs nothing and
 judges the passes of earlier runs' logs together, on any machine). A last line sums up: the
-geometric mean and the minimum of TS / torch (and TS / CuTe example, each ``--versus`` configuration / torch,
-TS / it) over the shapes (over the medians, with ``--passes``). Every kernel is compiled once
-per configuration (dynamic shapes). Usage (GPU)::
+geometric mean and the minimum of TS / torch (and TS / CuTe example, each ``--versus``
+configuration / torch, TS / it) over the shapes (over the medians, with ``--passes``). Every
+kernel is compiled once per configuration (dynamic shapes). Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm_sweep.py
     source .gpu/setup.sh && python3 bench/gemm_sweep.py \\
