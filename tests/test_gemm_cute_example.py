@@ -303,8 +303,8 @@ def test_from_logs_pools_the_passes_of_earlier_sweeps(tmp_path: Path, capsys: An
     cfg = {"dtype": "bf16", "tile_mn": [128, 256]}
 
     def line(m: int, ratio: float, **extra: Any) -> str:
-        row = {"mnk": [m, m, m], "ts": {"ok": True}, "twin": {"ok": True}, "config": cfg}
-        row.update(baseline="torch.matmul", ts_over_torch=ratio, **extra)
+        row: dict[str, Any] = {"mnk": [m, m, m], "ts": {"ok": True}, "twin": {"ok": True}}
+        row |= {"config": cfg, "baseline": "torch.matmul", "ts_over_torch": ratio, **extra}
         return json.dumps(row)
 
     # call 1: 4096 at 1.02, 0.96; call 2: 4096 at 0.98 (median 0.98 of three), 2048 twice
