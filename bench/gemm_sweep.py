@@ -230,8 +230,11 @@ def pooled(parser: argparse.ArgumentParser, logs: list[Path]) -> int:
     for log in logs:
         if not log.is_file():
             parser.error(f"--from-logs {log}: no such file")
-        for text in log.read_text().splitlines():
-            line = json.loads(text) if text.startswith("{") else {}
+        for number, text in enumerate(log.read_text().splitlines(), 1):
+            try:  # a run stopped by its time limit can leave a line cut short
+                line = json.loads(text) if text.startswith("{") else {}
+            except json.JSONDecodeError as error:
+                parser.error(f"--from-logs {log}:{number}: not a whole JSON line ({error})")
             if "mnk" in line and "ts" in line and "median_of_passes" not in line:
                 rows.append(line)
     if not rows:

@@ -334,10 +334,13 @@ def test_from_logs_pools_the_passes_of_earlier_sweeps(tmp_path: Path, capsys: An
     other.write_text(line(2048, 1.0).replace("128, 256", "256, 128") + "\n")
     empty = tmp_path / "empty.log"
     empty.write_text("== nothing ran\nrc=124\n")
+    cut = tmp_path / "cut.log"
+    cut.write_text(line(2048, 1.0)[:40] + "\n")
     for logs, message in (
         ([one, fp8], "mix problems"),
         ([two, other], "2048x2048x2048 ran 2 TS configurations"),
         ([empty], "no sweep lines"),
+        ([cut], "cut.log:1: not a whole JSON line"),
         ([tmp_path / "absent.log"], "no such file"),
     ):
         with pytest.raises(SystemExit) as exit_:
