@@ -260,6 +260,43 @@ TAIL_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
 }
 
 
+# Stream-K tail: the last round's r tiles of k K blocks as r k units shared by the 132 CTAs (66
+# clusters of two), at most two pieces each. 3000 x 5000: 84 tail tiles of 16 blocks (about 10
+# units a CTA); 4096^3: 116 of 64; 129 x 257: 4 tiles of 2 blocks, 8 units on 8 of the CTAs (the
+# others idle), 2 pieces a tile; K = 0: one piece a tile, no blocks, stored as zeros; K shorter
+# than a block; M = 0; the default swizzle's padded indices; a tile of a single piece.
+STREAM_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = {
+    "bf16-stream": (
+        {"stream_k": True, "swizzle": 1},
+        [
+            *[(3000, 5000, 1000), (4096, 4096, 4096), (129, 257, 65), (1003, 1501, 0)],
+            *[(7, 9, 13), (0, 1501, 707), (1500, 2600, 512)],
+        ],
+    ),
+    "bf16-128x128-stream-swizzle8-fused": (
+        {"tile_mn": (128, 128), "stream_k": True, "beta": 1.0, "bias": True},
+        [(3000, 5000, 704), (1003, 1501, 300), (129, 257, 65), (1, 4096, 64), (2000, 1800, 256)],
+    ),
+    "e4m3-stream-c2x1-promoted": (
+        {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 128), "cluster_mn": (2, 1)}
+        | {"stream_k": True},
+        [
+            *[(3000, 5000, 896), (1536, 1408, 512), (1003, 1501, 0), (129, 257, 128)],
+            *[(1, 1, 256), (4096, 4096, 14336)],
+        ],
+    ),
+    "e4m3-128x192-stream-c2x1-rowwise": (
+        {"dtype": "e4m3", "scale": "rowwise", "tile_mn": (128, 192), "cluster_mn": (2, 1)}
+        | {"epi_stages": 3, "stream_k": True},
+        [(4096, 4096, 1536), (3000, 5000, 896), (129, 257, 128), (1003, 1501, 0)],
+    ),
+    "bf16-256x128-stream-c1x2": (
+        {"tile_mn": (256, 128), "cluster_mn": (1, 2), "stream_k": True},
+        [(4096, 4096, 4096), (3000, 5000, 1000), (129, 257, 65), (1003, 1501, 0), (0, 1501, 7)],
+    ),
+}
+
+
 # Staggered promotion groups (the second consumer warpgroup's start half a group later): every
 # K block count from 0 to 7 (FP8 blocks of 128; 64 for bf16 promoted every 4), a fused
 # epilogue, a 1 x 2 cluster, and a tail split whose chunks are short groups of their own.
@@ -358,6 +395,12 @@ def test_split_k_shapes(name: str) -> None:
 def test_tail_split_shapes(name: str) -> None:
     """Whole tiles and tail chunks in one launch."""
     _twice_each(name, *TAIL_CONFIGS[name])
+
+
+@pytest.mark.parametrize("name", list(STREAM_CONFIGS))
+def test_stream_k_shapes(name: str) -> None:
+    """Whole tiles and stream-K pieces in one launch."""
+    _twice_each(name, *STREAM_CONFIGS[name])
 
 
 @pytest.mark.parametrize("name", list(STAGGER_CONFIGS))

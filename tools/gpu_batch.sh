@@ -27,6 +27,8 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh passes_fp8 "$OUT"  # FP8 sweep, 3 passes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh all24 "$OUT"  # defer_ab, FP8 x3, bf16 x2
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh sass24 "$OUT"  # deferred store: SASS, ncu
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26 "$OUT"  # stream-K: edges, A/Bs
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26b "$OUT"  # stream-K on long shapes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -42,7 +44,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: stream26, stream26b, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -369,6 +371,41 @@ sass24)
       examples/hopper/gemm.py --mnk 4096 4096 4096 --dtype e4m3 --scale tensor --config default \
       --tile 128x128 --cluster 2x1 --defer-store "$2" > "$1"' _ "$out/ncu_$name.csv" "$defer"
   done
+  ;;
+stream26)
+  # Session 26's stream-K tail (GemmConfig.stream_k): its GPU edge shapes, then A/Bs of the
+  # table's pick against the same schedule with a stream-K tail, on the shapes whose last
+  # round the pick leaves part idle (round fill 0.970; 3000 x 5000 x 4000: 0.909).
+  run edge.log 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k stream
+  bf16=(python3 bench/gemm_sweep.py --passes 2)
+  run ab.log 90 "${bf16[@]}" --shape 4096 4096 4096 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
+  run ab.log 150 "${bf16[@]}" --shape 8192 8192 8192 --shape 1024 8192 8192 \
+    --shape 8192 1024 8192 --versus "--cluster 2x1 --stream-k on"
+  run ab.log 120 "${bf16[@]}" --shape 3000 5000 4000 \
+    --versus "--tile 256x152 --cluster 2x1 --epi-stages 2" \
+    --versus "--tile 256x152 --cluster 2x1 --epi-stages 2 --stream-k on"
+  fp8=(python3 bench/gemm_sweep.py --passes 2 --dtype e4m3 --scale tensor)
+  run fp8ab.log 120 "${fp8[@]}" --shape 4096 4096 4096 --shape 1024 8192 8192 \
+    --shape 2048 2048 2048 --versus "--tile 128x128 --cluster 2x1 --stream-k on"
+  run fp8ab.log 120 "${fp8[@]}" --shape 3000 5000 4000 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on"
+  ;;
+stream26b)
+  # stream26 showed the tail's fix-up (fp32 partials written and read through L2, about 60 MB
+  # on 4096^3) costs ~15-20 us a launch: a win only where the idle 3 % of the run is longer.
+  # The long shapes of round fill 0.970, three passes each.
+  bf16=(python3 bench/gemm_sweep.py --passes 3)
+  run ab.log 200 "${bf16[@]}" --shape 8192 8192 28672 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
+  run ab.log 150 "${bf16[@]}" --shape 8192 8192 8192 --shape 4096 4096 14336 \
+    --versus "--cluster 2x1 --stream-k on"
+  fp8=(python3 bench/gemm_sweep.py --passes 3 --dtype e4m3 --scale tensor)
+  run fp8ab.log 150 "${fp8[@]}" --shape 4096 4096 14336 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on --promote-stagger on" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS

@@ -4,7 +4,7 @@
 ``bench/gemm.py`` and ``bench/gemm_sweep.py``); ``parse_config`` reads them as a fixed
 ``GemmConfig`` (``--config default``) and ``config_for`` applies ``--config auto`` for one
 problem shape: the per-shape table's pick (``_gemm_table.pick``), then the options given,
-then ``--tail-split`` on what it runs on.
+then ``--tail-split`` or ``--stream-k`` on what it runs on.
 """
 
 from __future__ import annotations
@@ -95,8 +95,8 @@ TAIL_SCHEDULE = (
     ("kernel", "kernel", "cooperative"),
     ("scheduler", "scheduler", "static"),
 )
-"""``(option, GemmConfig field, value)``: what ``--tail-split`` sets where the option is not
-given (a tail split's restrictions)."""
+"""``(option, GemmConfig field, value)``: what ``--tail-split`` and ``--stream-k on`` set
+where the option is not given (their restrictions)."""
 
 
 def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[GemmConfig, str]:
@@ -104,14 +104,21 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
     pick's tiles and cluster, with what a tail split runs on (cooperative, static, no
     split-K) wherever the command line leaves that to the pick (``TAIL_SCHEDULE``), and, on a
     ping-pong pick, the most of its epilogue buffers that divide the cooperative sub-tiles.
-    ``source`` then ends ``+tail_split``.
+    ``source`` then ends ``+tail_split``. ``--stream-k on`` does the same for a stream-K
+    tail (``+stream_k``; the pick's tail split, if any, makes way), ``--stream-k off`` turns a
+    pick's off.
 
     Raises:
         ValueError: The options make no valid configuration (``GemmConfig``'s typed errors).
     """
     cfg, source = _schedule_for(args, mnk)
     tail = getattr(args, "tail_split", None)
-    if tail in (None, 1):
+    stream = getattr(args, "stream_k", None)
+    if stream == "off" and cfg.stream_k:
+        cfg, source = dataclasses.replace(cfg, stream_k=False), source + "+stream_k=off"
+    if tail not in (None, 1) and cfg.stream_k:  # the tail split takes the pick's place
+        cfg = dataclasses.replace(cfg, stream_k=False)
+    if tail in (None, 1) and stream != "on":
         return cfg, source
     fields: dict[str, Any] = {
         f: v for flag, f, v in TAIL_SCHEDULE if getattr(args, flag, None) is None
@@ -122,7 +129,12 @@ def config_for(args: argparse.Namespace, mnk: tuple[int, int, int]) -> tuple[Gem
         subtiles = dataclasses.replace(cfg, epi_stages=2, **fields).epi_subtiles
         fits = [d for d in range(2, cfg.epi_stages + 1) if subtiles % d == 0]
         fields["epi_stages"] = fits[-1] if fits else 2
-    return dataclasses.replace(cfg, tail_split=tail, **fields), source + "+tail_split"
+    cut: int = 1 if tail is None else tail
+    if stream == "on":  # with --tail-split too: GemmConfig refuses the pair, naming both
+        return dataclasses.replace(
+            cfg, stream_k=True, tail_split=cut, **fields
+        ), source + "+stream_k"
+    return dataclasses.replace(cfg, tail_split=cut, **fields), source + "+tail_split"
 
 
 def versus_config(problem: GemmConfig, words: list[str], mnk: tuple[int, int, int]) -> GemmConfig:
@@ -268,6 +280,14 @@ def add_config_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="split only the last, ragged round's tiles into this many K chunks, summed as "
         "split-K's (1: off; cooperative, static scheduler, 1x1, not with --split-k)",
+    )
+    parser.add_argument(
+        "--stream-k",
+        choices=("on", "off"),
+        default=None,
+        help="a stream-K tail: the last, ragged round's K blocks shared out evenly between "
+        "the clusters, the pieces summed in a fixed order (cooperative, static scheduler; "
+        "not with --split-k or --tail-split)",
     )
     parser.add_argument(
         "--k-block-bytes",

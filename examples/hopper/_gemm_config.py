@@ -225,6 +225,14 @@ class GemmConfig:
             ``T mod P`` are each cut into ``tail_split`` K chunks summed as split-K's
             (``TileRaster(tail_split=...)``, ``_gemm_split``). The same restrictions as
             ``split_k``, and not with it.
+        stream_k: a stream-K tail (a bool, off by default): the last, ragged round's ``r``
+            tiles of ``k`` K blocks are ``r k`` units shared out evenly between the ``P``
+            persistent clusters, each taking at most two pieces (the end of one tile, the
+            start of the next); the piece that arrives last at its tile sums the tile's pieces
+            in worker order (fixed) and stores it (``TileRaster(stream_k=True)``,
+            ``_gemm_split``). Where the last round would leave clusters idle, every cluster
+            then ends together. The same restrictions as ``tail_split``, and not with it or
+            ``split_k``.
         pdl: programmatic dependent launch (on by default; a bool): the
             kernel is launched with ``use_pdl`` and every task waits for the previous kernel on
             the stream (``griddepcontrol.wait``) before its first global read or write, and the
@@ -255,6 +263,7 @@ class GemmConfig:
     split_k: int = 1
     k_block_bytes: int = K_BLOCK_BYTES
     tail_split: int = 1
+    stream_k: bool = False
     pdl: bool = True
 
     def __post_init__(self) -> None:
@@ -419,6 +428,23 @@ class GemmConfig:
             )
 
     def _check_split(self) -> None:
+        if not isinstance(self.stream_k, bool):  # "off" would be truthy: on, silently
+            raise _refused(f"stream_k={self.stream_k!r}", "not a bool", "pass True or False")
+        if self.stream_k and (self.pingpong or self.dynamic):
+            raise RuntimeConfigError(
+                f"GemmConfig(stream_k=True, kernel={self.kernel!r}, scheduler="
+                f"{self.scheduler!r}): a stream-K tail runs on the cooperative kernel with the "
+                "static scheduler (each cluster's two tail pieces are dealt to it statically)",
+                resource="c",
+                fix="use kernel='cooperative', scheduler='static'",
+            )
+        if self.stream_k and (self.split_k > 1 or self.tail_split > 1):
+            raise RuntimeConfigError(
+                f"GemmConfig(stream_k=True, split_k={self.split_k}, tail_split="
+                f"{self.tail_split}): stream-K already shares out the last round's K blocks",
+                resource="c",
+                fix="pass split_k=1 and tail_split=1 with stream_k=True",
+            )
         for name, split in (("split_k", self.split_k), ("tail_split", self.tail_split)):
             if isinstance(split, bool) or not isinstance(split, int) or not 1 <= split <= MAX_SPLIT:
                 raise RuntimeConfigError(
@@ -451,9 +477,9 @@ class GemmConfig:
 
     @property
     def split(self) -> bool:
-        """Whether some tiles' K blocks are split between work items (split-K or a tail
-        split: the kernel then takes the workspace and the counters)."""
-        return self.split_k > 1 or self.tail_split > 1
+        """Whether some tiles' K blocks are split between work items (split-K, a tail split
+        or stream-K: the kernel then takes the workspace and the counters)."""
+        return self.split_k > 1 or self.tail_split > 1 or self.stream_k
 
     @property
     def tail(self) -> bool:

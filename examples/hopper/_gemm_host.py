@@ -143,7 +143,7 @@ def workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
 
     if not cfg.split:
         return 0
-    if cfg.tail:
+    if cfg.tail or cfg.stream_k:
         return tail_workspace_elements(cfg, m, n)
     return output_tiles(cfg, m, n) * cfg.split_k * cfg.tile_mn[0] * cfg.tile_mn[1]
 
@@ -156,7 +156,8 @@ def make_counters_tensor(cfg: GemmConfig, m: int = 0, n: int = 0) -> Any:
     from _gemm_split import tail_tiles
 
     if cfg.split:
-        size = max(1, tail_tiles(cfg, m, n) if cfg.tail else output_tiles(cfg, m, n))
+        tail = cfg.tail or cfg.stream_k
+        size = max(1, tail_tiles(cfg, m, n) if tail else output_tiles(cfg, m, n))
         return torch.zeros(size, dtype=torch.int32, device="cuda")
     return torch.zeros(2, dtype=torch.int32, device="cuda") if cfg.dynamic else None
 
@@ -364,9 +365,18 @@ def check_operands(
             resource="c",
             fix=f"use split_k <= {k_blocks} (or split_k=1)",
         )
+    if cfg.stream_k and cfg.max_active_clusters**2 * max(k_blocks, 1) >= 1 << 31:
+        raise RuntimeConfigError(
+            f"GemmConfig(stream_k=True): K = {k} ({k_blocks} blocks of {cfg.tile_k}) on "
+            f"{cfg.max_active_clusters} clusters overflows the 32-bit unit arithmetic of the "
+            "stream-K tail",
+            resource="c",
+            fix="use stream_k=False (or tail_split) for so long a K",
+        )
     if workspace_elements(cfg, m, n) >= 1 << 31:
         raise RuntimeConfigError(
-            f"GemmConfig(split_k={cfg.split_k}, tail_split={cfg.tail_split}): the {m} x {n} "
+            f"GemmConfig(split_k={cfg.split_k}, tail_split={cfg.tail_split}, stream_k="
+            f"{cfg.stream_k}): the {m} x {n} "
             f"problem's partial tiles need {workspace_elements(cfg, m, n)} fp32 elements, past "
             "the kernel's 32-bit indices",
             resource="c",

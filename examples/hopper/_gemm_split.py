@@ -127,19 +127,95 @@ def tail_reduce(
     return last
 
 
+# -- stream-K tail -------------------------------------------------------------------------------
+def stream_blocks(raster: Any, l_coord: Any, k_blocks: Any) -> Any:
+    """The K loop of the item with L coordinate ``l_coord`` in a stream-K raster: a whole
+    tile's ``k_blocks`` or its piece's (``TileRaster.piece``)."""
+    piece = raster.piece(l_coord)
+    return cutlass.Int32(cutlass.select_(l_coord > 0, piece.blocks, k_blocks))  # type: ignore[attr-defined]
+
+
+def stream_first_block(raster: Any, l_coord: Any) -> Any:
+    """The first K block of that item (0 for a whole tile)."""
+    piece = raster.piece(l_coord)
+    return cutlass.Int32(cutlass.select_(l_coord > 0, piece.first_block, 0))  # type: ignore[attr-defined]
+
+
+@cute.jit
+def stream_reduce(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    bar: Any,
+    l_coord: Any,
+    piece: Any,
+    tidx: Any,
+    threads: Constexpr[int],
+    in_grid: Any,
+    ranks: Constexpr[int],
+    rank: Any,
+) -> Any:
+    """Consumers, stream-K: hand a piece of a tail tile over; True in a whole tile, a tile of
+    one piece, or the tile's last piece to arrive, which then holds the sum of its pieces in
+    worker order. Piece ``(w, j)`` of CTA ``rank`` goes to slot ``(w + j) * ranks + rank``,
+    counted at ``j * ranks + rank``."""
+    last = cutlass.Boolean(True)
+    pieces = piece.last_worker - piece.first_worker + 1
+    if (l_coord > 0) & (pieces > 1):
+        n = cute.size(acc)
+        per_slot = n * threads
+        stride = per_slot * ranks  # one worker's slot to the next's
+        ctr_idx = piece.tile * ranks + rank
+        first = ((piece.first_worker + piece.tile) * ranks + rank) * per_slot + tidx
+        mine = first + (piece.worker - piece.first_worker) * stride
+        last = cutlass.Boolean(False)
+        if in_grid:
+            for lo, hi in value_chunks(n):
+                for i in range_constexpr(lo, hi):
+                    workspace[mine + i * threads] = acc[i]
+            cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+            bar.arrive_and_wait()
+            if tidx == 0:
+                ctr = counters.iterator + ctr_idx
+                seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+                done = cutlass.Int32(seen) == pieces - 1
+                flag[0] = cutlass.Int32(done)
+                if done:
+                    cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+            bar.arrive_and_wait()
+            last = flag[0] != 0
+        if last:
+            cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
+            for lo, hi in value_chunks(n):
+                for i in range_constexpr(lo, hi):
+                    acc[i] = workspace[first + i * threads]
+            for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
+                for lo, hi in value_chunks(n):
+                    for i in range_constexpr(lo, hi):
+                        acc[i] = acc[i] + workspace[first + c * stride + i * threads]
+    return last
+
+
 def tail_tiles(cfg: GemmConfig, m: int, n: int) -> int:
     """The CTA tiles of the last, ragged round of an ``M x N`` problem (0 without a tail
-    split): ``T mod P`` for the scheduler's ``T`` cluster tile indices (swizzle padding
-    included, none with a fitted swizzle) on ``P = max_active_clusters`` clusters, as
-    ``make_scheduler_params`` deals them, times the CTAs of a cluster (one slot each)."""
-    if not cfg.tail:
+    split or stream-K): ``T mod P`` for the scheduler's ``T`` cluster tile indices (swizzle
+    padding included, none with a fitted swizzle) on ``P = max_active_clusters`` clusters, as
+    ``make_scheduler_params`` deals them, times the CTAs of a cluster (one counter each)."""
+    if not (cfg.tail or cfg.stream_k):
         return 0
     grid = (-(-m // cfg.tile_mn[0]), -(-n // cfg.tile_mn[1]), 1)
     tiles = raster_shape(grid, cfg.cluster_mn, cfg.swizzle, cfg.raster == "m").num_tiles()
-    first, _ = tail_split_shape(tiles, cfg.max_active_clusters, cfg.tail_split)
+    first, _ = tail_split_shape(tiles, cfg.max_active_clusters, max(cfg.tail_split, 1))
     return int(tiles - first) * cfg.cluster_size
 
 
 def tail_workspace_elements(cfg: GemmConfig, m: int, n: int) -> int:
-    """fp32 elements of the tail's partial tiles: ``r x tail_split x BM x BN``."""
-    return tail_tiles(cfg, m, n) * cfg.tail_split * cfg.tile_mn[0] * cfg.tile_mn[1]
+    """fp32 elements of the tail's partial tiles: ``r x tail_split x BM x BN`` (CTA tiles
+    ``r``); stream-K's ``(r + P x CTAs a cluster) x BM x BN`` (slot ``w + j`` of each CTA
+    rank: ``P + r / CTAs`` per rank), none without a tail."""
+    tail = tail_tiles(cfg, m, n)
+    tile = cfg.tile_mn[0] * cfg.tile_mn[1]
+    if cfg.stream_k:
+        return (tail + cfg.max_active_clusters * cfg.cluster_size) * tile if tail else 0
+    return tail * cfg.tail_split * tile

@@ -104,14 +104,19 @@ def make_tma_atoms(
     return atom_a, t_a, atom_b, t_b, atom_c, t_c
 
 
-def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any) -> Any:
+def make_scheduler_params(cfg: GemmConfig, m: Any, n: Any, k_blocks: Any = None) -> Any:
     """Static persistent scheduler over the ``ceil(M/BM) x ceil(N/BN) x split_k`` work items
-    (with a tail split: the tiles, the last round's ``tail_split`` items each)."""
+    (with a tail split: the tiles, the last round's ``tail_split`` items each; with stream-K,
+    the last round's pieces of its ``k_blocks``-block tiles, two per cluster)."""
     # Split-K: the K chunk of a work item is its L coordinate (1 without a split).
     tiles = (cute.ceil_div(m, cfg.tile_mn[0]), cute.ceil_div(n, cfg.tile_mn[1]), cfg.split_k)
     along_m = cfg.raster == "m"
-    # A tail split's rounds are those of the launch's grid: max_active_clusters clusters.
-    tail = {"tail_split": cfg.tail_split, "workers": cfg.max_active_clusters} if cfg.tail else {}
+    # A tail's rounds are those of the launch's grid: max_active_clusters clusters.
+    tail: dict[str, Any] = {}
+    if cfg.tail:
+        tail = {"tail_split": cfg.tail_split, "workers": cfg.max_active_clusters}
+    elif cfg.stream_k:
+        tail = {"stream_k": True, "workers": cfg.max_active_clusters, "k_blocks": k_blocks}
     return TileRaster(tiles, (*cfg.cluster_mn, 1), cfg.swizzle, raster_along_m=along_m, **tail)
 
 

@@ -40,6 +40,7 @@ TUNED_FIELDS = (
     "split_k",
     "k_block_bytes",
     "tail_split",
+    "stream_k",
     "promote_stagger",
     "defer_store",
 )
@@ -48,6 +49,7 @@ OPTIONAL_FIELDS = {
     "split_k": 1,
     "k_block_bytes": 128,
     "tail_split": 1,
+    "stream_k": False,
     "promote_stagger": False,
     "defer_store": False,
 }

@@ -23,7 +23,15 @@ from _gemm_promote import (
     mma_promote,
     mma_promote_rest,
 )
-from _gemm_split import item_blocks, split_reduce, tail_chunk_blocks, tail_reduce
+from _gemm_split import (
+    item_blocks,
+    split_reduce,
+    stream_blocks,
+    stream_first_block,
+    stream_reduce,
+    tail_chunk_blocks,
+    tail_reduce,
+)
 from _gemm_steps import (
     chunk_blocks,
     cluster_coord,
@@ -131,6 +139,8 @@ def _load_tiles(
         blocks = k_tiles
         if const_expr(cfg.tail):  # a whole tile or a tail chunk, by the L coordinate
             blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
+        if const_expr(cfg.stream_k):  # a whole tile or a stream-K piece, by the L coordinate
+            blocks = stream_blocks(params, chunk, k_tiles)
         for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
             pipe.producer_acquire(state)
             kb = k
@@ -138,6 +148,8 @@ def _load_tiles(
                 kb = chunk * k_tiles + k  # the work item's chunk of K blocks
             if const_expr(cfg.tail):  # the chunk is l mod tail_split (0: a whole tile)
                 kb = (chunk % cfg.tail_split) * tail_blocks + k
+            if const_expr(cfg.stream_k):  # where the piece starts
+                kb = stream_first_block(params, chunk) + k
             load_k_block(
                 atom_a,
                 atom_b,
@@ -290,6 +302,8 @@ def twin_kernel(
             blocks = k_tiles
             if const_expr(cfg.tail):
                 blocks = item_blocks(chunk, cfg.tail_split, k_tiles, tail_blocks)
+            if const_expr(cfg.stream_k):
+                blocks = stream_blocks(params, chunk, k_tiles)
             mma_begin_tile(tiled_mma, acc, summed, not cfg.defer_store)
             for k in cutlass.range(blocks, unroll=1):  # type: ignore[attr-defined]
                 pipe.consumer_wait(read)
@@ -328,6 +342,19 @@ def twin_kernel(
                 cm, cn = cfg.cluster_mn  # the tile's slot among its cluster tile's
                 rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
                 if tail_reduce(*hand, grid, cfg.cluster_size, rank):
+                    epilogue_store(
+                        cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
+                        scale_a, scale_b,
+                    )  # fmt: skip
+            elif const_expr(cfg.stream_k):
+                # A whole tile stores; a piece hands over, the tile's last sums and stores.
+                tidx_c, threads = tidx - WARPGROUP, cfg.consumer_threads
+                piece = params.piece(chunk)
+                grid = (m < tiles_m) & (n < tiles_n)
+                cm, cn = cfg.cluster_mn  # the tile's slot among its cluster tile's
+                rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
+                hold = (out, workspace, ctr, flag, bar, chunk, piece, tidx_c, threads, grid)
+                if stream_reduce(*hold, cfg.cluster_size, rank):
                     epilogue_store(
                         cfg, views, atom_c, s_c, t_c, m, n, bar, is_store_warp, c_in, bias,
                         scale_a, scale_b,

@@ -34,6 +34,9 @@ Options (``GemmConfig``, all compile-time):
   a per-tile counter) and writes C.
 * ``tail_split`` (``--tail-split``): the same, for the tiles of the last, ragged round of the
   persistent schedule only (``T mod 132`` of ``T`` tiles); the others run whole.
+* ``stream_k`` (``--stream-k on``): the last round's K blocks shared out evenly between the
+  clusters instead (at most two pieces each); the last piece to arrive at a tile sums its
+  pieces in worker order and writes C.
 * ``--config auto`` (the default) takes the schedule options (tile, cluster, kernel,
   scheduler, stages, swizzle, raster, epilogue sub-tile, split-K) from the per-shape table
   ``gemm_table.json`` written by ``gemm_tune.py`` (``_gemm_table.pick``); the options given on
@@ -74,6 +77,7 @@ Usage::
     python examples/hopper/gemm.py --mnk 8192 8192 8192 --dtype fp8 --scale rowwise
     python examples/hopper/gemm.py --mnk 128 8192 8192 --tile 128x128 --split-k 2
     python examples/hopper/gemm.py --mnk 3000 5000 4000 --config default --tail-split 2
+    python examples/hopper/gemm.py --mnk 8192 8192 8192 --stream-k on
 """
 
 from __future__ import annotations
@@ -110,7 +114,7 @@ from _gemm_host import (
     used_operands,
 )
 from _gemm_promote import make_fresh_mma
-from _gemm_split import item_blocks, tail_chunk_blocks
+from _gemm_split import item_blocks, stream_blocks, stream_first_block, tail_chunk_blocks
 from _gemm_steps import (
     chunk_blocks,
     make_scheduler_params,
@@ -148,6 +152,7 @@ from task_scheduling.plan import KernelPlan
 from task_scheduling.resources import PdlLaunchBarrier, PdlWaitBarrier
 from task_scheduling.schedule_builder import ResourceProxy, Schedule
 from task_scheduling.task import Task
+from task_scheduling.tiles import TileRaster
 
 # ---------------------------------------------------------------------------------------------
 # TS kernel: the same schedule, declared once on TS building blocks
@@ -240,6 +245,18 @@ def gemm_kernel(
                 return item_blocks(coord[2], cfg.tail_split, k_tiles, tail_blocks)
 
             bound = GemmTask.item_blocks
+        raster: Any = None
+        first_block: Callable[[Any], Any] | None = None
+        if cfg.stream_k:  # a whole tile's k_tiles or a stream-K piece's, by the item's L
+            raster = k.value("raster", lambda: TileRaster.of(params))
+
+            def blocks(coord: Any) -> Any:
+                return stream_blocks(raster, coord[2], k_tiles)
+
+            def first_block(coord: Any) -> Any:
+                return stream_first_block(raster, coord[2])
+
+            bound = GemmTask.item_blocks
         wq = tile_queue(
             params, counters if cfg.dynamic else None, consumer_threads=cfg.consumer_threads
         )
@@ -303,8 +320,9 @@ def gemm_kernel(
             b=TmaSource(atom_b, t_b, s_b),
             acc=accs[0],  # ping-pong: each math task's own (GemmTask.make_task_cache)
             tile_k=cfg.tile_k,
-            chunk_blocks=tail_blocks if cfg.tail else k_tiles if cfg.split else None,
+            chunk_blocks=tail_blocks if cfg.tail else k_tiles if cfg.split_k > 1 else None,
             tail_chunks=cfg.tail_split if cfg.tail else 0,
+            first_block=first_block,
         )
 
         if cfg.split:  # split-K: the partial tiles meet in the workspace, counted per tile
@@ -315,8 +333,10 @@ def gemm_kernel(
             cols = k.value("tiles_n", lambda: cute.ceil_div(cute.size(t_c, mode=[1]), bn))
             chunks = max(cfg.split_k, cfg.tail_split)
             # A tail split's slots are per CTA tile of a tail cluster tile.
-            cluster = cfg.cluster_mn if cfg.tail else (1, 1)
-            split = SplitK(chunks, workspace, counters, flag, rows, cols, 1, cfg.tail, cluster)
+            cluster = cfg.cluster_mn if cfg.tail or cfg.stream_k else (1, 1)
+            split = SplitK(
+                chunks, workspace, counters, flag, rows, cols, 1, cfg.tail, cluster, raster
+            )
             accs[0].split = split
 
         def fill(ab: ResourceProxy) -> None:  # the producer's K loop of a tile
@@ -551,7 +571,8 @@ def _launcher(cfg: GemmConfig, start: Callable[..., None]) -> Any:
     ) -> None:
         layouts = make_smem_layouts(cfg)
         atom_a, t_a, atom_b, t_b, atom_c, t_c = make_tma_atoms(cfg, a, b, c, layouts)
-        params = make_scheduler_params(cfg, cute.size(c, mode=[0]), cute.size(c, mode=[1]))
+        m, n = cute.size(c, mode=[0]), cute.size(c, mode=[1])
+        params = make_scheduler_params(cfg, m, n, chunk_blocks(cfg, t_a))
         grid = params.get_grid_shape(cfg.max_active_clusters)
         start(
             atom_a,

@@ -234,6 +234,25 @@ DEFER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 )
 
 
+# Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. On an H100 SXM (session
+# 26) the tail's fix-up (every piece's fp32 partial written and read back through L2) cost
+# about 15-20 us a launch: it lost 10 % on 4096^3 and gained 1.4 % on 8192^3, where the last
+# round's idle clusters wait longer. Kept only where that idle time is long (candidates).
+STREAM_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
+    {**_COOP, **_PLAIN, **t, "stream_k": True}
+    for t in (
+        {"tile_mn": (128, 256), "cluster_mn": (2, 1)},
+        {"tile_mn": (256, 128), "cluster_mn": (1, 2)},
+        {"tile_mn": (128, 192), "cluster_mn": (2, 1), "epi_stages": 3},
+        {"tile_mn": (128, 128), "cluster_mn": (2, 1)},
+    )
+)
+STREAM_MIN_IDLE = 48
+"""K blocks a cluster must otherwise idle in the last round (``(W - r) k / W``) for a stream-K
+template to be a candidate: about twice its measured fix-up (a 128 x 256 tile's K block takes
+about 0.75 us, the fix-up 15-20 us)."""
+
+
 def can_promote(fields: dict[str, Any]) -> bool:
     """Whether a template's tile has registers for FP8 two-level accumulation: at most
     ``PROMOTE_MAX_ACC`` accumulator values per consumer thread (``GemmConfig.acc_values``)."""
@@ -260,13 +279,14 @@ class Candidate:
         )
         keys: tuple[str, ...] = ("raster", "swizzle", "stages", "epi_n", "epi_stages")
         keys += ("split_k", "k_block_bytes", "tail_split", "promote_stagger", "defer_store")
+        keys += ("stream_k",)
         values = {k: f.get(k, _DEFAULTS[k]) for k in keys}
         extra = [f"{k}{v}" for k, v in values.items() if v != _DEFAULTS[k]]
         return "-".join([name, *extra])
 
 
 _DEFAULTS = {**_COOP, **_PLAIN, "split_k": 1, "k_block_bytes": 128, "tail_split": 1}
-_DEFAULTS |= {"promote_stagger": False, "defer_store": False}
+_DEFAULTS |= {"promote_stagger": False, "defer_store": False, "stream_k": False}
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -285,7 +305,9 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     in ``S`` chunks each take fewer than ``S`` rounds of chunks (``ceil(r S / W) < S``:
     ``r <= W / 2`` for 2, ``2 W / 3`` for 3), with chunks as long. A promoted GEMM
     (``_gemm_table.promotes``) gets only tiles that can promote (``can_promote``), plus
-    ``DEFER_TEMPLATES``, and ``STAGGER_TEMPLATES`` when its interval is even. The rule's own
+    ``DEFER_TEMPLATES``, and ``STAGGER_TEMPLATES`` when its interval is even. Stream-K ones
+    (``STREAM_TEMPLATES``) only where the last round would leave each cluster idle for at least
+    ``STREAM_MIN_IDLE`` K blocks on average, ``(W - r) k / W``. The rule's own
     choice (``_gemm_table.rule_config``) is always a candidate, so the table is never worse
     than the fallback on a tuned shape.
     """
@@ -297,7 +319,7 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
     even = (base.promote_every or 2) % 2 == 0
     staggered = STAGGER_TEMPLATES if promotes(base) and even else ()
     deferred = DEFER_TEMPLATES if promotes(base) else ()
-    for t in (*TEMPLATES, *staggered, *deferred, rule):
+    for t in (*TEMPLATES, *staggered, *deferred, *STREAM_TEMPLATES, rule):
         bm, bn = t["tile_mn"]
         cm, cn = t["cluster_mn"]
         if -(-m // bm) < cm or -(-n // bn) < cn or (bm > 64 and m <= bm // 2):
@@ -318,6 +340,9 @@ def candidates(mnk: tuple[int, int, int], base: GemmConfig) -> list[dict[str, An
         shorter = tiles >= workers and r > 0 and _cdiv(r * tail, workers) < tail
         if tail > 1 and not (shorter and -(-k // base.tile_k) >= tail * SPLIT_MIN_CHUNK):
             continue  # a tail split only helps a ragged last round of long enough K loops
+        idle = (workers - r) * -(-k // base.tile_k) / workers if tiles >= workers and r else 0
+        if t.get("stream_k") and idle < STREAM_MIN_IDLE:
+            continue  # its fix-up costs more than the idle time it takes back
         if t not in out:
             out.append(t)
     return out

@@ -10,12 +10,16 @@ time. The work queues of ``task_scheduling.resources`` use the same raster::
 Not imported by ``task_scheduling/__init__``: it belongs to the code generator (CuTe DSL).
 The raster's plain arithmetic (Python integers on the host, tests) is here too:
 ``raster_shape`` and the tail split's ``tail_split_shape`` / ``tail_split_item`` /
-``tail_split_parts`` (:mod:`ts_codegen.tiles_raster`).
+``tail_split_parts``, and stream-K's ``stream_k_shape`` / ``stream_k_piece``
+(:mod:`ts_codegen.tiles_raster`).
 """
 
 from ts_codegen import PersistentTiles, TileRaster, WorkTile
 from ts_codegen.tiles_raster import (
+    StreamPiece,
     raster_shape,
+    stream_k_piece,
+    stream_k_shape,
     tail_split_item,
     tail_split_parts,
     tail_split_shape,
@@ -23,9 +27,12 @@ from ts_codegen.tiles_raster import (
 
 __all__ = [
     "PersistentTiles",
+    "StreamPiece",
     "TileRaster",
     "WorkTile",
     "raster_shape",
+    "stream_k_piece",
+    "stream_k_shape",
     "tail_split_item",
     "tail_split_parts",
     "tail_split_shape",

@@ -97,3 +97,49 @@ def test_bad_arguments() -> None:
         raster_shape((4, 4, 1), swizzle=0)
     with pytest.raises(ValueError, match="cluster"):
         raster_shape((4, 4, 1), cluster_mn=(0, 1))
+
+
+# -- stream-K tail ------------------------------------------------------------------------------
+def _stream_deal(ragged: int, k: int, workers: int) -> list[list[tuple[int, int]]]:
+    """Oracle: the tail's ``U = r k`` units handed out in order, worker ``w`` taking the next
+    ``floor((w + 1) U / P) - floor(w U / P)`` (``P`` capped at ``U``); per worker, its
+    ``(tile, block)`` units in order."""
+    units = ragged * k
+    sharers = min(workers, units)
+    out: list[list[tuple[int, int]]] = [[] for _ in range(workers)]
+    units_left = iter(range(units))
+    for w in range(sharers):
+        for _ in range((w + 1) * units // sharers - w * units // sharers):
+            out[w].append(divmod(next(units_left), k))
+    assert next(units_left, None) is None
+    return out
+
+
+@pytest.mark.parametrize(
+    ("workers", "ragged", "k"),
+    [
+        (w, r, k)
+        for w in (1, 3, 13, 66)
+        for r in (1, 2, w // 2, w - 1)
+        if 0 < r < w
+        for k in (1, 2, 7, 64)
+    ],
+)
+def test_stream_k_pieces_cover_the_tail_evenly(workers: int, ragged: int, k: int) -> None:
+    from ts_codegen.tiles_raster import stream_k_piece, stream_k_shape
+
+    assert stream_k_shape(5 * workers + ragged, workers) == (
+        5 * workers,
+        ragged,
+        5 * workers + 2 * workers,
+    )
+    deal = _stream_deal(ragged, k, workers)
+    for w in range(workers):
+        mine: list[tuple[int, int]] = []
+        for part in (0, 1):
+            p = stream_k_piece(1 + part * workers + w, ragged, k, workers)
+            if p.count > 0:
+                assert p.worker == w and p.first_worker <= w <= p.last_worker
+                mine += [(p.tile, b) for b in range(p.first_block, p.first_block + p.count)]
+        assert mine == deal[w]
+        assert len(mine) <= -(-ragged * k // workers)

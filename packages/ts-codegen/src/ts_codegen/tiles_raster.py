@@ -32,19 +32,34 @@ The work items are then the first ``T - r`` tiles whole (a multiple of ``P``: ev
 many), followed by the last ``r`` tiles cut into ``s`` K chunks each, tail tile ``j``'s chunk
 ``c`` at item ``T - r + j * s + c``. An item's L coordinate says which: ``0`` for a whole tile,
 ``s * (1 + j) + c`` for a chunk (:func:`tail_split_parts` reads it back).
+
+*Stream-K tail* (:func:`stream_k_shape`, :func:`stream_k_piece`): the last ``r`` tiles of
+``k`` K blocks each are ``U = r k`` units shared out evenly: worker ``w`` of ``P`` takes units
+``[floor(w U / P), floor((w + 1) U / P))`` (with ``U < P``: ``P = U``, the other workers idle),
+at most ``k`` of them (``r < P``), so at most two
+tiles' worth: its *part 0* (from its first unit to the end of that tile or of its range) is
+item ``T - r + w`` and its *part 1* (the rest, in the next tile) item ``T - r + P + w``. Both
+are dealt to worker ``w`` (item ``i`` runs on CTA ``i mod P``). An empty part is an invalid
+item. The L coordinate is ``0`` for a whole tile and ``1 + i - (T - r)`` for item ``i`` of the
+tail. Tile ``j``'s pieces come from workers ``floor(((j k + 1) P - 1) / U)`` to
+``floor(((j + 1) k P - 1) / U)`` (the worker of unit ``x`` is ``floor(((x + 1) P - 1) / U)``),
+consecutive: every worker's range is non-empty.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "RasterShape",
+    "StreamPiece",
     "ceil_div",
     "raster_coord",
     "raster_order",
     "raster_shape",
+    "stream_k_piece",
+    "stream_k_shape",
     "tail_split_item",
     "tail_split_parts",
     "tail_split_shape",
@@ -202,3 +217,78 @@ def tail_split_parts(l_coord: Any, chunks: int) -> tuple[Any, Any, Any]:
     A whole tile (``l = 0``) reads as chunk 0 of tail tile ``-1``: its K blocks start at 0.
     """
     return l_coord < chunks, l_coord // chunks - 1, l_coord % chunks
+
+
+def stream_k_shape(num_tiles: Any, workers: int) -> tuple[Any, Any, Any]:
+    """``(tail_first, ragged, num_items)`` of a stream-K tail.
+
+    For ``num_tiles`` tile indices on ``workers`` persistent CTAs: ``T - r``, ``r = T mod P``
+    and ``T - r + 2 P`` (two items per worker, invalid where empty: none has work when
+    ``r == 0``).
+    """
+    ragged = num_tiles % workers
+    first = num_tiles - ragged
+    return first, ragged, first + 2 * workers
+
+
+class StreamPiece(NamedTuple):
+    """One stream-K tail item: a piece of a tail tile's K blocks (:func:`stream_k_piece`).
+
+    Attributes:
+        tile: The tail tile ``j`` (its tile index is ``T - r + j``).
+        first_block: Its first K block.
+        count: Its K blocks; ``<= 0``: an empty part, an invalid item. With ``k == 0`` a
+            tail tile is one piece of ``count`` 1 whose loop runs ``blocks`` = 0 blocks.
+        blocks: The K blocks its loop runs (``count``, or 0 when ``k == 0``).
+        worker: The worker ``w`` that runs it.
+        first_worker: The worker of the tile's first piece.
+        last_worker: The worker of the tile's last piece (``last - first + 1`` pieces; the
+            piece of worker ``w`` is number ``w - first``).
+    """
+
+    tile: Any
+    first_block: Any
+    count: Any
+    blocks: Any
+    worker: Any
+    first_worker: Any
+    last_worker: Any
+
+
+def stream_k_piece(
+    l_coord: Any,
+    ragged: Any,
+    k_blocks: Any,
+    workers: int,
+    divmod_: DivMod = divmod,
+    select: Callable[[Any, Any, Any], Any] = _select,
+) -> StreamPiece:
+    """The stream-K piece of the tail item with L coordinate ``l_coord >= 1``.
+
+    See the module docstring: ``ragged`` tail tiles of ``k_blocks`` K blocks on ``workers``
+    CTAs.
+
+    ``divmod_`` and ``select`` as :func:`tail_split_item`'s (every value is non-negative where
+    it is divided; branch-free: a whole tile's ``l = 0`` gives a meaningless piece). ``k == 0``
+    is partitioned as ``k == 1``, so every tail tile still has one worker (which stores it).
+    """
+    k = select(k_blocks < 1, 1, k_blocks)
+    units = ragged * k
+    # Fewer units than workers: the first U workers take one each (every range non-empty, so
+    # a tile's pieces come from consecutive workers).
+    per = select(units < 1, 1, units)
+    sharers = select(units < workers, per, workers)
+    part, worker = divmod_(l_coord - 1, workers)
+    start, _ = divmod_(worker * units, sharers)
+    end, _ = divmod_((worker + 1) * units, sharers)
+    home, _ = divmod_(start, k)  # the tile of the worker's first unit
+    home_end = (home + 1) * k
+    second = part > 0
+    begin = select(second, home_end, start)
+    stop = select(second, end, select(end < home_end, end, home_end))
+    tile = home + part
+    count = select(worker < sharers, stop - begin, 0)
+    first_worker, _ = divmod_((tile * k + 1) * sharers - 1, per)
+    last_worker, _ = divmod_((tile + 1) * k * sharers - 1, per)
+    blocks = select(k_blocks < 1, 0, count)
+    return StreamPiece(tile, begin - tile * k, count, blocks, worker, first_worker, last_worker)

@@ -240,6 +240,12 @@ class SplitK:
         cluster_mn: With ``tail``: the cluster shape in tiles. Tail tile ``j`` is then a
             cluster tile; its CTA tile ``(m, n)`` hands over through slot and counter
             ``j * cm * cn + m % cm + (n % cn) * cm`` (``cm * cn`` times the slots).
+        stream_k: A stream-K tail instead (``chunks`` is then unused): the kernel's
+            ``ts_codegen.TileRaster(stream_k=True, ...)``, whose ``piece`` reads an item's L
+            coordinate (0: a whole tile). Piece ``(w, j)`` hands over through slot
+            ``(w + j) * cm * cn + rank`` and counter ``j * cm * cn + rank`` (``(P + r) x cm x
+            cn`` slots and ``r x cm x cn`` counters for ``r`` tail tiles on ``P`` workers); the
+            last to arrive sums the tile's pieces in worker order.
     """
 
     chunks: int
@@ -251,6 +257,7 @@ class SplitK:
     barrier_id: int
     tail: bool = False
     cluster_mn: tuple[int, int] = (1, 1)
+    stream_k: Any = None
 
     def __post_init__(self) -> None:
         shape = self.cluster_mn
@@ -474,9 +481,24 @@ class WgmmaAccumulator(MemoryResource):
             )
         m, n, chunk = stage_info.work_tile.tile_idx
         threads = wgmma.task_threads(self.tiled_mma)
+        cm, cn = split.cluster_mn  # the CTA tile's number in its cluster tile
+        rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
+        if split.stream_k is not None:  # the L coordinate says whole tile or which piece
+            return wgmma.stream_reduce(
+                self.result,
+                split.workspace,
+                split.counters,
+                split.flag,
+                self.split_barrier,
+                chunk,
+                split.stream_k.piece(chunk),
+                self.tidx,
+                threads,
+                (m < split.tiles_m) & (n < split.tiles_n),
+                cm * cn,
+                rank,
+            )
         if split.tail:  # the L coordinate says whole tile or which chunk of which tail tile
-            cm, cn = split.cluster_mn  # the CTA tile's number in its cluster tile
-            rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
             return wgmma.tail_reduce(
                 self.result,
                 split.workspace,
@@ -581,6 +603,9 @@ class WgmmaRing(WgmmaWaits):
         tail_chunks: Tail split (:class:`SplitK` ``tail``): the chunk count; the chunk is then
             ``l mod tail_chunks`` of the L coordinate ``l`` (0 for a whole tile, whose K loop
             starts at block 0).
+        first_block: Or the first K block of a work item as a function of its coordinate
+            ``(m, n, l)`` (a stream-K piece's): ``load`` reads block ``first_block(coord) +
+            loop_offset``.
 
     Work methods: ``setup`` (producer, auxiliary: the TMA views and multicast masks), ``load``
     (producer: K block ``loop_offset`` of the work tile), ``mma`` (consumer: the WGMMAs of the
@@ -594,6 +619,7 @@ class WgmmaRing(WgmmaWaits):
     tile_k: int
     chunk_blocks: Any = None
     tail_chunks: int = 0
+    first_block: Callable[[Any], Any] | None = None
 
     @staticmethod
     def pipeline(
@@ -638,6 +664,8 @@ class WgmmaRing(WgmmaWaits):
             chunk = chunk % self.tail_chunks
         if self.chunk_blocks is not None:  # split-K: the blocks of the work tile's chunk
             k = chunk * self.chunk_blocks + k
+        if self.first_block is not None:  # stream-K: where the item's piece starts
+            k = self.first_block(stage_info.work_tile.tile_idx) + k
         wgmma.load_operands(atoms, self.views, m, n, k, stage, stage_info.barrier)
 
     def acc_of(self, stage_info: Any) -> WgmmaAccumulator:

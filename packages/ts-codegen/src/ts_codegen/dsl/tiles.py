@@ -40,8 +40,11 @@ from ts_codegen.dsl import (
 )
 from ts_codegen.tiles_raster import (
     RasterShape,
+    StreamPiece,
     raster_coord,
     raster_shape,
+    stream_k_piece,
+    stream_k_shape,
     tail_split_item,
     tail_split_shape,
 )
@@ -175,12 +178,20 @@ class TileRaster:
             the L coordinate says which, :func:`ts_codegen.tiles_raster.tail_split_parts`).
             One batch. With clusters the tiles are cluster tiles: every CTA of a cluster runs
             the same item on its own tile (the same K chunk, so multicast loads still match).
-        workers: With ``tail_split``: the persistent clusters ``P`` the grid holds (static).
+        workers: With ``tail_split`` or ``stream_k``: the persistent clusters ``P`` the grid
+            holds (static).
+        stream_k: A stream-K tail: the last ``r = T mod workers`` tiles' K blocks shared out
+            evenly, two items per worker (:func:`ts_codegen.tiles_raster.stream_k_piece`;
+            the L coordinate is 0 for a whole tile, else ``1 +`` the item's place in the
+            tail). Empty pieces are invalid items. One batch; clusters as ``tail_split``.
+        k_blocks: With ``stream_k``: a tile's K blocks (a DSL or Python integer).
 
     Attributes:
         num_tiles: How many work indices there are (cluster tiles, swizzle padding included;
-            with a tail split, the items).
-        tail_first: With a tail split, the first tail tile ``T - r`` (else None).
+            with a tail split or stream-K, the items).
+        tail_first: With a tail split or stream-K, the first tail tile ``T - r`` (else None).
+        ragged: With stream-K, the tail's tiles ``r`` (else None).
+        k_blocks: With stream-K, a tile's K blocks (else None).
     """
 
     def __init__(
@@ -192,6 +203,8 @@ class TileRaster:
         *,
         tail_split: int = 1,
         workers: int = 0,
+        stream_k: bool = False,
+        k_blocks: Any = None,
     ) -> None:
         if len(cluster_shape_mnk) > 2 and cluster_shape_mnk[2] != 1:
             raise ValueError(f"the cluster's K extent must be 1, got {cluster_shape_mnk[2]}")
@@ -206,15 +219,28 @@ class TileRaster:
         self.raster_along_m = raster_along_m
         self.num_tiles: Any = shape.num_tiles()
         self.tail_split = tail_split
+        self.stream_k = stream_k
+        self.workers = workers
         self.tail_first: Any = None
-        if tail_split > 1:
+        self.ragged: Any = None
+        self.k_blocks: Any = None
+        if tail_split > 1 or stream_k:
             # The L coordinate carries the chunk, so there is no room for a batch.
+            what = f"tail_split={tail_split}" if tail_split > 1 else "stream_k"
             if not (_is_static(tiles[2]) and tiles[2] == 1) or workers < 1:
                 raise ValueError(
-                    f"tail_split={tail_split} needs one batch and workers >= 1 "
+                    f"{what} needs one batch and workers >= 1 "
                     f"(got l {tiles[2]!r}, workers {workers})"
                 )
+            if tail_split > 1 and stream_k:
+                raise ValueError("a tail split and stream-K are two ways to cut the tail: pick one")
+        if tail_split > 1:
             self.tail_first, self.num_tiles = tail_split_shape(self.num_tiles, workers, tail_split)
+        elif stream_k:
+            if k_blocks is None:
+                raise ValueError("stream_k needs k_blocks, a tile's K block count")
+            self.k_blocks = k_blocks
+            self.tail_first, self.ragged, self.num_tiles = stream_k_shape(self.num_tiles, workers)
         self._shape = RasterShape(
             _divisor(shape.major, swizzle_size),
             _divisor(shape.groups, swizzle_size),
@@ -250,6 +276,7 @@ class TileRaster:
         raster.raster_along_m = along_m
         raster.num_tiles = cute.size(layout)
         raster.tail_split, raster.tail_first = 1, None
+        raster.stream_k, raster.workers, raster.ragged, raster.k_blocks = False, 0, None, None
         # The cluster grid as CUTLASS laid it out: (M, N, L) clusters; with a swizzle the
         # swizzled mode is (swizzle, groups). Without one it carries the two divisors.
         shape = layout.shape
@@ -273,11 +300,39 @@ class TileRaster:
         tile; ``tail_split * (1 + j) + c``: chunk ``c`` of tail tile ``j``).
         """
         single = _is_static(self._shape.tiles_l) and self._shape.tiles_l == 1
-        if self.tail_split == 1:
+        if self.stream_k:
+            tail = index >= self.tail_first
+            l_coord = _select(tail, index - self.tail_first + 1, 0)
+            tile = _select(tail, self.tail_first + self.piece(l_coord).tile, index)
+        elif self.tail_split > 1:
+            tile, l_coord = tail_split_item(
+                index, self.tail_first, self.tail_split, _divmod, _select
+            )
+        else:
             return raster_coord(index, self._shape, _divmod, single_batch=single)
-        tile, l_coord = tail_split_item(index, self.tail_first, self.tail_split, _divmod, _select)
         m, n, _ = raster_coord(tile, self._shape, _divmod, single_batch=True)
         return m, n, l_coord
+
+    def valid(self, index: Any) -> Any:
+        """Whether work index ``index`` has work.
+
+        It is below ``num_tiles`` (and, in a stream-K tail, its piece is not empty).
+        """
+        below = index < self.num_tiles
+        if not self.stream_k:
+            return below
+        whole = index < self.tail_first
+        return below & (whole | (self.piece(index - self.tail_first + 1).count > 0))
+
+    def piece(self, l_coord: Any) -> StreamPiece:
+        """The stream-K piece of a tail item's L coordinate ``l >= 1``.
+
+        Kernel or host side (:func:`ts_codegen.tiles_raster.stream_k_piece`); meaningless
+        for ``l = 0``.
+        """
+        if not self.stream_k:
+            raise ValueError("piece() reads a stream-K tail's items; this raster has none")
+        return stream_k_piece(l_coord, self.ragged, self.k_blocks, self.workers, _divmod, _select)
 
     def get_grid_shape(self, max_active_clusters: Any) -> tuple[Any, Any, Any]:
         """The persistent launch grid ``(cm, cn, clusters)`` (host side).
@@ -298,6 +353,8 @@ class TileRaster:
     def _parts(self) -> list[Any]:
         s = self._shape
         tail = [] if self.tail_first is None else [self.tail_first]
+        if self.stream_k:
+            tail += [self.ragged, self.k_blocks]
         return [self.problem_shape_ntile_mnl, self.num_tiles, s.major, s.groups, s.tiles_l, *tail]
 
     def __extract_mlir_values__(self) -> list[Any]:
@@ -325,6 +382,8 @@ class TileRaster:
         raster.num_tiles = num_tiles
         raster.tail_split = self.tail_split
         raster.tail_first = tail[0] if tail else None
+        raster.stream_k, raster.workers = self.stream_k, self.workers
+        raster.ragged, raster.k_blocks = (tail[1], tail[2]) if self.stream_k else (None, None)
         raster._shape = RasterShape(major, groups, tiles_l, self.swizzle_size, self.raster_along_m)
         return raster
 
@@ -393,7 +452,7 @@ class PersistentTiles:
 
     def tile(self) -> WorkTile:
         """The current work tile (this CTA's tile of the current cluster tile)."""
-        valid = self.linear < self.raster.num_tiles
+        valid = self.raster.valid(self.linear)
         cluster = self.raster.cluster_coord(self.linear)
         cm, cn = self.raster.cluster_shape_mn
         coord = tuple(

@@ -360,6 +360,46 @@ def task_barrier(tiled_mma: Any, barrier_id: int) -> Any:
 
 # -- split-K: partial tiles through a global workspace -------------------------------------------
 @cute.jit
+def _publish(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    barrier: Any,
+    tile: Any,
+    base: Any,
+    expected: Any,
+    tidx: Any,
+    threads: Constexpr[int],
+    in_grid: Any,
+) -> Any:
+    """Hand a partial tile over; True in every thread of the ``expected``-th arrival.
+
+    Writes ``acc`` to ``workspace[base + i * threads]`` (``base`` counts ``tidx`` in), fences
+    it, and counts it at ``counters[tile]`` (thread 0); the last arrival also zeroes the
+    counter. Outside the grid: nothing, False.
+    """
+    n = cute.size(acc)
+    last = cutlass.Boolean(False)
+    if in_grid:
+        for lo in range_constexpr(0, n, _CHUNK):
+            for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                workspace[base + i * threads] = acc[i]
+        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+        barrier.arrive_and_wait()
+        if tidx == 0:
+            ctr = counters.iterator + tile
+            seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
+            done = Int32(seen) == expected - 1
+            flag[0] = Int32(done)
+            if done:  # every item of the tile has counted: reset for the next launch
+                cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
+        barrier.arrive_and_wait()
+        last = flag[0] != 0
+    return last
+
+
+@cute.jit
 def split_reduce(
     acc: Any,
     workspace: Any,
@@ -420,6 +460,54 @@ def split_reduce(
             for lo in range_constexpr(0, n, _CHUNK):
                 for i in range_constexpr(lo, min(lo + _CHUNK, n)):
                     acc[i] = acc[i] + workspace[first + c * per_chunk + i * threads]
+    return last
+
+
+@cute.jit
+def stream_reduce(
+    acc: Any,
+    workspace: Any,
+    counters: Any,
+    flag: Any,
+    barrier: Any,
+    l_coord: Any,
+    piece: Any,
+    tidx: Any,
+    threads: Constexpr[int],
+    in_grid: Any,
+    ranks: Constexpr[int] = 1,
+    rank: Any = 0,
+) -> Any:
+    """Stream-K tail: hand a piece of a tail tile over; True where this item holds the sum.
+
+    ``l_coord`` is the item's L coordinate (0: a whole tile, which holds its sum: True) and
+    ``piece`` its :class:`ts_codegen.tiles_raster.StreamPiece`. A tile of one piece holds its
+    sum too. Otherwise, as :func:`split_reduce`: the piece of worker ``w`` in tail tile ``j``
+    goes to workspace slot ``(w + j) * ranks + rank`` (one per CTA tile of a cluster tile; no
+    two pieces share ``w + j``), the tile counts its pieces at counter ``j * ranks + rank``,
+    and the last to arrive sums the slots of workers ``first_worker .. last_worker`` in that
+    order (a fixed order, whichever piece comes last).
+    """
+    last = cutlass.Boolean(True)
+    pieces = piece.last_worker - piece.first_worker + 1
+    if (l_coord > 0) & (pieces > 1):
+        n = cute.size(acc)
+        stride = n * threads * ranks  # between consecutive workers' slots
+        tile = piece.tile * ranks + rank
+        first = ((piece.first_worker + piece.tile) * ranks + rank) * (n * threads) + tidx
+        mine = first + (piece.worker - piece.first_worker) * stride
+        last = _publish(
+            acc, workspace, counters, flag, barrier, tile, mine, pieces, tidx, threads, in_grid
+        )
+        if last:
+            cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
+            for lo in range_constexpr(0, n, _CHUNK):
+                for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                    acc[i] = workspace[first + i * threads]
+            for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
+                for lo in range_constexpr(0, n, _CHUNK):
+                    for i in range_constexpr(lo, min(lo + _CHUNK, n)):
+                        acc[i] = acc[i] + workspace[first + c * stride + i * threads]
     return last
 
 
