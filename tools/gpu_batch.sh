@@ -394,18 +394,24 @@ stream26)
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on"
   ;;
 stream26b)
-  # stream26 showed the tail's fix-up (fp32 partials written and read through L2, about 60 MB
-  # on 4096^3) costs ~15-20 us a launch: a win only where the idle 3 % of the run is longer.
-  # The long shapes of round fill 0.970, three passes each.
+  # stream26 showed the tail's fix-up (fp32 partials written and read back, scalar accesses)
+  # cost ~15-20 us a launch: -10 % on 4096^3, +1.4 % on 8192^3. Now in 16-byte accesses: the
+  # edge shapes again, then the same A/Bs and the long shapes of round fill 0.970.
+  run edge.log 150 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k stream
   bf16=(python3 bench/gemm_sweep.py --passes 3)
+  run ab.log 100 "${bf16[@]}" --shape 4096 4096 4096 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
   run ab.log 200 "${bf16[@]}" --shape 8192 8192 28672 \
     --versus "--tile 256x128 --cluster 1x2 --stream-k on"
   run ab.log 150 "${bf16[@]}" --shape 8192 8192 8192 --shape 4096 4096 14336 \
-    --versus "--cluster 2x1 --stream-k on"
+    --shape 1024 8192 8192 --versus "--cluster 2x1 --stream-k on"
   fp8=(python3 bench/gemm_sweep.py --passes 3 --dtype e4m3 --scale tensor)
-  run fp8ab.log 150 "${fp8[@]}" --shape 4096 4096 14336 \
+  run fp8ab.log 120 "${fp8[@]}" --shape 4096 4096 14336 \
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on --promote-stagger on" \
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
+  run fp8ab.log 100 "${fp8[@]}" --shape 4096 4096 4096 --shape 2048 2048 2048 \
+    --versus "--tile 128x128 --cluster 2x1 --stream-k on"
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS

@@ -141,6 +141,15 @@ def stream_first_block(raster: Any, l_coord: Any) -> Any:
     return cutlass.Int32(cutlass.select_(l_coord > 0, piece.first_block, 0))  # type: ignore[attr-defined]
 
 
+def slot_view(workspace: Any, offset: Any, lo: int, count: int, threads: int) -> Any:
+    """Values ``lo .. lo + count`` of a thread in a stream-K slot: value ``v`` at ``offset +
+    v mod 4 + (v // 4) 4 threads`` (``offset`` includes ``4 tidx``), 16-byte groups."""
+    start = cute.assume(offset + (lo // 4) * 4 * threads, divby=4)
+    return cute.make_tensor(
+        workspace.iterator + start, cute.make_layout((4, count // 4), stride=(1, 4 * threads))
+    )
+
+
 @cute.jit
 def stream_reduce(
     acc: Any,
@@ -158,8 +167,8 @@ def stream_reduce(
 ) -> Any:
     """Consumers, stream-K: hand a piece of a tail tile over; True in a whole tile, a tile of
     one piece, or the tile's last piece to arrive, which then holds the sum of its pieces in
-    worker order. Piece ``(w, j)`` of CTA ``rank`` goes to slot ``(w + j) * ranks + rank``,
-    counted at ``j * ranks + rank``."""
+    worker order. Piece ``(w, j)`` of CTA ``rank`` goes to slot ``(w + j) * ranks + rank`` in
+    16-byte stores, counted at ``j * ranks + rank``."""
     last = cutlass.Boolean(True)
     pieces = piece.last_worker - piece.first_worker + 1
     if (l_coord > 0) & (pieces > 1):
@@ -167,13 +176,12 @@ def stream_reduce(
         per_slot = n * threads
         stride = per_slot * ranks  # one worker's slot to the next's
         ctr_idx = piece.tile * ranks + rank
-        first = ((piece.first_worker + piece.tile) * ranks + rank) * per_slot + tidx
+        first = ((piece.first_worker + piece.tile) * ranks + rank) * per_slot + tidx * 4
         mine = first + (piece.worker - piece.first_worker) * stride
+        flat = cute.make_tensor(acc.iterator, cute.make_layout((4, n // 4), stride=(1, 4)))
         last = cutlass.Boolean(False)
         if in_grid:
-            for lo, hi in value_chunks(n):
-                for i in range_constexpr(lo, hi):
-                    workspace[mine + i * threads] = acc[i]
+            cute.autovec_copy(flat, slot_view(workspace, mine, 0, n, threads))
             cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
             bar.arrive_and_wait()
             if tidx == 0:
@@ -187,13 +195,14 @@ def stream_reduce(
             last = flag[0] != 0
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
-            for lo, hi in value_chunks(n):
-                for i in range_constexpr(lo, hi):
-                    acc[i] = workspace[first + i * threads]
+            cute.autovec_copy(slot_view(workspace, first, 0, n, threads), flat)
             for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
                 for lo, hi in value_chunks(n):
+                    tmp = cute.make_rmem_tensor((4, (hi - lo) // 4), cutlass.Float32)
+                    src = slot_view(workspace, first + c * stride, lo, hi - lo, threads)
+                    cute.autovec_copy(src, tmp)
                     for i in range_constexpr(lo, hi):
-                        acc[i] = acc[i] + workspace[first + c * stride + i * threads]
+                        acc[i] = acc[i] + tmp[i - lo]
     return last
 
 

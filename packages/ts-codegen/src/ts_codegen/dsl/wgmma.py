@@ -360,46 +360,6 @@ def task_barrier(tiled_mma: Any, barrier_id: int) -> Any:
 
 # -- split-K: partial tiles through a global workspace -------------------------------------------
 @cute.jit
-def _publish(
-    acc: Any,
-    workspace: Any,
-    counters: Any,
-    flag: Any,
-    barrier: Any,
-    tile: Any,
-    base: Any,
-    expected: Any,
-    tidx: Any,
-    threads: Constexpr[int],
-    in_grid: Any,
-) -> Any:
-    """Hand a partial tile over; True in every thread of the ``expected``-th arrival.
-
-    Writes ``acc`` to ``workspace[base + i * threads]`` (``base`` counts ``tidx`` in), fences
-    it, and counts it at ``counters[tile]`` (thread 0); the last arrival also zeroes the
-    counter. Outside the grid: nothing, False.
-    """
-    n = cute.size(acc)
-    last = cutlass.Boolean(False)
-    if in_grid:
-        for lo in range_constexpr(0, n, _CHUNK):
-            for i in range_constexpr(lo, min(lo + _CHUNK, n)):
-                workspace[base + i * threads] = acc[i]
-        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-        barrier.arrive_and_wait()
-        if tidx == 0:
-            ctr = counters.iterator + tile
-            seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
-            done = Int32(seen) == expected - 1
-            flag[0] = Int32(done)
-            if done:  # every item of the tile has counted: reset for the next launch
-                cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
-        barrier.arrive_and_wait()
-        last = flag[0] != 0
-    return last
-
-
-@cute.jit
 def split_reduce(
     acc: Any,
     workspace: Any,
@@ -463,6 +423,18 @@ def split_reduce(
     return last
 
 
+def _slot_values(workspace: Any, offset: Any, first: int, count: int, threads: int) -> Any:
+    """A thread's values ``first .. first + count`` of a stream-K workspace slot.
+
+    Value ``v`` of the thread sits at ``offset + (v mod 4) + (v // 4) * 4 * threads`` (``offset``
+    counts the slot and ``4 * tidx`` in): four consecutive values are 16 contiguous bytes, and a
+    warp's 16-byte accesses are 512 contiguous bytes.
+    """
+    base = cute.assume(offset + (first // 4) * 4 * threads, divby=4)
+    layout = cute.make_layout((4, count // 4), stride=(1, 4 * threads))
+    return cute.make_tensor(workspace.iterator + base, layout)
+
+
 @cute.jit
 def stream_reduce(
     acc: Any,
@@ -484,9 +456,9 @@ def stream_reduce(
     ``piece`` its :class:`ts_codegen.tiles_raster.StreamPiece`. A tile of one piece holds its
     sum too. Otherwise, as :func:`split_reduce`: the piece of worker ``w`` in tail tile ``j``
     goes to workspace slot ``(w + j) * ranks + rank`` (one per CTA tile of a cluster tile; no
-    two pieces share ``w + j``), the tile counts its pieces at counter ``j * ranks + rank``,
-    and the last to arrive sums the slots of workers ``first_worker .. last_worker`` in that
-    order (a fixed order, whichever piece comes last).
+    two pieces share ``w + j``) in 16-byte stores (:func:`_slot_values`), the tile counts its
+    pieces at counter ``j * ranks + rank``, and the last to arrive sums the slots of workers
+    ``first_worker .. last_worker`` in that order (a fixed order, whichever piece comes last).
     """
     last = cutlass.Boolean(True)
     pieces = piece.last_worker - piece.first_worker + 1
@@ -494,20 +466,34 @@ def stream_reduce(
         n = cute.size(acc)
         stride = n * threads * ranks  # between consecutive workers' slots
         tile = piece.tile * ranks + rank
-        first = ((piece.first_worker + piece.tile) * ranks + rank) * (n * threads) + tidx
+        first = ((piece.first_worker + piece.tile) * ranks + rank) * (n * threads) + tidx * 4
         mine = first + (piece.worker - piece.first_worker) * stride
-        last = _publish(
-            acc, workspace, counters, flag, barrier, tile, mine, pieces, tidx, threads, in_grid
-        )
+        regs = cute.make_tensor(acc.iterator, cute.make_layout((4, n // 4), stride=(1, 4)))
+        last = cutlass.Boolean(False)
+        if in_grid:
+            cute.autovec_copy(regs, _slot_values(workspace, mine, 0, n, threads))
+            cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+            barrier.arrive_and_wait()
+            if tidx == 0:
+                ctr = counters.iterator + tile
+                seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
+                done = Int32(seen) == pieces - 1
+                flag[0] = Int32(done)
+                if done:  # every piece of the tile has counted: reset for the next launch
+                    cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
+            barrier.arrive_and_wait()
+            last = flag[0] != 0
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
-            for lo in range_constexpr(0, n, _CHUNK):
-                for i in range_constexpr(lo, min(lo + _CHUNK, n)):
-                    acc[i] = workspace[first + i * threads]
+            cute.autovec_copy(_slot_values(workspace, first, 0, n, threads), regs)
             for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
                 for lo in range_constexpr(0, n, _CHUNK):
-                    for i in range_constexpr(lo, min(lo + _CHUNK, n)):
-                        acc[i] = acc[i] + workspace[first + c * stride + i * threads]
+                    width = min(_CHUNK, n - lo)
+                    part = cute.make_rmem_tensor((4, width // 4), cutlass.Float32)
+                    src = _slot_values(workspace, first + c * stride, lo, width, threads)
+                    cute.autovec_copy(src, part)
+                    for i in range_constexpr(width):
+                        acc[lo + i] = acc[lo + i] + part[i]
     return last
 
 
