@@ -236,7 +236,7 @@ DEFER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 
 # Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. On an H100 SXM (session
 # 26) the tail's fix-up (every piece's fp32 partial written and read back through L2) cost
-# about 15-20 us a launch: it lost 10 % on 4096^3 and gained 1.4 % on 8192^3, where the last
+# 10-23 us a launch: it lost 10 % on 4096^3 and gained 1.4 % on 8192^3, where the last
 # round's idle clusters wait longer. Kept only where that idle time is long (candidates).
 STREAM_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, **t, "stream_k": True}
@@ -250,7 +250,7 @@ STREAM_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 STREAM_MIN_IDLE = 48
 """K blocks a cluster must otherwise idle in the last round (``(W - r) k / W``) for a stream-K
 template to be a candidate: about twice its measured fix-up (a 128 x 256 tile's K block takes
-about 0.75 us, the fix-up 15-20 us)."""
+about 0.75 us, the fix-up 10-23 us)."""
 
 
 def can_promote(fields: dict[str, Any]) -> bool:

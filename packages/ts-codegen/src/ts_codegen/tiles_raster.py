@@ -234,16 +234,12 @@ def stream_k_shape(num_tiles: Any, workers: int) -> tuple[Any, Any, Any]:
 class StreamPiece(NamedTuple):
     """One stream-K tail item: a piece of a tail tile's K blocks (:func:`stream_k_piece`).
 
-    Attributes:
-        tile: The tail tile ``j`` (its tile index is ``T - r + j``).
-        first_block: Its first K block.
-        count: Its K blocks; ``<= 0``: an empty part, an invalid item. With ``k == 0`` a
-            tail tile is one piece of ``count`` 1 whose loop runs ``blocks`` = 0 blocks.
-        blocks: The K blocks its loop runs (``count``, or 0 when ``k == 0``).
-        worker: The worker ``w`` that runs it.
-        first_worker: The worker of the tile's first piece.
-        last_worker: The worker of the tile's last piece (``last - first + 1`` pieces; the
-            piece of worker ``w`` is number ``w - first``).
+    ``tile`` is the tail tile ``j`` (tile index ``T - r + j``); ``first_block`` and ``count``
+    its K blocks (``count <= 0``: an empty part, an invalid item; with ``k == 0`` a tail tile
+    is one piece of ``count`` 1); ``blocks`` the K blocks its loop runs (``count``, or 0 when
+    ``k == 0``); ``worker`` the worker ``w`` that runs it; ``first_worker`` and
+    ``last_worker`` the workers of the tile's first and last pieces (``last - first + 1``
+    pieces; the piece of worker ``w`` is number ``w - first``).
     """
 
     tile: Any
