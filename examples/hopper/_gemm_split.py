@@ -30,6 +30,24 @@ from task_scheduling.tiles import raster_shape, tail_split_shape
 
 
 @cute.jit
+def count_item(counters: Any, tile: Any, expected: Any, flag: Any, bar: Any, tidx: Any) -> Any:
+    """Fence this thread's partial, meet at ``bar``; thread 0 adds one to ``counters[tile]``
+    and publishes in ``flag`` whether it was the ``expected``-th (and then zeroes it). True
+    for all threads of that item."""
+    cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+    bar.arrive_and_wait()
+    if tidx == 0:
+        ctr = counters.iterator + tile
+        seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
+        done = cutlass.Int32(seen) == expected - 1
+        flag[0] = cutlass.Int32(done)
+        if done:
+            cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
+    bar.arrive_and_wait()
+    return flag[0] != 0
+
+
+@cute.jit
 def split_reduce(
     acc: Any,
     workspace: Any,
@@ -61,17 +79,7 @@ def split_reduce(
         for lo, hi in value_chunks(n):
             for i in range_constexpr(lo, hi):
                 workspace[base + i * threads] = acc[i]
-        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-        bar.arrive_and_wait()
-        if tidx == 0:
-            ctr = counters.iterator + tile
-            seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
-            done = cutlass.Int32(seen) == chunks - 1
-            flag[0] = cutlass.Int32(done)
-            if done:
-                cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
-        bar.arrive_and_wait()
-        last = flag[0] != 0
+        last = count_item(counters, tile, chunks, flag, bar, tidx)
     if last:
         cute.arch.fence_acq_rel_gpu()  # see the other items' partials
         first = tile * chunks * per_chunk + tidx
@@ -182,17 +190,7 @@ def stream_reduce(
         last = cutlass.Boolean(False)
         if in_grid:
             cute.autovec_copy(flat, slot_view(workspace, mine, 0, n, threads))
-            cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-            bar.arrive_and_wait()
-            if tidx == 0:
-                ctr = counters.iterator + ctr_idx
-                seen = cute.arch.atomic_add(ctr, cutlass.Int32(1), sem="acq_rel", scope="gpu")
-                done = cutlass.Int32(seen) == pieces - 1
-                flag[0] = cutlass.Int32(done)
-                if done:
-                    cute.arch.atomic_exch(ctr, cutlass.Int32(0), sem="relaxed", scope="gpu")
-            bar.arrive_and_wait()
-            last = flag[0] != 0
+            last = count_item(counters, ctr_idx, pieces, flag, bar, tidx)
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
             cute.autovec_copy(slot_view(workspace, first, 0, n, threads), flat)

@@ -483,49 +483,16 @@ class WgmmaAccumulator(MemoryResource):
         threads = wgmma.task_threads(self.tiled_mma)
         cm, cn = split.cluster_mn  # the CTA tile's number in its cluster tile
         rank = (m % cm if cm > 1 else 0) + (n % cn * cm if cn > 1 else 0)
+        meet = (self.result, split.workspace, split.counters, split.flag, self.split_barrier)
+        grid = (m < split.tiles_m) & (n < split.tiles_n)
         if split.stream_k is not None:  # the L coordinate says whole tile or which piece
-            return wgmma.stream_reduce(
-                self.result,
-                split.workspace,
-                split.counters,
-                split.flag,
-                self.split_barrier,
-                chunk,
-                split.stream_k.piece(chunk),
-                self.tidx,
-                threads,
-                (m < split.tiles_m) & (n < split.tiles_n),
-                cm * cn,
-                rank,
-            )
+            piece = split.stream_k.piece(chunk)
+            return wgmma.stream_reduce(*meet, chunk, piece, self.tidx, threads, grid, cm * cn, rank)
         if split.tail:  # the L coordinate says whole tile or which chunk of which tail tile
-            return wgmma.tail_reduce(
-                self.result,
-                split.workspace,
-                split.counters,
-                split.flag,
-                self.split_barrier,
-                chunk,
-                split.chunks,
-                self.tidx,
-                threads,
-                (m < split.tiles_m) & (n < split.tiles_n),
-                cm * cn,
-                rank,
-            )
-        return wgmma.split_reduce(
-            self.result,
-            split.workspace,
-            split.counters,
-            split.flag,
-            self.split_barrier,
-            m + n * split.tiles_m,
-            chunk,
-            split.chunks,
-            self.tidx,
-            threads,
-            (m < split.tiles_m) & (n < split.tiles_n),
-        )
+            chunks = split.chunks
+            return wgmma.tail_reduce(*meet, chunk, chunks, self.tidx, threads, grid, cm * cn, rank)
+        tile = m + n * split.tiles_m
+        return wgmma.split_reduce(*meet, tile, chunk, split.chunks, self.tidx, threads, grid)
 
     @consumer_work(work_attrs=WorkAttr.AUXILIARY)
     def promote_rest(self, stage_info: Any) -> None:

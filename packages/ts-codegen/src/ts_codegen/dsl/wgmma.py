@@ -360,6 +360,29 @@ def task_barrier(tiled_mma: Any, barrier_id: int) -> Any:
 
 # -- split-K: partial tiles through a global workspace -------------------------------------------
 @cute.jit
+def _count_in(counters: Any, tile: Any, expected: Any, flag: Any, barrier: Any, tidx: Any) -> Any:
+    """After each thread wrote its share of a partial tile: count the item in.
+
+    Each thread fences its writes for the GPU (``fence.acq_rel.gpu``) and meets the others at
+    ``barrier``; thread 0 adds the item to ``counters[tile]`` (``atom.add.acq_rel.gpu``) and
+    tells the task through the SMEM ``flag``, after a second barrier, whether it was the
+    ``expected``-th (then it also zeroes the counter for the next launch). Returns that, in
+    every thread.
+    """
+    cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
+    barrier.arrive_and_wait()
+    if tidx == 0:
+        ctr = counters.iterator + tile
+        seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
+        done = Int32(seen) == expected - 1
+        flag[0] = Int32(done)
+        if done:  # every item of the tile has counted: reset for the next launch
+            cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
+    barrier.arrive_and_wait()
+    return flag[0] != 0
+
+
+@cute.jit
 def split_reduce(
     acc: Any,
     workspace: Any,
@@ -399,17 +422,7 @@ def split_reduce(
         for lo in range_constexpr(0, n, _CHUNK):
             for i in range_constexpr(lo, min(lo + _CHUNK, n)):
                 workspace[base + i * threads] = acc[i]
-        cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-        barrier.arrive_and_wait()
-        if tidx == 0:
-            ctr = counters.iterator + tile
-            seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
-            done = Int32(seen) == chunks - 1
-            flag[0] = Int32(done)
-            if done:  # every item of the tile has counted: reset for the next launch
-                cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
-        barrier.arrive_and_wait()
-        last = flag[0] != 0
+        last = _count_in(counters, tile, chunks, flag, barrier, tidx)
     if last:
         cute.arch.fence_acq_rel_gpu()  # see the other items' partials
         first = tile * chunks * per_chunk + tidx
@@ -472,17 +485,7 @@ def stream_reduce(
         last = cutlass.Boolean(False)
         if in_grid:
             cute.autovec_copy(regs, _slot_values(workspace, mine, 0, n, threads))
-            cute.arch.fence_acq_rel_gpu()  # the partial is visible before the count says so
-            barrier.arrive_and_wait()
-            if tidx == 0:
-                ctr = counters.iterator + tile
-                seen = cute.arch.atomic_add(ctr, Int32(1), sem="acq_rel", scope="gpu")
-                done = Int32(seen) == pieces - 1
-                flag[0] = Int32(done)
-                if done:  # every piece of the tile has counted: reset for the next launch
-                    cute.arch.atomic_exch(ctr, Int32(0), sem="relaxed", scope="gpu")
-            barrier.arrive_and_wait()
-            last = flag[0] != 0
+            last = _count_in(counters, tile, pieces, flag, barrier, tidx)
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
             cute.autovec_copy(_slot_values(workspace, first, 0, n, threads), regs)
