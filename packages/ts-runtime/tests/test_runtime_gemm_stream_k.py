@@ -153,9 +153,13 @@ def test_pieces_are_the_deal(workers: int, ragged: int, k: int) -> None:
 def test_every_worker_ends_within_one_unit(workers: int, ragged: int, k: int) -> None:
     """The point of it: no worker holds more than ``ceil(r k / P)`` K blocks of the tail, where
     a whole tile each would leave ``P - r`` workers idle for ``k`` blocks."""
+    from ts_codegen.tiles_raster import stream_k_piece
+
     loads = [0] * workers
-    for (w, _), blocks in _deal(ragged, k, workers).items():
-        loads[w] += len(blocks)
+    for offset in range(2 * workers):  # the implementation's pieces, not the oracle's deal
+        p = stream_k_piece(1 + offset, ragged, k, workers)
+        loads[p.worker] += max(p.count, 0)
+    assert sum(loads) == ragged * k
     assert max(loads) == -(-ragged * k // workers)
 
 
