@@ -176,7 +176,7 @@ def stream_reduce(
     """Consumers, stream-K: hand a piece of a tail tile over; True in a whole tile, a tile of
     one piece, or the tile's last piece to arrive, which then holds the sum of its pieces in
     worker order. Piece ``(w, j)`` of CTA ``rank`` goes to slot ``(w + j) * ranks + rank`` in
-    16-byte stores, counted at ``j * ranks + rank``."""
+    16-byte stores, counted at ``j * ranks + rank``; the last reads back only the others'."""
     last = cutlass.Boolean(True)
     pieces = piece.last_worker - piece.first_worker + 1
     if (l_coord > 0) & (pieces > 1):
@@ -193,15 +193,38 @@ def stream_reduce(
             last = count_item(counters, ctr_idx, pieces, flag, bar, tidx)
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
-            cute.autovec_copy(slot_view(workspace, first, 0, n, threads), flat)
-            for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
-                for lo, hi in value_chunks(n):
-                    tmp = cute.make_rmem_tensor((4, (hi - lo) // 4), cutlass.Float32)
-                    src = slot_view(workspace, first + c * stride, lo, hi - lo, threads)
-                    cute.autovec_copy(src, tmp)
-                    for i in range_constexpr(lo, hi):
-                        acc[i] = acc[i] + tmp[i - lo]
+            me = piece.worker - piece.first_worker
+            for lo, hi in value_chunks(n):  # worker order from 0.0, this CTA's piece in place
+                total = cute.make_rmem_tensor((4, (hi - lo) // 4), cutlass.Float32)
+                total.fill(0.0)
+                sum_slots(total, workspace, first, stride, 0, me, lo, threads)
+                for i in range_constexpr(hi - lo):
+                    total[i] = total[i] + acc[lo + i]
+                sum_slots(total, workspace, first, stride, me + 1, pieces, lo, threads)
+                for i in range_constexpr(hi - lo):
+                    acc[lo + i] = total[i]
     return last
+
+
+@cute.jit
+def sum_slots(
+    total: Any,
+    workspace: Any,
+    first: Any,
+    stride: Any,
+    begin: Any,
+    end: Any,
+    lo: Constexpr[int],
+    threads: Constexpr[int],
+) -> None:
+    """``total += `` values ``lo ..`` of the pieces ``begin .. end - 1`` (slots ``first + c
+    stride``), one after another."""
+    count = cute.size(total)
+    for c in cutlass.range(begin, end, 1, unroll=1):  # type: ignore[attr-defined]
+        tmp = cute.make_rmem_tensor(total.layout, cutlass.Float32)
+        cute.autovec_copy(slot_view(workspace, first + c * stride, lo, count, threads), tmp)
+        for i in range_constexpr(count):
+            total[i] = total[i] + tmp[i]
 
 
 def tail_tiles(cfg: GemmConfig, m: int, n: int) -> int:

@@ -470,8 +470,9 @@ def stream_reduce(
     sum too. Otherwise, as :func:`split_reduce`: the piece of worker ``w`` in tail tile ``j``
     goes to workspace slot ``(w + j) * ranks + rank`` (one per CTA tile of a cluster tile; no
     two pieces share ``w + j``) in 16-byte stores (:func:`_slot_values`), the tile counts its
-    pieces at counter ``j * ranks + rank``, and the last to arrive sums the slots of workers
-    ``first_worker .. last_worker`` in that order (a fixed order, whichever piece comes last).
+    pieces at counter ``j * ranks + rank``, and the last to arrive sums the pieces of workers
+    ``first_worker .. last_worker`` in that order (a fixed order, whichever piece comes last),
+    its own from its registers and the others' from their slots.
     """
     last = cutlass.Boolean(True)
     pieces = piece.last_worker - piece.first_worker + 1
@@ -488,16 +489,42 @@ def stream_reduce(
             last = _count_in(counters, tile, pieces, flag, barrier, tidx)
         if last:
             cute.arch.fence_acq_rel_gpu()  # see the other pieces' partials
-            cute.autovec_copy(_slot_values(workspace, first, 0, n, threads), regs)
-            for c in cutlass.range(1, pieces, 1, unroll=1):  # type: ignore[attr-defined]
-                for lo in range_constexpr(0, n, _CHUNK):
-                    width = min(_CHUNK, n - lo)
-                    part = cute.make_rmem_tensor((4, width // 4), cutlass.Float32)
-                    src = _slot_values(workspace, first + c * stride, lo, width, threads)
-                    cute.autovec_copy(src, part)
-                    for i in range_constexpr(width):
-                        acc[lo + i] = acc[lo + i] + part[i]
+            own = piece.worker - piece.first_worker
+            for lo in range_constexpr(0, n, _CHUNK):  # a chunk of values at a time: registers
+                # 0 + p_first + ... + p_own (registers) + ... + p_last: worker order, and no
+                # branch writes registers (a conditional write puts the chunk on the stack)
+                total = cute.make_rmem_tensor((4, min(_CHUNK, n - lo) // 4), cutlass.Float32)
+                total.fill(0.0)
+                _add_slots(total, workspace, first, stride, 0, own, lo, threads)
+                for i in range_constexpr(cute.size(total)):
+                    total[i] = total[i] + acc[lo + i]
+                _add_slots(total, workspace, first, stride, own + 1, pieces, lo, threads)
+                for i in range_constexpr(cute.size(total)):
+                    acc[lo + i] = total[i]
     return last
+
+
+@cute.jit
+def _add_slots(
+    total: Any,
+    workspace: Any,
+    first: Any,
+    stride: Any,
+    start: Any,
+    stop: Any,
+    lo: Constexpr[int],
+    threads: Constexpr[int],
+) -> None:
+    """Add values ``lo ..`` of stream-K pieces ``start .. stop - 1`` to ``total``, in order.
+
+    Piece ``c``'s partial sits in the workspace slot at ``first + c * stride``.
+    """
+    for c in cutlass.range(start, stop, 1, unroll=1):  # type: ignore[attr-defined]
+        part = cute.make_rmem_tensor(total.layout, cutlass.Float32)
+        src = _slot_values(workspace, first + c * stride, lo, cute.size(total), threads)
+        cute.autovec_copy(src, part)
+        for i in range_constexpr(cute.size(total)):
+            total[i] = total[i] + part[i]
 
 
 @cute.jit
