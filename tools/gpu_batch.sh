@@ -29,6 +29,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh sass24 "$OUT"  # deferred store: SASS, ncu
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26 "$OUT"  # stream-K: edges, A/Bs
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26b "$OUT"  # stream-K on long shapes
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stream27 "$OUT"  # the same, shorter
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -44,7 +45,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: stream26, stream26b, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: stream26, stream26b, stream27, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -412,6 +413,23 @@ stream26b)
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
   run fp8ab.log 50 "${fp8[@]}" --shape 4096 4096 4096 --shape 2048 2048 2048 \
     --versus "--tile 128x128 --cluster 2x1 --stream-k on"
+  ;;
+stream27)
+  # stream26b, shortest first to last: the edge shapes of the fix-up that reads back only the
+  # other pieces' partials, then the long shapes the model favours, 4096^3, one FP8 shape.
+  run edge.log 90 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k stream
+  bf16=(python3 bench/gemm_sweep.py --passes 3)
+  run ab.log 110 "${bf16[@]}" --shape 8192 8192 28672 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
+  run ab.log 110 "${bf16[@]}" --shape 8192 8192 8192 --shape 4096 4096 14336 \
+    --versus "--cluster 2x1 --stream-k on"
+  run ab.log 60 "${bf16[@]}" --shape 4096 4096 4096 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
+  run fp8ab.log 60 python3 bench/gemm_sweep.py --passes 3 --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on --promote-stagger on" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS
