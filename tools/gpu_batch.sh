@@ -415,8 +415,9 @@ stream26b)
     --versus "--tile 128x128 --cluster 2x1 --stream-k on"
   ;;
 stream27)
-  # stream26b, shortest first to last: the edge shapes of the fix-up that reads back only the
-  # other pieces' partials, then the long shapes the model favours, 4096^3, one FP8 shape.
+  # stream26b reordered: the edge shapes, the long shapes the model favours, 4096^3, one FP8
+  # shape, two short ones. Session 27 ran it twice: the pieces in unit order (the tail's
+  # CTAs at scattered K blocks), then with each worker's next-tile start first.
   run edge.log 90 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
     -k stream
   bf16=(python3 bench/gemm_sweep.py --passes 3)
@@ -430,6 +431,8 @@ stream27)
     --shape 4096 4096 14336 \
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on --promote-stagger on" \
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
+  run ab.log 60 "${bf16[@]}" --shape 1024 8192 8192 --shape 8192 1024 8192 \
+    --versus "--cluster 2x1 --stream-k on"
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS

@@ -36,11 +36,13 @@ many), followed by the last ``r`` tiles cut into ``s`` K chunks each, tail tile 
 *Stream-K tail* (:func:`stream_k_shape`, :func:`stream_k_piece`): the last ``r`` tiles of
 ``k`` K blocks each are ``U = r k`` units shared out evenly: worker ``w`` of ``P`` takes units
 ``[floor(w U / P), floor((w + 1) U / P))`` (with ``U < P``: ``P = U``, the other workers idle),
-at most ``k`` of them (``r < P``), so at most two
-tiles' worth: its *part 0* (from its first unit to the end of that tile or of its range) is
-item ``T - r + w`` and its *part 1* (the rest, in the next tile) item ``T - r + P + w``. Both
-are dealt to worker ``w`` (item ``i`` runs on CTA ``i mod P``). An empty part is an invalid
-item. The L coordinate is ``0`` for a whole tile and ``1 + i - (T - r)`` for item ``i`` of the
+at most ``k`` of them (``r < P``), so pieces of at most two tiles. A range inside one tile is
+its *part 0*, item ``T - r + w``. A range across a tile boundary runs the next tile's start as
+part 0 and the end of its first tile as *part 1*, item ``T - r + P + w``: the start (K block
+0) first, so that every such worker reads the same K blocks as the others at the same time, as
+the CTAs of a plain round do, and they share them in L2 (in unit order the tail's CTAs each
+read other K blocks, and on long K the tail ran from HBM). Both are dealt to worker ``w``
+(item ``i`` runs on CTA ``i mod P``). An empty part is an invalid item. The L coordinate is ``0`` for a whole tile and ``1 + i - (T - r)`` for item ``i`` of the
 tail. Tile ``j``'s pieces come from workers ``floor(((j k + 1) P - 1) / U)`` to
 ``floor(((j + 1) k P - 1) / U)`` (the worker of unit ``x`` is ``floor(((x + 1) P - 1) / U)``),
 consecutive: every worker's range is non-empty.
@@ -279,10 +281,15 @@ def stream_k_piece(
     end, _ = divmod_((worker + 1) * units, sharers)
     home, _ = divmod_(start, k)  # the tile of the worker's first unit
     home_end = (home + 1) * k
+    # A range across a tile boundary runs the next tile's start (K block 0) first, then the
+    # end of its first tile: every such worker is at K block t, then at t + k - L, at once,
+    # so the tail's CTAs read the same K slabs together and share them in L2 as a plain
+    # round does (in unit order each would read its own, and the tail ran from HBM).
+    across = end > home_end
     second = part > 0
-    begin = select(second, home_end, start)
-    stop = select(second, end, select(end < home_end, end, home_end))
-    tile = home + part
+    begin = select(second, start, select(across, home_end, start))
+    stop = select(second, select(across, home_end, start), end)
+    tile = select(second, home, select(across, home + 1, home))
     count = select(worker < sharers, stop - begin, 0)
     first_worker, _ = divmod_((tile * k + 1) * sharers - 1, per)
     last_worker, _ = divmod_((tile + 1) * k * sharers - 1, per)
