@@ -43,9 +43,10 @@ part 0 and the end of its first tile as *part 1*, item ``T - r + P + w``: the st
 the CTAs of a plain round do, and they share them in L2 (in unit order the tail's CTAs each
 read other K blocks, and on long K the tail ran from HBM). Both are dealt to worker ``w``
 (item ``i`` runs on CTA ``i mod P``). An empty part is an invalid item. The L coordinate is
-``0`` for a whole tile and ``1 + i - (T - r)`` for item ``i`` of the tail. Tile ``j``'s pieces come from workers ``floor(((j k + 1) P - 1) / U)`` to
-``floor(((j + 1) k P - 1) / U)`` (the worker of unit ``x`` is ``floor(((x + 1) P - 1) / U)``),
-consecutive: every worker's range is non-empty.
+``0`` for a whole tile and ``1 + i - (T - r)`` for item ``i`` of the tail. Tile ``j``'s pieces
+come from workers ``floor(((j k + 1) P - 1) / U)`` to ``floor(((j + 1) k P - 1) / U)`` (the
+worker of unit ``x`` is ``floor(((x + 1) P - 1) / U)``), consecutive: every worker's range is
+non-empty.
 """
 
 from __future__ import annotations
