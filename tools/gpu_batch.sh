@@ -30,6 +30,7 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26 "$OUT"  # stream-K: edges, A/Bs
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26b "$OUT"  # stream-K on long shapes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream27 "$OUT"  # the same, shorter
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh stream27c "$OUT"  # its first shapes only
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -45,7 +46,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: stream26, stream26b, stream27, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: stream26, stream26b, stream27, stream27c, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -433,6 +434,20 @@ stream27)
     --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
   run ab.log 60 "${bf16[@]}" --shape 1024 8192 8192 --shape 8192 1024 8192 \
     --versus "--cluster 2x1 --stream-k on"
+  ;;
+stream27c)
+  # The shortest check of the start-first deal: edges, then the shapes stream27 timed first.
+  run edge.log 60 python3 -m pytest -q -x -p no:cacheprovider tests/test_gemm_edge_shapes.py \
+    -k stream
+  bf16=(python3 bench/gemm_sweep.py --passes 3)
+  run ab.log 60 "${bf16[@]}" --shape 4096 4096 14336 --shape 8192 8192 8192 \
+    --versus "--cluster 2x1 --stream-k on"
+  run ab.log 40 "${bf16[@]}" --shape 4096 4096 4096 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k on"
+  run fp8ab.log 40 python3 bench/gemm_sweep.py --passes 3 --dtype e4m3 --scale tensor \
+    --shape 4096 4096 14336 \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --stream-k on --promote-stagger on" \
+    --versus "--tile 128x192 --cluster 2x1 --epi-stages 3 --promote-stagger on"
   ;;
 tail25)
   # Session 24: FP8 4096 x 4096 x 14336 stays at 0.93 of the accurate _scaled_mm (cuBLAS
