@@ -174,10 +174,11 @@ DEFER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 )
 
 
-# Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. On an H100 SXM (session
-# 26) the tail's fix-up (every piece's fp32 partial written and read back through L2) cost
-# 10-23 us a launch: it lost 10 % on 4096^3 and gained 1.4 % on 8192^3, where the last
-# round's idle clusters wait longer. Kept only where that idle time is long (candidates).
+# Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. In unit order (session
+# 26-27, H100 SXM) the tail's CTAs each read other K blocks and ran from HBM: 0.82-0.91 of the
+# same tile on 4096-wide shapes, 1.01 on bf16 8192^3. With each worker's next-tile start first
+# (session 27, H200): 0.94-1.01 there and 1.021 on bf16 8192 x 8192 x 28672, whose class takes
+# it. Kept only where the last round's idle time is long (candidates).
 STREAM_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, **t, "stream_k": True}
     for t in (
