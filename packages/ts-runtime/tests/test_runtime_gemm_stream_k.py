@@ -279,8 +279,8 @@ def test_stream_same_code_as_twin(gemm: Any, options: dict[str, Any]) -> None:
 def test_stream_in_the_ptx(gemm: Any, name: str) -> None:
     """A 128 x 128 tile (64 fp32 values a consumer thread) hands over in 16-byte accesses: 16
     vector stores, and 16 vector loads in each of the two loops over the other pieces (those
-    before the CTA's own, read from its registers, and those after); one atomic add and reset,
-    two GPU fences, and no more WGMMAs than the plain kernel."""
+    before the CTA's own piece, which it adds from its registers, and those after); one atomic
+    add and reset, two GPU fences, and no more WGMMAs than the plain kernel."""
 
     def ptx(**options: Any) -> str:
         cfg = gemm.GemmConfig(tile_mn=(128, 128), **options)
