@@ -31,6 +31,8 @@
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream26b "$OUT"  # stream-K on long shapes
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream27 "$OUT"  # the same, shorter
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh stream27c "$OUT"  # its first shapes only
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh final28 "$OUT"  # both sweeps, entry check
+#   source .gpu/setup.sh && bash tools/gpu_batch.sh power28 "$OUT"  # power probe, bf16 sweep
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh graph "$OUT"   # GEMM sweep, CUDA-graph timing
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune1 "$OUT"   # GEMM tuner, sweep half 1
 #   source .gpu/setup.sh && bash tools/gpu_batch.sh tune2 "$OUT"   # and half 2
@@ -46,7 +48,7 @@
 # one after another (timings must not share the GPU), each under its own time limit, and a
 # failing one does not stop the others; the last line of each log entry is its exit status.
 set -u
-phase="${1:?phase: stream26, stream26b, stream27, stream27c, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
+phase="${1:?phase: final28, power28, stream26, stream26b, stream27, stream27c, check, fuzz, bench, fp8, pending, pending2, pending3, confirm, pdl, fp8tail, n160, final19, stagger, stagger2, stagger21, fitted22, repeat22, counters22, passes22, ncu23, defer23, defer24, all24, sass24, tail25, confirm25, final25, passes_fp8, ragged20, graph, tune1 or tune2}"
 out="${2:?output folder}"
 mkdir -p "$out"
 
@@ -487,6 +489,25 @@ confirm25)
     --versus "--tile 128x128 --cluster 2x1 --defer-store on"
   run fp8.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
   run sweep.log 200 python3 bench/gemm_sweep.py --graph --passes 2 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  ;;
+final28)
+  # Issue 16's evidence in one call: the FP8 sweep (short), the bf16 sweep with the CuTe
+  # example, both in three passes, then a second check of session 27's table entry for bf16
+  # 8192 x 8192 x 28672 (stream-K tail on 256 x 128 1 x 2) against the same tile without it.
+  run fp8.log 120 python3 bench/gemm_sweep.py --dtype e4m3 --scale tensor --passes 3
+  run sweep.log 330 python3 bench/gemm_sweep.py --graph --passes 3 \
+    --cute-example .gpu/cute_example/dense_gemm_persistent.py
+  run ab.log 60 python3 bench/gemm_sweep.py --passes 3 --shape 8192 8192 28672 \
+    --versus "--tile 256x128 --cluster 1x2 --stream-k off"
+  ;;
+power28)
+  # Why TS, its twin and the CuTe example slow together over a sweep's passes on bf16 4096^3
+  # while cuBLAS holds: watts, clock and TFLOP/s per kW under each (bench/gemm_power.py), on
+  # the table's 256 x 128 1 x 2 and cuBLAS's own 128 x 256 2 x 1; then the bf16 sweep again.
+  run power.log 120 python3 bench/gemm_power.py --seconds 1.5 --shape 4096 4096 4096 --shape 8192 8192 8192 \
+    --versus "--tile 128x256 --cluster 2x1"
+  run sweep.log 330 python3 bench/gemm_sweep.py --graph --passes 3 \
     --cute-example .gpu/cute_example/dense_gemm_persistent.py
   ;;
 final25)

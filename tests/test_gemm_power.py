@@ -1,0 +1,42 @@
+"""``bench/gemm_power.py``'s summary: medians per contender and ratios to torch (no GPU)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.append(str(Path(__file__).resolve().parent.parent / "bench"))
+
+
+def _turn(tflops: float, watts: float, mhz: float) -> dict[str, Any]:
+    return {"tflops": tflops, "watts": watts, "mhz": mhz, "temp_c": 60.0}
+
+
+def test_summary_medians_and_ratios() -> None:
+    power: Any = importlib.import_module("gemm_power")
+    turns = {
+        "ts": [_turn(690, 700, 1700), _turn(700, 690, 1750), _turn(900, 500, 1980)],
+        "torch": [_turn(700, 650, 1800), _turn(710, 660, 1820), _turn(705, 655, 1810)],
+    }
+    for ts in turns.values():
+        for t in ts:
+            t["per_kw"] = t["tflops"] / t["watts"] * 1000.0
+    out = power.shape_summary([4096, 4096, 4096], turns)
+    assert out["median"]["ts"]["tflops"] == 700 and out["median"]["torch"]["watts"] == 655
+    assert out["ts_over_torch_tflops"] == pytest.approx(700 / 705)
+    assert out["ts_over_torch_mhz"] == pytest.approx(1750 / 1810)
+    assert out["ts_over_torch_per_kw"] == pytest.approx(
+        (700 / 0.69) / (705 / 0.655)
+    )  # medians of per-turn ratios
+    assert "torch_over_torch_tflops" not in out
+
+
+def test_summary_without_samples_keeps_speed() -> None:
+    power: Any = importlib.import_module("gemm_power")
+    turns = {"ts": [{"tflops": 10.0}], "torch": [{"tflops": 20.0}]}
+    out = power.shape_summary([1, 1, 1], turns)
+    assert out["ts_over_torch_tflops"] == 0.5 and "ts_over_torch_mhz" not in out
