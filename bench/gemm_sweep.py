@@ -54,22 +54,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "ho
 # bench/_cute_example.py; after examples/hopper, whose gemm.py is not bench/gemm.py
 sys.path.append(str(Path(__file__).resolve().parent))
 
-SHAPES: tuple[tuple[int, int, int], ...] = (
-    # issue 16's table
-    (2048, 2048, 2048),
-    (4096, 4096, 4096),
-    (8192, 8192, 8192),
-    (4096, 4096, 14336),
-    (8192, 1024, 8192),
-    (1024, 8192, 8192),
-    (16384, 16384, 1024),
-    (3000, 5000, 4000),
-    # LLM layers: MLP up / down projections, small-batch decode-like M
-    (8192, 28672, 8192),
-    (8192, 8192, 28672),
-    (128, 8192, 8192),
-    (256, 28672, 8192),
-)
+# issue 16's eight shapes and four LLM layers (MLP up / down projections, small-batch
+# decode-like M): the tuner's sweep too, one list for both
+SHAPES: tuple[tuple[int, int, int], ...] = importlib.import_module("_gemm_templates").SWEEP
 
 
 def summary(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:

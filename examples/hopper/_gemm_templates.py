@@ -14,7 +14,7 @@ from typing import Any
 
 from _gemm_config import PROMOTE_MAX_ACC, WARPGROUP, consumer_warpgroups
 
-# The twelve shapes of bench/gemm_sweep.py (issue 16): its table and four LLM layers.
+# The twelve shapes of issue 16: its table and four LLM layers (bench/gemm_sweep.SHAPES).
 SWEEP: tuple[tuple[int, int, int], ...] = (
     (2048, 2048, 2048),
     (4096, 4096, 4096),
