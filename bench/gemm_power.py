@@ -9,12 +9,15 @@ options), its twin, ``--versus`` configurations and ``torch.matmul`` each run ba
 ``--seconds`` while ``nvidia-smi`` samples the board's power draw, SM clock and temperature
 every ``--sample-ms``; the contenders take turns (``--rounds`` rounds, a new order each
 round). One JSON line per contender and round (TFLOP/s, watts, MHz, °C, TFLOP/s per kW), then
-one per shape with each contender's medians and its ratios to torch: ``tflops`` (speed),
-``mhz`` (clock) and ``per_kw`` (work per energy). Usage (GPU)::
+one per shape with each contender's medians and its ratios to torch (for FP8 ``torch`` is
+``torch._scaled_mm`` with fast accumulation, ``torch_accurate`` without): ``tflops`` (speed),
+``mhz`` (clock) and ``per_kw`` (work per energy). Plain GEMMs only (no alpha, beta or bias).
+Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm_power.py
     source .gpu/setup.sh && python3 bench/gemm_power.py --shape 4096 4096 4096 \\
         --versus "--tile 128x256 --cluster 2x1"
+    source .gpu/setup.sh && python3 bench/gemm_power.py --dtype e4m3 --scale tensor
 """
 
 from __future__ import annotations
@@ -94,9 +97,20 @@ def run_turn(call: Any, flop: float, seconds: float, sampler: Sampler) -> dict[s
     return out
 
 
+def refusal(cfg: Any) -> str | None:
+    """Why the probe cannot time ``cfg``'s problem (``None``: it can): it times plain GEMMs,
+    16-bit or FP8 with scales, against cuBLAS on the same inputs."""
+    if cfg.alpha != 1.0 or cfg.beta != 0.0 or cfg.bias:
+        return "the probe times plain GEMMs: leave out --alpha, --beta and --bias"
+    if cfg.layout != "tn":
+        return "the probe times the tn layout (A and B K-major), as the sweep does"
+    return None
+
+
 def contenders(gemm: Any, cli: Any, args: Any, mnk: tuple[int, int, int]) -> dict[str, Any]:
-    """TS, its twin, each ``--versus`` configuration and torch.matmul on one set of inputs,
-    each checked against the fp32 reference once: ``{name: call}``."""
+    """TS, its twin, each ``--versus`` configuration and cuBLAS (``torch.matmul``; for FP8
+    ``torch._scaled_mm`` with fast and accurate accumulation) on one set of inputs, each
+    checked against the fp32 reference once: ``{name: call}``."""
     import torch
 
     host: Any = importlib.import_module("_gemm_host")
@@ -107,20 +121,24 @@ def contenders(gemm: Any, cli: Any, args: Any, mnk: tuple[int, int, int]) -> dic
         other = cli.versus_config(cli.parse_config(args), shlex.split(spec), mnk)
         kernels.append((f"vs:{spec}", other, gemm.compile_for_gpu(other, only=("ts",))["ts"]))
     a, b = host.make_inputs(cfg, mnk)
+    sa, sb = host.make_scales(cfg, m, n)
     calls: dict[str, Any] = {}
     for name, kcfg, kernel in kernels:
         c = host.make_output(kcfg, m, n)
         workspace = host.make_workspace(kcfg, m, n)
         counters = host.make_counters_tensor(kcfg, m, n)
-        kargs = host.kernel_args(kcfg, a, b, c, None, counters, None, None, workspace)
+        kargs = host.kernel_args(kcfg, a, b, c, None, counters, sa, sb, workspace)
         kernel(*kargs)
         torch.cuda.synchronize()
-        ok, err = host.check(c, a, b, kcfg)
+        ok, err = host.check(c, a, b, kcfg, scale_a=sa, scale_b=sb)
         if not ok:
             raise SystemExit(f"{name} on {mnk} ({source}): wrong result, error {err:.3g}")
         calls[name] = lambda kk=kernel, aa=kargs: kk(*aa)
-    bt = b.t()
-    calls["torch"] = lambda: torch.matmul(a, bt)
+    if cfg.fp8:
+        calls.update(host._scaled_mm_calls(cfg, a, b, sa, sb)[0])  # torch, torch_accurate
+    else:
+        bt = b.t()
+        calls["torch"] = lambda: torch.matmul(a, bt)
     return calls
 
 
@@ -135,6 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     cli: Any = importlib.import_module("_gemm_cli")
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
+    why = refusal(cli.parse_config(args))
+    if why:
+        parser.error(why)
     shapes = [tuple(s) for s in args.shape or [(4096, 4096, 4096), (8192, 8192, 8192)]]
     sampler = Sampler(args.sample_ms)
     try:
@@ -156,18 +177,23 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+BASELINES = ("torch", "torch_accurate")
+
+
 def shape_summary(mnk: list[int], turns: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Each contender's medians over its rounds, and its ratios to torch's medians."""
+    """Each contender's medians over its rounds, and each kernel's ratios to each baseline's
+    medians (``ts_over_torch_tflops``, ``ts_over_torch_accurate_per_kw``, ...)."""
     keys = ("tflops", "watts", "mhz", "temp_c", "per_kw")
     med = {
         name: {k: statistics.median(t[k] for t in ts) for k in keys if all(k in t for t in ts)}
         for name, ts in turns.items()
     }
     out: dict[str, Any] = {"bench": "gemm_power", "mnk": mnk, "summary": True, "median": med}
-    for name, m in med.items():
-        for k in ("tflops", "mhz", "per_kw"):
-            if name != "torch" and k in m and k in med["torch"]:
-                out[f"{name}_over_torch_{k}"] = m[k] / med["torch"][k]
+    for base in (b for b in BASELINES if b in med):
+        for name, m in med.items():
+            for k in ("tflops", "mhz", "per_kw"):
+                if name not in BASELINES and k in m and k in med[base]:
+                    out[f"{name}_over_{base}_{k}"] = m[k] / med[base][k]
     return out
 
 

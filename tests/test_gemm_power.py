@@ -40,3 +40,25 @@ def test_summary_without_samples_keeps_speed() -> None:
     turns = {"ts": [{"tflops": 10.0}], "torch": [{"tflops": 20.0}]}
     out = power.shape_summary([1, 1, 1], turns)
     assert out["ts_over_torch_tflops"] == 0.5 and "ts_over_torch_mhz" not in out
+
+
+def test_summary_fp8_has_both_baselines() -> None:
+    power: Any = importlib.import_module("gemm_power")
+    turns = {
+        "ts": [{"tflops": 1200.0}],
+        "torch": [{"tflops": 1250.0}],
+        "torch_accurate": [{"tflops": 1150.0}],
+    }
+    out = power.shape_summary([1, 1, 1], turns)
+    assert out["ts_over_torch_tflops"] == pytest.approx(0.96)
+    assert out["ts_over_torch_accurate_tflops"] == pytest.approx(1200 / 1150)
+    assert not any(k.startswith("torch") and "_over_" in k for k in out)
+
+
+def test_probe_refuses_what_it_does_not_time() -> None:
+    power: Any = importlib.import_module("gemm_power")
+    gemm = pytest.importorskip("gemm")  # examples/hopper, put on the path by gemm_power
+    assert power.refusal(gemm.GemmConfig()) is None
+    assert power.refusal(gemm.GemmConfig(dtype="e4m3", scale="tensor")) is None
+    assert "--bias" in str(power.refusal(gemm.GemmConfig(bias=True)))
+    assert "tn layout" in str(power.refusal(gemm.GemmConfig(layout="nt")))
