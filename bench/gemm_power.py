@@ -26,7 +26,6 @@ import argparse
 import importlib
 import json
 import random
-import shlex
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "hopper"))
+sys.path.append(str(Path(__file__).resolve().parent))  # gemm_sweep (after examples/hopper's gemm)
 
 QUERY = "power.draw,clocks.sm,temperature.gpu"
 SETTLE_S = 0.3  # the first samples of a turn still show the previous contender's state
@@ -46,7 +46,14 @@ class Sampler:
 
     def __init__(self, sample_ms: int) -> None:
         cmd = ["nvidia-smi", f"--query-gpu={QUERY}", "--format=csv,noheader,nounits"]
-        self.proc = subprocess.Popen([*cmd, f"-lms={sample_ms}"], stdout=subprocess.PIPE, text=True)
+        try:
+            self.proc = subprocess.Popen(
+                [*cmd, f"-lms={sample_ms}"], stdout=subprocess.PIPE, text=True
+            )
+        except FileNotFoundError:
+            raise SystemExit(
+                "gemm_power: nvidia-smi not found (the probe samples the board)"
+            ) from None
         self.samples: list[tuple[float, float, float, float]] = []
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
@@ -73,9 +80,10 @@ def run_turn(call: Any, flop: float, seconds: float, sampler: Sampler) -> dict[s
     """``call`` back to back for ``seconds`` (in chunks, the queue kept short), with the
     samples of that window: TFLOP/s from CUDA events over the whole turn."""
     import torch
+    from _timing import NOMINAL_FLOPS
 
     start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    chunk = max(1, min(200, int(0.02 * 700e12 / max(flop, 1.0))))  # ~20 ms of launches
+    chunk = max(1, min(200, int(0.02 * NOMINAL_FLOPS / max(flop, 1.0))))  # ~20 ms of launches
     launches, t0 = 0, time.monotonic()
     start_ev.record()
     while time.monotonic() - t0 < seconds:
@@ -107,30 +115,35 @@ def refusal(cfg: Any) -> str | None:
     return None
 
 
-def contenders(gemm: Any, cli: Any, args: Any, mnk: tuple[int, int, int]) -> dict[str, Any]:
-    """TS, its twin, each ``--versus`` configuration and cuBLAS (``torch.matmul``; for FP8
-    ``torch._scaled_mm`` with fast and accurate accumulation) on one set of inputs, each
-    checked against the fp32 reference once: ``{name: call}``."""
+def bad_counts(seconds: float, rounds: int, sample_ms: int) -> str | None:
+    """Why ``--seconds``, ``--rounds`` or ``--sample-ms`` make no measurement (``None``: fine)."""
+    if not seconds > SETTLE_S:
+        return (
+            f"--seconds {seconds:g}: give more than {SETTLE_S:g} (the samples before are dropped)"
+        )
+    if rounds < 1:
+        return f"--rounds {rounds}: give at least 1"
+    if sample_ms < 1:
+        return f"--sample-ms {sample_ms}: give at least 1"
+    return None
+
+
+def contenders(gemm: Any, sweep: Any, args: Any, mnk: tuple[int, int, int]) -> dict[str, Any]:
+    """TS, its twin, each ``--versus`` configuration (``gemm_sweep.versus_variants``) and
+    cuBLAS (``torch.matmul``; for FP8 ``torch._scaled_mm`` with fast and accurate
+    accumulation) on one set of inputs, each TS kernel launched and checked against the fp32
+    reference once (``_gemm_host.first_launch``): ``{name: call}``."""
     import torch
 
     host: Any = importlib.import_module("_gemm_host")
-    m, n, _ = mnk
     cfg, source = gemm.config_for(args, mnk)
     kernels = [(name, cfg, k) for name, k in gemm.compile_for_gpu(cfg).items()]
-    for spec in args.versus:
-        other = cli.versus_config(cli.parse_config(args), shlex.split(spec), mnk)
-        kernels.append((f"vs:{spec}", other, gemm.compile_for_gpu(other, only=("ts",))["ts"]))
+    kernels += [(name, o, k) for name, (o, k) in sweep.versus_variants(gemm, args, mnk, {}).items()]
     a, b = host.make_inputs(cfg, mnk)
-    sa, sb = host.make_scales(cfg, m, n)
+    sa, sb = host.make_scales(cfg, mnk[0], mnk[1])
     calls: dict[str, Any] = {}
     for name, kcfg, kernel in kernels:
-        c = host.make_output(kcfg, m, n)
-        workspace = host.make_workspace(kcfg, m, n)
-        counters = host.make_counters_tensor(kcfg, m, n)
-        kargs = host.kernel_args(kcfg, a, b, c, None, counters, sa, sb, workspace)
-        kernel(*kargs)
-        torch.cuda.synchronize()
-        ok, err = host.check(c, a, b, kcfg, scale_a=sa, scale_b=sb)
+        kargs, ok, err = host.first_launch(kcfg, kernel, a, b, None, sa, sb)
         if not ok:
             raise SystemExit(f"{name} on {mnk} ({source}): wrong result, error {err:.3g}")
         calls[name] = lambda kk=kernel, aa=kargs: kk(*aa)
@@ -151,16 +164,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--versus", action="append", default=[], metavar="FLAGS")
     gemm: Any = importlib.import_module("gemm")
     cli: Any = importlib.import_module("_gemm_cli")
+    sweep: Any = importlib.import_module("gemm_sweep")
     gemm.add_config_args(parser)
     args = parser.parse_args(argv)
-    why = refusal(cli.parse_config(args))
+    why = refusal(cli.parse_config(args)) or bad_counts(args.seconds, args.rounds, args.sample_ms)
     if why:
         parser.error(why)
     shapes = [tuple(s) for s in args.shape or [(4096, 4096, 4096), (8192, 8192, 8192)]]
     sampler = Sampler(args.sample_ms)
     try:
         for mnk in shapes:
-            calls = contenders(gemm, cli, args, mnk)
+            calls = contenders(gemm, sweep, args, mnk)
             flop = 2.0 * mnk[0] * mnk[1] * mnk[2]
             turns: dict[str, list[dict[str, Any]]] = {name: [] for name in calls}
             order, rng = list(calls), random.Random(0)

@@ -1,4 +1,5 @@
-"""``bench/gemm_power.py``'s summary: medians per contender and ratios to torch (no GPU)."""
+"""``bench/gemm_power.py`` without a GPU: its summary (medians per contender, ratios to the
+baselines) and what it refuses."""
 
 from __future__ import annotations
 
@@ -29,9 +30,8 @@ def test_summary_medians_and_ratios() -> None:
     assert out["median"]["ts"]["tflops"] == 700 and out["median"]["torch"]["watts"] == 655
     assert out["ts_over_torch_tflops"] == pytest.approx(700 / 705)
     assert out["ts_over_torch_mhz"] == pytest.approx(1750 / 1810)
-    assert out["ts_over_torch_per_kw"] == pytest.approx(
-        (700 / 0.69) / (705 / 0.655)
-    )  # medians of per-turn ratios
+    per_kw = (700 / 0.69) / (705 / 0.655)  # the medians of the turns' own ratios
+    assert out["ts_over_torch_per_kw"] == pytest.approx(per_kw)
     assert "torch_over_torch_tflops" not in out
 
 
@@ -62,3 +62,13 @@ def test_probe_refuses_what_it_does_not_time() -> None:
     assert power.refusal(gemm.GemmConfig(dtype="e4m3", scale="tensor")) is None
     assert "--bias" in str(power.refusal(gemm.GemmConfig(bias=True)))
     assert "tn layout" in str(power.refusal(gemm.GemmConfig(layout="nt")))
+
+
+@pytest.mark.parametrize(
+    ("counts", "words"),
+    [((0.3, 3, 20), "--seconds 0.3"), ((2.0, 0, 20), "--rounds 0"), ((2.0, 3, 0), "--sample-ms 0")],
+)
+def test_probe_refuses_counts_that_measure_nothing(counts: tuple[Any, ...], words: str) -> None:
+    power: Any = importlib.import_module("gemm_power")
+    assert power.bad_counts(2.0, 3, 20) is None
+    assert words in str(power.bad_counts(*counts))

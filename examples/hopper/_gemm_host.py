@@ -490,6 +490,36 @@ def _scaled_mm_calls(
     return {"torch": lambda: call(True), "torch_accurate": lambda: call(False)}, info
 
 
+def first_launch(
+    cfg: GemmConfig,
+    kernel: Any,
+    a: Any,
+    b: Any,
+    bias: Any = None,
+    scale_a: Any = None,
+    scale_b: Any = None,
+) -> tuple[tuple[Any, ...], bool, float]:
+    """Launch a compiled TS kernel once on ``a`` and ``b`` into a fresh C (with its counters
+    and workspace) and check it: ``(its launch arguments, ok, error)``. The arguments launch
+    it again on the same buffers; ``ok`` also requires the counters back at zero (the last
+    CTA, or item, resets them for the next launch)."""
+    import torch
+
+    m, n = a.shape[0], b.shape[0]
+    c = make_output(cfg, m, n)
+    c_old = c.clone() if cfg.beta != 0.0 else None
+    counters_t = make_counters_tensor(cfg, m, n)
+    check_operands(cfg, a, b, c, bias, scale_a, scale_b)
+    workspace = make_workspace(cfg, m, n)
+    args = kernel_args(cfg, a, b, c, bias, counters_t, scale_a, scale_b, workspace)
+    kernel(*args)
+    torch.cuda.synchronize()
+    ok, err = check(c, a, b, cfg, c_old, bias, scale_a, scale_b)
+    if counters_t is not None:  # the last CTA (or item) zeroed the counters for the next run
+        ok = ok and int(counters_t.abs().sum()) == 0
+    return args, ok, err
+
+
 def run_case(
     cfg: GemmConfig,
     compiled: dict[str, Any],
@@ -543,17 +573,7 @@ def run_case(
         same_problem(cfg, other, name)
         ts_kernels.append((name, other, kernel))
     for name, kcfg, kernel in ts_kernels:
-        c = make_output(kcfg, m, n)
-        c_old = c.clone() if kcfg.beta != 0.0 else None
-        counters_t = make_counters_tensor(kcfg, m, n)
-        check_operands(kcfg, a, b, c, bias, scale_a, scale_b)
-        workspace = make_workspace(kcfg, m, n)
-        args = kernel_args(kcfg, a, b, c, bias, counters_t, scale_a, scale_b, workspace)
-        kernel(*args)
-        torch.cuda.synchronize()
-        ok, err = check(c, a, b, kcfg, c_old, bias, scale_a, scale_b)
-        if counters_t is not None:  # the last CTA (or item) zeroed the counters for the next run
-            ok = ok and int(counters_t.abs().sum()) == 0
+        args, ok, err = first_launch(kcfg, kernel, a, b, bias, scale_a, scale_b)
         result[name] = {"ok": ok, "rel_err": err}
         if name in (variants or {}):  # compiled's kernels run result["config"]
             result[name]["config"] = dataclasses.asdict(kcfg)
