@@ -1,4 +1,4 @@
-"""Drive CUTLASS's own CuTe DSL Hopper persistent GEMM example on TS's GEMM tensors (issue 16).
+"""Drive CUTLASS's own CuTe DSL Hopper persistent GEMM example on TS's GEMM tensors.
 
 The example (``examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py``
 in github.com/NVIDIA/cutlass) is NVIDIA's code: it is never part of this repository.
@@ -27,7 +27,7 @@ DEFAULT_PATH = (
     Path(__file__).resolve().parent.parent / ".gpu" / "cute_example" / "dense_gemm_persistent.py"
 )
 KERNEL_CLASS = "HopperWgmmaGemmPersistentKernel"
-TILE = (128, 256)  # the configuration issue 16 compares against
+TILE = (128, 256)  # the configuration the GEMM sweep compares against
 CLUSTER = (2, 1)
 SMS = 132
 

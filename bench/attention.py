@@ -1,6 +1,6 @@
 """Attention forward on the GPU: the TS kernel vs ``scaled_dot_product_attention`` (cuDNN, flash).
 
-For each shape of issue 17, on the same random inputs in one process, prints one JSON line: the
+For each shape of ``SHAPES``, on the same random inputs in one process, prints one JSON line: the
 TS kernel's max error against an fp32 reference and its TFLOP/s (``4 B H S^2 D / time``, halved
 for causal), SDPA's with the cuDNN and the flash backend (``torch.nn.attention.sdpa_kernel``),
 and the same-run ratios. Then the packed variable-length batches (``"bench":
@@ -39,7 +39,7 @@ def _host() -> Any:
     return importlib.import_module("_attention_host")
 
 
-# (B, S, H, D, causal): the anchors of issue 17, then D = 64 / causal variants and D = 256.
+# (B, S, H, D, causal): the four anchor shapes, then D = 64 / causal variants and D = 256.
 SHAPES: tuple[tuple[int, int, int, int, bool], ...] = (
     (4, 4096, 16, 128, False),
     (4, 4096, 16, 128, True),

@@ -7,7 +7,7 @@ which says what a TS configuration has to match on that shape. They say it in cu
 column-major frame, where torch's row-major ``C = A @ B`` is ``C^T = B^T A^T``: its M is our N.
 So each ``nvjet`` kernel also gets ``ours``, the tile, cluster, K block and stages as
 ``GemmConfig`` names them (``nvjet_sm90_tst_152x256_64x4_1x2_...`` is our 256 x 152 tile in a
-2 x 1 cluster, 64-wide K blocks, 4 stages; session 21 had read ``1x2`` as our cluster).
+2 x 1 cluster, 64-wide K blocks, 4 stages: the name's ``1x2`` is column-major too).
 Usage::
 
     source .gpu/setup.sh && python3 bench/cublas_kernels.py

@@ -4,7 +4,7 @@ For each shape, on the same random inputs in one process, prints one JSON line: 
 TFLOP/s (after checking it against an fp32 reference), ``torch.matmul``'s (cuBLAS) and their
 ratio; with ``--dtype fp8`` (e4m3 in, bf16 out) ``torch._scaled_mm``'s on the same inputs and
 scales instead. Every kernel is compiled once (dynamic shapes) and reused for all shapes. The
-twelve-shape sweep of issue 16 is ``bench/gemm_sweep.py``. Usage (GPU)::
+twelve-shape sweep is ``bench/gemm_sweep.py``. Usage (GPU)::
 
     source .gpu/setup.sh && python3 bench/gemm.py
     source .gpu/setup.sh && python3 bench/gemm.py --tile 128x256 --cluster 2x1 --dtype fp16

@@ -1,9 +1,9 @@
-"""Power and clocks under each GEMM contender (issue 16): is a shape's loss energy or schedule?
+"""Power and clocks under each GEMM contender: is a shape's loss energy or schedule?
 
 On a power-capped GPU a kernel's speed is its work per joule: when two kernels both draw the
-cap, the one that spends less energy per FLOP keeps the higher clock. The sweep's passes showed
+cap, the one that spends less energy per FLOP keeps the higher clock. The sweep's passes show
 TS, its twin and CUTLASS's CuTe example all slowing together from pass to pass on bf16 4096³
-(715 -> 678 TFLOP/s) while cuBLAS held 709 (``bench/RESULTS.md``, session 28). This probe
+(715 -> 678 TFLOP/s) while cuBLAS holds 709 (``bench/RESULTS.md``). This probe
 says why: per shape, on the same inputs, TS (the table's configuration, or ``--config``
 options), its twin, ``--versus`` configurations and ``torch.matmul`` each run back to back for
 ``--seconds`` while ``nvidia-smi`` samples the board's power draw, SM clock and temperature

@@ -1,6 +1,6 @@
-"""GEMM shape sweep on the GPU (issue 16): TS, its twin, torch and CUTLASS's CuTe example.
+"""GEMM shape sweep on the GPU: TS, its twin, torch and CUTLASS's CuTe example.
 
-The eight shapes of issue 16's table and four LLM shapes (bf16 by default; ``--dtype fp8`` for
+Eight benchmark shapes and four LLM shapes (bf16 by default; ``--dtype fp8`` for
 e4m3 x e4m3 -> bf16 with ``--scale tensor`` / ``rowwise``). Each shape runs the configuration
 ``--config auto`` picks for it (the per-shape table ``examples/hopper/gemm_table.json`` or its
 fallback rule; schedule options given on the command line override it; ``--config default``
@@ -54,7 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "ho
 # bench/_cute_example.py; after examples/hopper, whose gemm.py is not bench/gemm.py
 sys.path.append(str(Path(__file__).resolve().parent))
 
-# issue 16's eight shapes and four LLM layers (MLP up / down projections, small-batch
+# eight benchmark shapes and four LLM layers (MLP up / down projections, small-batch
 # decode-like M): the tuner's sweep too, one list for both
 SHAPES: tuple[tuple[int, int, int], ...] = importlib.import_module("_gemm_templates").SWEEP
 
@@ -68,7 +68,7 @@ def summary(rows: list[dict[str, Any]], key: str) -> dict[str, Any]:
     return {f"{key}_geomean": geomean, f"{key}_min": min(values), f"{key}_shapes": len(values)}
 
 
-# Issue 16's targets, as same-run ratios: bf16 against cuBLAS (geomean, every shape) and the
+# The performance targets, as same-run ratios: bf16 against cuBLAS (geomean, every shape) and the
 # CuTe example (every shape); FP8 against the accurate torch._scaled_mm. A sweep of some
 # shapes (--shape) judges those only.
 TARGETS = (

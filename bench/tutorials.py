@@ -9,7 +9,7 @@ the kernel is timed on a larger input with CUDA events, the two implementations 
 round by round (order rotated), best round each, and checked again afterwards.
 
 Prints one JSON line per tutorial: ``{"tutorial", "passed": {"ts", "reference"}, "ms": {...},
-"ts_speed_vs_reference"}`` (``> 1`` means TS is faster; the issue's bar is ``>= 0.98``).
+"ts_speed_vs_reference"}`` (``> 1`` means TS is faster; the target is ``>= 0.98``).
 
 Usage (on the GPU machine): ``python bench/tutorials.py [--rounds 6] [--iters 50]``
 """

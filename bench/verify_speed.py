@@ -4,7 +4,7 @@ Prints a table, then one JSON line (the last line)::
 
     python bench/verify_speed.py [--repeat N]
 
-The issue's two plans: the 3-task persistent GEMM with a 4-stage TMA ring and a per-tile K
+The two target plans: the 3-task persistent GEMM with a 4-stage TMA ring and a per-tile K
 (target < 20 ms) and a 16-task chain with 16 independent runtime bounds and 4 runtime flags
 (target < 1 s). Growth is fitted (least-squares slope of log time over log size: 1.0 is linear)
 on series in tasks, stages, independent loop classes and runtime flags, each in two forms: with

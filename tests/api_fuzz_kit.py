@@ -96,7 +96,7 @@ NASTY: list[object] = [
     produce,
     undecorated,
 ]
-"""Values every argument is tried with (the ones the issue names, and their neighbours)."""
+"""Values every argument is tried with (wrong types, edge values, and their neighbours)."""
 
 VALUES = st.one_of(
     st.sampled_from(NASTY),

@@ -22,7 +22,7 @@ EXAMPLES = ROOT / "examples"
 ALLOWED_ROOTS = frozenset({"task_scheduling", "cutlass", "cuda", "torch", "__future__"})
 
 # Files not yet on the facade, as patterns of paths under examples/. Keep it short, say why.
-PENDING: tuple[str, ...] = ()  # every example is on the facade (the GEMM since issue 13)
+PENDING: tuple[str, ...] = ()  # every example is on the facade
 
 
 def example_files() -> list[Path]:

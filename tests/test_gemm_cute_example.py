@@ -260,7 +260,7 @@ def test_run_case_variants_must_compute_the_same_problem() -> None:
 
 
 def test_targets_name_each_bar_and_whether_it_holds(driver: Any) -> None:
-    """Issue 16's bars, read off a summary: bf16 against cuBLAS and the CuTe example, FP8
+    """The performance targets, read off a summary: bf16 against cuBLAS and the CuTe example, FP8
     against the accurate _scaled_mm (its presence makes the summary an FP8 one)."""
     sweep = importlib.import_module("gemm_sweep")
     bf16 = {"ts_over_torch_geomean": 0.994, "ts_over_torch_min": 0.973}

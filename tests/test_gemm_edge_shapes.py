@@ -144,9 +144,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
     | {"tile_mn": (256, 152), "cluster_mn": (1, 2), "epi_stages": 2, "bias": True},
     "bf16-256x160-1x2-epi64": {"tile_mn": (256, 160), "cluster_mn": (1, 2), "epi_n": 64}
     | {"epi_stages": 2},
-    # 128 x 152 (not yet run on a GPU when added, session 21): bf16; FP8 promoted (76 + 76
-    # values a thread) in a 2 x 1 cluster; FP8 rowwise with the fused epilogue in four
-    # 48-column sub-tiles (the fourth at columns 104-151)
+    # 128 x 152: bf16; FP8 promoted (76 + 76 values a thread) in a 2 x 1 cluster; FP8 rowwise
+    # with the fused epilogue in four 48-column sub-tiles (the fourth at columns 104-151)
     "bf16-128x152": {"tile_mn": (128, 152), "epi_stages": 5},
     "e4m3-128x152-2x1-promoted": {"dtype": "e4m3", "scale": "tensor", "tile_mn": (128, 152)}
     | {"cluster_mn": (2, 1), "epi_stages": 5},
@@ -324,8 +323,7 @@ STAGGER_CONFIGS: dict[str, tuple[dict[str, Any], list[tuple[int, int, int]]]] = 
 # Deferred stores (GemmConfig.defer_store: a tile goes out from its fp32 total under the next
 # tile's first K block of WGMMAs; the CTA's last tile at once): CTAs of one tile, of one or two,
 # of many; K = 0 (no first block: every tile stores itself); K blocks not a multiple of the
-# promotion interval; a fused epilogue, a 1 x 2 cluster, bf16 promoted, 64-row tiles. Added in
-# session 22 without a GPU: not yet run.
+# promotion interval; a fused epilogue, a 1 x 2 cluster, bf16 promoted, 64-row tiles.
 _DEFER_SHAPES = [
     *[(1003, 1501, 0), (1, 1, 1), (129, 257, 65), (2048, 1024, 256), (2048, 1152, 384)],
     *[(4096, 4096, 512), (3000, 5000, 896), (7, 9, 4096), (300, 200, 640)],

@@ -1,4 +1,4 @@
-"""Our own merge and fork group examples compile for Blackwell too (issue 14).
+"""Our own merge and fork group examples compile for Blackwell too.
 
 ``examples/hopper/merge_copy.py`` (a Merge of two TMA-fed rings into one consumer) and
 ``examples/hopper/fork.py`` (one TMA load into two consumers through a Fork) use no

@@ -1,4 +1,4 @@
-"""Issue 13's targets: the TS kernels read no longer than their hand-written twins."""
+"""Line-count targets: the TS kernels read no longer than their hand-written twins."""
 
 from __future__ import annotations
 

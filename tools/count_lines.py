@@ -35,7 +35,7 @@ PARTS: dict[str, dict[str, list[str]]] = {
     "merge_gemm": {"ts": ["merge_gemm.py"], "twin": ["merge_gemm.py"]},
 }
 TARGETS = {"tma_copy": 1.0, "gemm": 0.7, "fork_gemm": 1.0, "persistent_copy": 1.0}
-"""Issue 13's targets: TS code lines at most this many times the twin's."""
+"""The line-count targets: TS code lines at most this many times the twin's."""
 
 BANNERS = {"ts": "# TS kernel", "twin": "# Hand-written twin"}
 

@@ -5,7 +5,7 @@
 #
 #   tools/fetch_cute_example.sh [GIT_DIR] [COMMIT]
 #
-# GIT_DIR: a clone or mirror of github.com/NVIDIA/cutlass (default: the session mirror
+# GIT_DIR: a clone or mirror of github.com/NVIDIA/cutlass (default: a local mirror at
 # /work/.mirror/NVIDIA+cutlass/repo; or clone it yourself). COMMIT: the revision to read; the
 # default is the last commit that changed the file (CUTLASS v4.5, unchanged through v4.7), which
 # compiles with nvidia-cutlass-dsl 4.8.1 (checked with fake tensors for sm_90a).

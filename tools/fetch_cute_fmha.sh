@@ -6,7 +6,7 @@
 #
 #   tools/fetch_cute_fmha.sh [GIT_DIR] [COMMIT]
 #
-# GIT_DIR: a clone or mirror of github.com/NVIDIA/cutlass (default: the session mirror
+# GIT_DIR: a clone or mirror of github.com/NVIDIA/cutlass (default: a local mirror at
 # /work/.mirror/NVIDIA+cutlass/repo; or clone it yourself). COMMIT: the revision to read, one
 # for all three files so the example and its helpers match; the default is the last commit that
 # changed fmha.py (CUTLASS v4.5), which compiles with nvidia-cutlass-dsl 4.8.1 (checked with

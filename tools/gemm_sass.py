@@ -1,11 +1,11 @@
 """Dump the Hopper GEMM's PTX, ptxas's notes and (where the CUDA tools have ``nvdisasm``) its
 SASS, for the TS kernel and its twin, one configuration with and without deferred stores.
 
-Session 23 measured ``--defer-store on`` at 0.58-0.75 of the plain kernel on every FP8 shape,
-a loss paid in every K block. Its K loop's PTX carried the first-iteration zeroing of the total
-into every block as 64 ``selp.f32`` and 128 more ``mov`` per thread (since fixed: the tile's
-first promotion assigns the total). The SASS says what runs: this CPU machine has ``ptxas``
-but no disassembler, the GPU machine's CUDA toolkit has both.
+A deferred store whose K loop zeroes the total in its first iteration runs at 0.58-0.75 of
+the plain kernel on every FP8 shape, a loss paid in every K block: the PTX carries that zeroing
+into every block as 64 ``selp.f32`` and 128 more ``mov`` per thread, which is why the tile's
+first promotion assigns the total instead. The SASS says what runs: a CPU machine may have
+``ptxas`` but no disassembler, the GPU machine's CUDA toolkit has both.
 
 Writes ``{who}_{plain|defer}.ptx`` / ``.ptxas.txt`` / ``.sass`` into the folder given (no GPU
 needed; ``CUTE_DSL_ARCH`` defaults to ``sm_90a``). Usage::

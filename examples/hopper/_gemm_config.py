@@ -103,7 +103,7 @@ PROMOTE_EVERY = 4
 # The total is a second register tile of as many fp32 values per consumer thread as the
 # accumulator (GemmConfig.acc_values: BN / 2 in the cooperative kernel up to 128 rows). Two
 # 96-value tiles (128 x 192) still compile without a spill under setmaxnreg 232, fused
-# epilogue, split and clusters included (ptxas -v, tests/test_runtime_gemm_promote.py); two
+# epilogue, split and clusters included (ptxas -v, checked by ts-runtime's promotion tests); two
 # 128-value tiles (BN = 256, 256 x 128, a ping-pong 128 x 128) spill 780 bytes.
 PROMOTE_MAX_ACC = 96
 # A ping-pong warpgroup holds its whole BM x BN tile: 128 x 192 is 192 fp32 registers per
@@ -112,7 +112,7 @@ PINGPONG_MAX_ACC = 192
 # A deferred store (GemmConfig.defer_store) converts the total while the next tile's WGMMAs
 # write the other register tile, so both tiles and the epilogue's registers are live at once:
 # 64 + 64 (128 x 128, 64 x 128) compile without a spill; 96 + 96 (128 x 192) spill 736 bytes
-# (ptxas -v, TS and twin alike, session 22).
+# (ptxas -v, TS and twin alike).
 DEFER_MAX_ACC = 64
 MAX_SPLIT = 16  # split-K chunks per tile (more only adds partial tiles to write and read)
 # Extra PTX kinds worth comparing for a GEMM (on top of ts_codegen's defaults).

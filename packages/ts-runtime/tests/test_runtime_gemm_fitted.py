@@ -233,7 +233,7 @@ def test_fit_width_leaves_other_tiles_and_empty_problems(gemm: Any, table: Any) 
 
 
 def test_the_table_runs_3000_by_5000_on_the_fitted_width(table: Any) -> None:
-    """The shipped table's ragged class (session 21) and the pick on its sweep shape."""
+    """The shipped table's ragged class and the pick on its sweep shape."""
     cfg, source = table.pick((3000, 5000, 4000))
     assert source == "table:Ml-Nl-Km-W1r"
     assert (cfg.tile_mn, cfg.cluster_mn, cfg.epi_stages) == ((256, 152), (2, 1), 2)

@@ -563,7 +563,7 @@ def _shipped_families() -> list[tuple[str, str]]:
 def test_every_configuration_the_table_picks_compiles_to_the_twins_code(
     gemm: Any, table: Any, dtype: str, config: str
 ) -> None:
-    """Issue 16: what the table can pick is verified and its PTX checked on the CPU (an
+    """What the table can pick is verified and its PTX checked on the CPU (an
     entry of a ``WIDTH_FAMILIES`` tile in every width ``fit_width`` may give it)."""
     import dataclasses
 
@@ -643,7 +643,7 @@ def test_table_from_a_sweeps_same_run_ab(
         row["vs:unfitted"] = {"ok": True, "tflops": 900.0, "config": dataclasses.asdict(unfitted)}
         row["vs:wide"] = {"ok": True, "tflops": 1500.0, "config": dataclasses.asdict(wide)}
         row["vs:unpromoted"] = {"ok": True, "tflops": 1600.0, "config": asdict_unpromoted}
-        # a tile this code no longer has (session 17 timed a 128 x 224 added for one A/B)
+        # a tile this code does not have (a sweep log may time one added for a single A/B)
         row["vs:gone"] = {"ok": True, "tflops": 1700.0, "config": asdict_gone}
         return json.dumps(row)
 

@@ -1,9 +1,9 @@
 """The tuner's guard against adopting noise: a challenger must lead in both timings.
 
 ``gemm_tune.py --from-sweep`` ranks by one timing (graph, or per call with ``--eager``) and
-keeps a class's entry unless the best leads it by ``--margin``. Session 20 adopted a contender
-1.7 % ahead per call and 4.5 % behind in graph timing (one H100 call): the sweep's line holds
-both timings, so the best must also lead the incumbent in the other one.
+keeps a class's entry unless the best leads it by ``--margin``. A contender can run 1.7 %
+ahead per call and 4.5 % behind in graph timing (one H100 call): the sweep's line holds both
+timings, so the best must also lead the incumbent in the other one.
 """
 
 from __future__ import annotations
