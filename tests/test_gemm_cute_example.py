@@ -280,9 +280,9 @@ def test_targets_name_each_bar_and_whether_it_holds(driver: Any) -> None:
 
 def test_cublas_kernel_names_read_in_our_frame() -> None:
     """bench/cublas_kernels.py: an ``nvjet`` name is cuBLAS's column-major frame (its M is our
-    N), so its tile and cluster swap; other kernels (a memset) get nothing. The names are the
-    ones cuBLAS ran on an H100 in session 21 (bench/ab/session21/h100_call8_cublas_kernels.log);
-    the 3000 x 5000 one is the 256 x 152 in 2 x 1 the table took after it: 12 x 33 tiles."""
+    N), so its tile and cluster swap; other kernels (a memset) get nothing. The names are ones
+    cuBLAS ran on an H100 SXM (bench/data/cublas_kernels_h100.json); the 3000 x 5000 one is the
+    table's 256 x 152 in 2 x 1: 12 x 33 tiles."""
     if str(BENCH) not in sys.path:
         sys.path.append(str(BENCH))
     names = importlib.import_module("cublas_kernels")
