@@ -82,6 +82,7 @@ def test_clc_copy_for_hopper_names_the_target() -> None:
     assert "create_atomic_dynamic_persistent_tile_scheduler_params" in proc.stderr
 
 
+@pytest.mark.smoke
 def test_umma_chain_allocates_and_frees_tmem_at_the_right_points(tmp_path: Path) -> None:
     proc = _run("sm_100a", "umma_chain.py", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -104,6 +105,7 @@ def test_umma_chain_allocates_and_frees_tmem_at_the_right_points(tmp_path: Path)
     assert not [i for i in commits if wait < i < dealloc]
 
 
+@pytest.mark.smoke
 def test_the_blackwell_gemm_compiles_with_every_feature() -> None:
     proc = _run("sm_100a", "gemm.py")
     assert proc.returncode == 0, proc.stderr[-3000:]

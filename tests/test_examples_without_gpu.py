@@ -83,6 +83,7 @@ def test_example_without_torch(example: str) -> None:
     assert "--compile-only" in proc.stderr and proc.stdout == ""
 
 
+@pytest.mark.smoke
 def test_compile_only_leaves_no_files_behind(tmp_path: Path) -> None:
     """``--compile-only`` reads the PTX from the compiled kernel; no file lands in the cwd."""
     pytest.importorskip("cutlass")

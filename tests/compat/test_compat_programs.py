@@ -24,6 +24,7 @@ pytest.importorskip("cutlass")
 # FastDivmodDivisor, deprecated too; the kernel call rebuilds both. Those two messages are
 # ignored here, for these programs only: project code uses ts_codegen.TileRaster.
 pytestmark = [
+    pytest.mark.smoke,
     pytest.mark.filterwarnings(
         r"ignore:Migrated to examples/CuTeDSL/helpers/static_persistent_tile_scheduler\.py"
         r":DeprecationWarning:(ts_compat_p\d+_|cutlass\.utils\.static_persistent_tile_scheduler)"

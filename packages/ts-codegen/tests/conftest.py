@@ -50,3 +50,9 @@ def load_example() -> Callable[[str], object]:
         reason="the examples import the task_scheduling facade (tests all)",
     )
     return _load
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here too: a copy of these tests runs against the installed wheel, outside the
+    # repository's pytest configuration (tools/check_layers_alone.py).
+    config.addinivalue_line("markers", "smoke: one kernel of each kind (the oldest Python's run)")

@@ -21,6 +21,9 @@ import cutlass.cute as cute
 from ts_codegen import dsl
 from ts_codegen.dsl.branch_state import BranchState
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 class _Trait:  # as the DSL's atoms hold their runtime state: an SSA value in an attribute
     def __init__(self, value: Any) -> None:

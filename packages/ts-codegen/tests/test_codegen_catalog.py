@@ -9,6 +9,9 @@ pytest.importorskip("cutlass")
 from ts_codegen import LoweringError
 from ts_ir import entry, see_also
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 def test_lowering_error_code_and_page() -> None:
     e = entry(LoweringError.code)

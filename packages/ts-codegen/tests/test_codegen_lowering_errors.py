@@ -21,6 +21,9 @@ from ts_trace import (
     work_tile_loop,
 )
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 @dataclasses.dataclass(kw_only=True)
 class Tiles(MemoryResource):

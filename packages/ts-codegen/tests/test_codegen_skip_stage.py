@@ -34,6 +34,9 @@ from ts_trace import (
     schedule,
 )
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 STAGES = 4
 WARP = CooperativeGroupSpec("thread", 32)
 

@@ -13,6 +13,9 @@ import pytest
 
 from ts_codegen.tiles_raster import raster_coord, raster_order, raster_shape
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 def _mn(order: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     return [(m, n) for m, n, _ in order]

@@ -21,6 +21,9 @@ from ts_codegen.debug_wait import (
     message_format,
 )
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 STAGES = 4
 THREADS = 64  # warp 0 produces, warp 1 consumes
 

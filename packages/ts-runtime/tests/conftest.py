@@ -109,3 +109,9 @@ def ptxas_log(tmp_path: Path) -> Callable[..., str]:
         return subprocess.run(cmd, capture_output=True, text=True, check=True).stderr
 
     return run
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here too: a copy of these tests runs against the installed wheel, outside the
+    # repository's pytest configuration (tools/check_layers_alone.py).
+    config.addinivalue_line("markers", "smoke: one kernel of each kind (the oldest Python's run)")

@@ -45,6 +45,7 @@ def _compile(kind: str, arch: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.smoke
 @pytest.mark.parametrize("kind", sorted(EXPECTED))
 def test_kind_compiles_for_sm100a_with_its_arrivals(kind: str) -> None:
     proc = _compile(kind, "sm_100a")

@@ -8,6 +8,9 @@ import pytest
 
 from ts_runtime import CompileCache, compile_kernel, from_torch, plan_fingerprint
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 cutlass = pytest.importorskip("cutlass")
 
 

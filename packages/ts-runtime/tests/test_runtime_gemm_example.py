@@ -44,6 +44,7 @@ def _same(out: dict[str, Any]) -> None:
     assert out["ts_total"] == out["twin_total"]
 
 
+@pytest.mark.smoke
 def test_default_same_code_as_twin(default: dict[str, Any]) -> None:
     _same(default)
     ts = default["ts"]

@@ -29,6 +29,9 @@ from ts_trace import (  # noqa: E402
     schedule,
 )
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 @dataclasses.dataclass(kw_only=True)
 class Ring(MemoryResource):

@@ -17,6 +17,9 @@ pytest.importorskip("cutlass")
 
 from ts_codegen.dsl import compile_ptx
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 
 @pytest.fixture(scope="module")
 def persistent(load_example: Callable[[str], Any]) -> Any:

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+# The smoke subset (the oldest Python runs only it): one kernel of each kind.
+pytestmark = pytest.mark.smoke
+
 pytest.importorskip("cutlass")
 
 SHAPE = (1024, 512)

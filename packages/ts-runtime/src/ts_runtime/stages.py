@@ -16,7 +16,9 @@ gate, a work queue's scheduler) is recorded in the plan by ``ts_trace.build_plan
 
 from __future__ import annotations
 
+import collections
 import dataclasses
+import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -221,6 +223,40 @@ _TYPED = (*_REFUSED, "TS-V216", "TS-V203", "TS-V209")
 """Codes raised as typed runtime errors, in this order (what cannot be lowered first)."""
 
 
+_REPORTS: collections.OrderedDict[tuple[Any, KernelPlan, Target], Report] = (
+    collections.OrderedDict()
+)
+_REPORTS_LOCK = threading.Lock()
+_REPORTS_KEPT = 64
+
+
+def _report(plan: KernelPlan, target: Target) -> Report:
+    """``verify(plan, target=target)``, once per process for equal plans.
+
+    A kernel's plan is verified when it is planned on the host and again when it is lowered
+    (the same plan), and configurations that differ only in what the schedule does not see
+    (dtype, a mask, a group size) plan equal kernels: verification is a pure function of the
+    plan and the target, so the report is shared. The key holds the verifier function too, so
+    a substitute verifier (a test's spy) is always called.
+    """
+    try:
+        key = (verify, plan, target)
+        hash(key)
+    except TypeError:  # a plan holding an unhashable constant: verified every time
+        return verify(plan, target=target)
+    with _REPORTS_LOCK:
+        hit = _REPORTS.get(key)
+        if hit is not None:
+            _REPORTS.move_to_end(key)
+            return hit
+    report = verify(plan, target=target)
+    with _REPORTS_LOCK:
+        _REPORTS[key] = report
+        while len(_REPORTS) > _REPORTS_KEPT:
+            _REPORTS.popitem(last=False)
+    return report
+
+
 def verify_plan(
     plan: KernelPlan,
     target: Target,
@@ -245,7 +281,7 @@ def verify_plan(
     ``capacity_at`` the line that set the SMEM capacity explicitly, which an over-budget
     error names first.
     """
-    report = verify(plan, target=target)
+    report = _report(plan, target)
     for code in _TYPED:
         for d in report.errors:
             if d.code != code:
