@@ -304,11 +304,13 @@ def check_one(
     dists: dict[str, Dist],
     in_repo: list[str],
     work: Path,
+    tests: bool = True,
 ) -> Outcome:
     """Install ``layer`` alone into a fresh virtualenv on ``python`` and test it there.
 
     ``in_repo`` names every distribution of the repository: none but ``layer`` and its in-repo
-    dependencies may be importable.
+    dependencies may be importable. Without ``tests`` only steps 1-3 run (the layer installs
+    alone and every module imports).
     """
     start = time.monotonic()
     tag = f"{layer}-py{version}"
@@ -333,6 +335,8 @@ def check_one(
         if layer == UMBRELLA:
             lite = check_facade_lite(uv, version, python, dists, work)
             detail = f"installs alone, every module imports; {lite}"
+        elif not tests:
+            detail = "installs alone, every module imports (tests run elsewhere)"
         else:
             # 2. Its `test` extra (which may name other in-repo layers), then its tests, copied
             #    out of the checkout so that they exercise the installed wheel.
@@ -376,6 +380,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-umbrella", action="store_true", help="skip the ts-task-scheduling wheel check"
     )
+    parser.add_argument(
+        "--install-only-on",
+        action="append",
+        default=[],
+        choices=PYTHONS,
+        metavar="VERSION",
+        help="on this Python, install and import each layer but leave its tests out (where the "
+        "whole suite runs them); repeatable",
+    )
     parser.add_argument("--jobs", type=int, default=2, help="checks run in parallel (default 2)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = parser.parse_args(argv)
@@ -413,10 +426,26 @@ def main(argv: list[str] | None = None) -> int:
             extra = [d for d in test_closure(name, dists) if d != name and d not in deps]
             print(line + (f"; its tests also use {', '.join(extra)}" if extra else ""))
 
-        jobs = [(layer, v) for layer in targets for v in versions]
+        # The layers with the most tests first, so that the last checks to start are short ones.
+        def weight(layer: str) -> int:
+            tests = dists[layer].source / "tests"
+            sizes = (f.stat().st_size for f in tests.rglob("*.py")) if layer != UMBRELLA else ()
+            return -sum(sizes)
+
+        jobs = [(layer, v) for layer in sorted(targets, key=weight) for v in versions]
         with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             futures = [
-                pool.submit(check_one, uv, layer, v, str(pythons[v]), dists, in_repo, work)
+                pool.submit(
+                    check_one,
+                    uv,
+                    layer,
+                    v,
+                    str(pythons[v]),
+                    dists,
+                    in_repo,
+                    work,
+                    v not in args.install_only_on,
+                )
                 for layer, v in jobs
             ]
             for future in concurrent.futures.as_completed(futures):

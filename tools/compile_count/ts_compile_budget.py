@@ -5,7 +5,7 @@ pytest configuration (or ``--compile-budget N``) a run that compiled more than `
 fails: in its process, its xdist workers and any subprocess a test starts (their
 ``sitecustomize`` counts, see :mod:`ts_compile_count`). A test that compiles a configuration
 another test already built, or a new test that compiles many, is seen when it is written; the
-summary names the test files that compile most and how many compiles repeat a configuration.
+summary names the test files that compile most.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import ts_compile_count
 _COUNTER = Path(__file__).resolve().parent
 
 _OWNER = pytest.StashKey[bool]()
-_RESULT = pytest.StashKey[tuple[int, int, list[tuple[str, int]]]]()
+_RESULT = pytest.StashKey[tuple[int, list[tuple[str, int]]]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,10 +55,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not config.stash.get(_OWNER, False):
         return
     records = ts_compile_count.read(os.environ[ts_compile_count.ENV])
-    per_file = collections.Counter(test.split("::", 1)[0] for test, _, _ in records)
-    configs = collections.Counter((func, digest) for _, func, digest in records if digest != "?")
-    repeats = sum(n - 1 for n in configs.values())
-    config.stash[_RESULT] = (len(records), repeats, per_file.most_common(8))
+    per_file = collections.Counter(test.split("::", 1)[0] for test, _ in records)
+    config.stash[_RESULT] = (len(records), per_file.most_common(8))
     budget = _budget(config)
     if budget is not None and len(records) > budget and session.exitstatus == 0:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -69,14 +67,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     budget = _budget(terminalreporter.config)
     if result is None or result[0] == 0:
         return
-    total, repeats, top = result
+    total, top = result
     over = budget is not None and total > budget
     stated = f" of a budget of {budget}" if budget is not None else ""
     terminalreporter.section("CuTe DSL compiles", red=over, bold=over)
-    terminalreporter.line(
-        f"{total} compiles{stated}, {repeats} of a configuration compiled before in this run; "
-        "most in:"
-    )
+    terminalreporter.line(f"{total} compiles{stated}; most in:")
     for path, count in top:
         terminalreporter.line(f"  {count:5d}  {path}")
     if over:

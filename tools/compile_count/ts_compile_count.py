@@ -13,7 +13,6 @@ for that test. ``sitecustomize.py`` beside this module installs it in every Pyth
 
 from __future__ import annotations
 
-import hashlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -28,32 +27,12 @@ ENV = "TS_COMPILE_LOG"
 _MODULE = "cutlass.base_dsl.compiler"
 
 
-def _configuration(func: Any, args: tuple[Any, ...]) -> str:
-    """A digest of what a compile is of: the function, what its closure holds (a launcher
-    built per configuration closes over it) and the arguments' types and shapes."""
-    target = getattr(func, "__func__", func)
-    cells = []
-    for cell in getattr(target, "__closure__", None) or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        cells.append(getattr(value, "__qualname__", None) or repr(value))
-    shapes = [(type(a).__name__, repr(getattr(a, "shape", a))) for a in args]
-    text = repr((getattr(target, "__qualname__", ""), cells, shapes))
-    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()[:12]
-
-
-def _record(log_dir: str, func: Any, args: tuple[Any, ...]) -> None:
+def _record(log_dir: str, func: Any) -> None:
     test = os.environ.get("PYTEST_CURRENT_TEST", "(outside a test)").rsplit(" ", 1)[0]
     target = getattr(func, "__func__", func)
     name = f"{getattr(target, '__module__', '?')}.{getattr(target, '__qualname__', repr(target))}"
-    try:
-        config = _configuration(func, args)
-    except Exception:  # a repr that fails: the compile still counts
-        config = "?"
     with open(Path(log_dir) / f"{os.getpid()}.log", "a", encoding="utf-8") as out:
-        out.write(f"{test}\t{name}\t{config}\n")
+        out.write(f"{test}\t{name}\n")
 
 
 def _patch(module: types.ModuleType, log_dir: str) -> None:
@@ -63,7 +42,7 @@ def _patch(module: types.ModuleType, log_dir: str) -> None:
         return
 
     def _compile(self: Any, func: Any, *args: Any, **kwargs: Any) -> Any:
-        _record(log_dir, func, args)
+        _record(log_dir, func)
         return original(self, func, *args, **kwargs)
 
     _compile._ts_counted = True  # type: ignore[attr-defined]
@@ -121,11 +100,11 @@ def install_from_env() -> None:
         install(log_dir)
 
 
-def read(log_dir: str | Path) -> list[tuple[str, str, str]]:
-    """Every compile logged under ``log_dir``: ``(test id, function, configuration digest)``."""
-    records: list[tuple[str, str, str]] = []
+def read(log_dir: str | Path) -> list[tuple[str, str]]:
+    """Every compile logged under ``log_dir``: ``(test id, function)`` pairs."""
+    records: list[tuple[str, str]] = []
     for log in sorted(Path(log_dir).glob("*.log")):
         for line in log.read_text(encoding="utf-8").splitlines():
-            test, func, config = [*line.split("\t"), "", ""][:3]
-            records.append((test, func, config))
+            test, _, func = line.partition("\t")
+            records.append((test, func))
     return records
