@@ -304,12 +304,12 @@ def check_one(
     dists: dict[str, Dist],
     in_repo: list[str],
     work: Path,
-    tests: bool = True,
+    run_tests: bool = True,
 ) -> Outcome:
     """Install ``layer`` alone into a fresh virtualenv on ``python`` and test it there.
 
     ``in_repo`` names every distribution of the repository: none but ``layer`` and its in-repo
-    dependencies may be importable. Without ``tests`` only steps 1-3 run (the layer installs
+    dependencies may be importable. Without ``run_tests`` only steps 1-3 run (the layer installs
     alone and every module imports).
     """
     start = time.monotonic()
@@ -335,7 +335,7 @@ def check_one(
         if layer == UMBRELLA:
             lite = check_facade_lite(uv, version, python, dists, work)
             detail = f"installs alone, every module imports; {lite}"
-        elif not tests:
+        elif not run_tests:
             detail = "installs alone, every module imports (tests run elsewhere)"
         else:
             # 2. Its `test` extra (which may name other in-repo layers), then its tests, copied

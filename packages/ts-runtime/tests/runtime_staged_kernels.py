@@ -49,3 +49,31 @@ def staged_smem_kernel(elements: int) -> Kernel:
         kern.launch(src, dst, n, grid=(1, 1, 1))
 
     return kern
+
+
+def copy_kernel(body: Any) -> Kernel:
+    """The grid-stride copy with ``body(src, dst)`` as its loop body (for misuse tests)."""
+    from test_runtime_staged import Destination, Source
+
+    from ts_runtime import Task
+    from ts_trace import ResourceProxy, domain_loop, schedule
+
+    def declare(k: KernelContext, src: Any, dst: Any, n: Any) -> Tasks:
+        s, d = Source(name="src", tensor=src), Destination(name="dst", tensor=dst)
+        start = k.block_idx[0] * k.block_dim[0] + k.thread_idx[0]
+
+        @schedule
+        def copy(src: ResourceProxy, dst: ResourceProxy) -> None:
+            with domain_loop(start, n, k.grid_dim[0] * k.block_dim[0]):
+                body(src, dst)
+
+        return Tasks([Task([s], [d], 0, 8, schedule=copy(s, d), name="copy")], {d: [s]})
+
+    kern = Kernel(declare, name="copy_misuse")
+
+    @kern.launcher
+    @cute.jit
+    def launch(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
+        kern.launch(src, dst, n, grid=(1, 1, 1))
+
+    return kern

@@ -52,3 +52,35 @@ def test_smem_tensors_over_budget_are_refused_before_code_generation() -> None:
     text = str(info.value)
     assert "TS-R004" in text and "k.smem_tensor[0]" in text and "240000" in text
     assert "# staged in SMEM" in text  # the declaration's line, not the DSL's
+
+
+def test_a_work_call_that_leaves_out_a_required_input_is_a_typed_error_at_its_line() -> None:
+    from runtime_staged_kernels import copy_kernel
+
+    from ts_codegen import LoweringError
+
+    def body(src: Any, dst: Any) -> None:
+        src.load()
+        dst.store()  # leaves out `element`
+
+    with pytest.raises(LoweringError) as info:
+        copy_kernel(body).compile(_fake(), _fake(), cutlass.Int32(4096))
+    text = str(info.value)
+    assert "TS-C001" in text and "leaves out `element`" in text and "element=..." in text
+    assert f"{__file__}:" in text and "Destination.store requires" in text
+
+
+def test_routing_a_producer_works_result_is_a_typed_error_at_its_line() -> None:
+    from runtime_staged_kernels import copy_kernel
+
+    from ts_trace import ScheduleError
+
+    def body(src: Any, dst: Any) -> None:
+        done = dst.store(element=src.load())
+        dst.store(element=done)  # a producer work returns nothing to route
+
+    with pytest.raises(ScheduleError) as info:
+        copy_kernel(body).compile(_fake(), _fake(), cutlass.Int32(4096))
+    text = str(info.value)
+    assert info.value.code == "TS-T006" and "a producer work" in text
+    assert "dst.store(element=done)" in text  # the user's line

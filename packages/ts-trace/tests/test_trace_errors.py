@@ -144,6 +144,17 @@ def test_token_without_output(src: Src, buf: Buf) -> None:
     check(err, "TS-T006", "T006", "declares no output")
 
 
+def test_result_of_a_producer_work_is_not_routed(src: Src, buf: Buf) -> None:
+    @schedule
+    def sched(s: Any, b: Any) -> None:
+        done = b.store(item=s.load())
+        b.store(item=done)  # T006c
+
+    with pytest.raises(ScheduleError) as err:
+        sched(src, buf)
+    check(err, "TS-T006", "T006c", "a producer work", "returns nothing")
+
+
 def test_single_token_cannot_be_unpacked(src: Src) -> None:
     @schedule
     def sched(s: Any) -> None:

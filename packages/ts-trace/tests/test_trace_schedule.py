@@ -323,8 +323,9 @@ def test_consumer_without_outputs_returns_an_unusable_token(src: Src) -> None:
     assert "declares no output" in str(err.value)
 
 
-def test_producer_work_returns_none(src: Src, buf: Buf) -> None:
-    returned: list[object] = []
+def test_producer_work_returns_a_token_with_nothing_to_route(src: Src, buf: Buf) -> None:
+    """As every work call does (routing it is TS-T006); pipeline operations return None."""
+    returned: list[Any] = []
 
     @schedule
     def sched(s: Any, b: Any) -> None:
@@ -333,7 +334,11 @@ def test_producer_work_returns_none(src: Src, buf: Buf) -> None:
         returned.append(b.acquire())
 
     sched(src, buf)
-    assert returned == [None, None, None]
+    store, prefetch, acquire = returned
+    assert isinstance(store, DataFlowToken) and isinstance(prefetch, DataFlowToken)
+    assert (store.label, store.output, store.producer) == ("store", None, True)
+    assert (prefetch.label, prefetch.output, prefetch.producer) == ("prefetch", None, True)
+    assert acquire is None
 
 
 def test_python_for_loop_unrolls_into_repeated_steps(src: Src, buf: Buf) -> None:

@@ -32,6 +32,7 @@ phase (``debug=True``), see :mod:`ts_codegen.debug_wait`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -435,6 +436,16 @@ class TaskLowering:
                 )
             kwargs[route.argument] = env.values[vkey]
         method = getattr(resource, step.label)
+        missing = _missing_inputs(method, kwargs)
+        if missing:
+            names = ", ".join(f"`{m}`" for m in missing)
+            raise LoweringError(
+                f"{self._where(step)}: {step.resource}.{step.label}(...) leaves out {names}, "
+                f"which {type(resource).__name__}.{step.label} requires; pass "
+                + ", ".join(f"{m}=..." for m in missing)
+                + " at the call (a token a consumer work returns, or a constant), or give the "
+                "parameter a default"
+            )
         result = method(self._stage_info(step, env), **kwargs)
         outs = step.outputs
         if not outs:
@@ -696,6 +707,24 @@ class TaskLowering:
 
         results = dsl.if_then(cond, self._pack(env, skeys, vkeys), then)
         self._unpack(env, skeys, vkeys, results)
+
+
+def _missing_inputs(method: Callable[..., Any], given: dict[str, Any]) -> list[str]:
+    """The parameters after ``stage_info`` that ``method`` requires and the call leaves out.
+
+    Found here rather than by the DSL, whose wrapper reports a missing argument as a
+    ``TypeError`` of its own frame, far from the schedule line that made the call.
+    """
+    try:
+        params = list(inspect.signature(method).parameters.values())[1:]  # after stage_info
+    except (TypeError, ValueError):  # no signature to read: the call will say
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return []
+    wanted = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [
+        p.name for p in params if p.kind in wanted and p.default is p.empty and p.name not in given
+    ]
 
 
 def _work_outside_tile_loops(body: Sequence[Node]) -> bool:

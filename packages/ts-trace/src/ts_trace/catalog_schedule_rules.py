@@ -188,8 +188,9 @@ SCHEDULE_ENTRIES: tuple[CatalogEntry, ...] = (
         """
         Only outputs declared with `@consumer_work(returns=...)` are kept at run time (in
         task-local variables), so only they can be routed into later work calls. A work method
-        without `returns=` leaves nothing to route, and a call with one output returns one
-        token, which cannot be unpacked into several.
+        without `returns=` leaves nothing to route, nor does a producer work (it writes into
+        its resource), and a call with one output returns one token, which cannot be unpacked
+        into several.
         """,
         """
         @schedule

@@ -153,9 +153,11 @@ class _WorkCall:
                 location,
             )
         )
-        if info.role is Role.PRODUCER:
-            return None
         path = builder.scope_path()
+        if info.role is Role.PRODUCER:
+            # Nothing to route, but a token all the same: passed into another call, it is a
+            # typed error at this line rather than a None the DSL refuses in the kernel.
+            return DataFlowToken(name, method.label, None, step.id, path, builder.uid, True)
         tokens = [
             DataFlowToken(name, method.label, out, step.id, path, builder.uid) for out in outputs
         ]

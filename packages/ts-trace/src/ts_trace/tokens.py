@@ -32,7 +32,7 @@ Boolean: TypeAlias = Any
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DataFlowToken:
-    """The value a consumer work call returns while tracing.
+    """The value a work call returns while tracing.
 
     Pass it to a later work call (by keyword or positionally) to route the value, or to
     :func:`~ts_trace.blocks.when_true` / :func:`~ts_trace.blocks.when_false` to guard a block
@@ -45,6 +45,8 @@ class DataFlowToken:
         step_id: Id of the producing step.
         scope_path: Blocks open when it was produced.
         builder_id: Identity of the schedule trace that produced it.
+        producer: Returned by a producer work, which writes its resource and returns nothing
+            to route (routing it is TS-T006, as for a consumer work without ``returns=``).
     """
 
     resource: str
@@ -53,6 +55,7 @@ class DataFlowToken:
     step_id: int
     scope_path: tuple[int, ...]
     builder_id: int
+    producer: bool = False
 
     def __bool__(self) -> bool:
         raise ScheduleError(
@@ -94,6 +97,15 @@ def check_token(
             f"{use} uses the output of {token.resource}.{token.label} from a different "
             "schedule trace; it is not produced in this schedule",
             **common,
+        )
+    if token.output is None and token.producer:
+        raise ScheduleError(
+            "TS-T006",
+            f"{use} uses the result of {token.resource}.{token.label}, a producer work: it "
+            "writes into its resource and returns nothing",
+            **common,
+            fix=f"route the value from the consumer work that reads {token.resource}, declared "
+            "with @consumer_work(returns=...)",
         )
     if token.output is None:
         raise ScheduleError(
