@@ -41,14 +41,7 @@ def staged_smem_kernel(elements: int) -> Kernel:
         k.smem_tensor(cutlass.Float16, lambda: cute.make_layout(elements))  # staged in SMEM
         return copy_tasks(k, src, dst, n)
 
-    kern = Kernel(declare, name="staged_smem")
-
-    @kern.launcher
-    @cute.jit
-    def launch(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32) -> None:
-        kern.launch(src, dst, n, grid=(1, 1, 1))
-
-    return kern
+    return _one_cta(Kernel(declare, name="staged_smem"))
 
 
 def copy_kernel(body: Any) -> Kernel:
@@ -69,7 +62,11 @@ def copy_kernel(body: Any) -> Kernel:
 
         return Tasks([Task([s], [d], 0, 8, schedule=copy(s, d), name="copy")], {d: [s]})
 
-    kern = Kernel(declare, name="copy_misuse")
+    return _one_cta(Kernel(declare, name="copy_misuse"))
+
+
+def _one_cta(kern: Kernel) -> Kernel:
+    """``kern`` with a launcher of one CTA."""
 
     @kern.launcher
     @cute.jit
